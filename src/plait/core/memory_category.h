@@ -1,0 +1,27 @@
+#pragma once
+// The categories plait accounts memory in; the simulator's memory model uses the same ones,
+// so predicted and measured peaks can be laid side by side.
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+namespace plait {
+
+enum class MemoryCategory : int {
+  kParameters = 0,
+  kGradients,
+  kOptimizerState,
+  kActivations,
+  kKVCache,
+  kCommBuffers,
+};
+inline constexpr std::size_t kMemoryCategoryCount = 6;
+
+inline constexpr std::array<std::string_view, kMemoryCategoryCount> kMemoryCategoryNames = {
+    "parameters", "gradients", "optimizer_state", "activations", "kv_cache", "comm_buffers"};
+
+constexpr std::string_view name_of(MemoryCategory c) {
+  return kMemoryCategoryNames[static_cast<std::size_t>(c)];
+}
+
+}  // namespace plait

@@ -1,0 +1,58 @@
+#include "plait/core/json_fields.h"
+
+#include <gtest/gtest.h>
+
+namespace plait {
+namespace {
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(JsonFields, ReadsTypedFieldsWithDefaults) {
+  auto j = nlohmann::json::parse(R"({"a": 3, "b": 0.5, "c": "x", "d": {"e": [1, 2]}})");
+  JsonFields f(j, "cfg.json");
+  EXPECT_EQ(f.integer("a"), 3);
+  EXPECT_DOUBLE_EQ(f.number("b"), 0.5);
+  EXPECT_EQ(f.string("c"), "x");
+  EXPECT_EQ(f.integer("missing", 7), 7);
+  auto d = f.object("d");
+  EXPECT_EQ(d.integers("e"), (std::vector<std::int64_t>{1, 2}));
+  d.check_no_unknown_fields();
+  f.check_no_unknown_fields();
+}
+
+TEST(JsonFields, ErrorsNameFileAndDottedField) {
+  auto j = nlohmann::json::parse(R"({"model": {"layers": "four", "hiden": 8}})");
+  JsonFields f(j, "cfg.json");
+  auto m = f.object("model");
+  EXPECT_EQ(error_of([&] { m.integer("layers"); }),
+            "cfg.json: model.layers: expected an integer, found string \"four\"");
+  EXPECT_EQ(error_of([&] { m.integer("heads"); }), "cfg.json: model.heads: missing; expected an integer");
+  EXPECT_EQ(error_of([&] { m.check_no_unknown_fields(); }), "cfg.json: model.hiden: unknown field");
+}
+
+TEST(JsonFields, RangeChecks) {
+  auto j = nlohmann::json::parse(R"({"n": 0})");
+  JsonFields f(j, "x.json");
+  EXPECT_EQ(error_of([&] { f.integer_in("n", 1, 10); }),
+            "x.json: n: expected an integer in [1, 10], found 0");
+}
+
+TEST(ReadJsonFile, MissingAndMalformedFilesAreInputErrors) {
+  EXPECT_EQ(error_of([] { read_json_file("/nonexistent/plait.json"); }),
+            "/nonexistent/plait.json: (file): cannot open the file");
+  const std::string path = ::testing::TempDir() + "bad.json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("{\"a\": ", f);
+  std::fclose(f);
+  EXPECT_NE(error_of([&] { read_json_file(path); }).find("malformed JSON at byte"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace plait
