@@ -1,9 +1,24 @@
 #pragma once
-// Each subcommand lives in its own file (<name>_command.cpp) and registers itself here.
+// Each subcommand lives in its own file (<name>_command.cpp) and registers itself with a
+// static CommandRegistration, so adding a subcommand never touches another subcommand's file.
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace plait::cli {
 
-void register_version_command(CLI::App& app);
+using CommandRegistrar = void (*)(CLI::App& app);
+
+// `order` sorts the subcommands in --help (lower first).
+struct CommandRegistration {
+  CommandRegistration(int order, CommandRegistrar registrar);
+};
+
+// Adds every registered subcommand to the application, in order.
+void register_all_commands(CLI::App& app);
+
+// The group subcommand `name` (e.g. "bench", "data"), created on first use, so that files like
+// bench_engine_command.cpp and bench_sim_command.cpp can each add one child to it.
+CLI::App* command_group(CLI::App& app, const std::string& name, const std::string& description);
 
 }  // namespace plait::cli

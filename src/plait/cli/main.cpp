@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
       "data parallelism across unlike devices; simulate and plan layouts before you run them."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "plait 0.1.0");
-  plait::cli::register_version_command(app);
+  plait::cli::register_all_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,7 +8,9 @@
 
 namespace plait::cli {
 
-void register_version_command(CLI::App& app) {
+namespace {
+
+void register_version(CLI::App& app) {
   auto* cmd = app.add_subcommand("version", "Print plait's version and the libraries it uses");
   cmd->callback([] {
     std::printf("plait 0.1.0 (C++%ld)\n", __cplusplus / 100 % 100);
@@ -18,4 +20,7 @@ void register_version_command(CLI::App& app) {
   });
 }
 
+const CommandRegistration kRegistration(100, register_version);
+
+}  // namespace
 }  // namespace plait::cli
