@@ -1,0 +1,47 @@
+#pragma once
+// Causal multi-head self-attention over a query segment and a K/V prefix, as Seq1F1B runs it
+// (Sun et al., NAACL 2025, section 3; ../shared/reference/seq1f1b.md "Attention across
+// segments"): the queries are positions [start, start + s) of a sequence, the keys/values are
+// positions [0, start + s) given as consecutive blocks (one per earlier segment plus the queries'
+// own), and query position p sees keys 0..p.
+//
+// Layouts (row-major): q (B, s, C) with head h in columns [h*d, (h+1)*d); each K/V block kv
+// (B, len, 2C): K in columns [0, C), V in [C, 2C); probs (B, NH, s, e), e = start + s; out and
+// dout (B, s, C). Every matrix product is a BLAS call on strided views of these buffers; OpenMP
+// runs one (batch row, head, query block) per thread.
+#include <cstddef>
+#include <span>
+
+namespace plait::kernels {
+
+template <typename T>
+struct KVBlock {
+  const T* kv;  // (B, length, 2C)
+  T* dkv;       // (B, length, 2C); attention_backward accumulates into it (may be null in forward)
+  int length;
+};
+
+// Queries are processed in blocks of this many rows; a block needs keys only up to its last
+// row's position, so the causal upper triangle is skipped except inside the diagonal blocks.
+inline constexpr int kAttentionQueryBlock = 128;
+
+// out (B,s,C) = softmax(q k^T / sqrt(d) + causal mask) v, per head; probs (B,NH,s,e) keeps the
+// probabilities for the backward (zero where masked). The blocks' lengths must sum to e >= s;
+// the query offset is start = e - s.
+template <typename T>
+void attention_forward(T* out, T* probs, const T* q, std::span<const KVBlock<T>> blocks, int batch,
+                       int s, int c, int heads);
+
+// Workspace (in elements of T) attention_backward needs with `threads` OpenMP threads.
+std::size_t attention_backward_workspace(int s, int e, int threads);
+
+// dq (B,s,C) = dL/dq; every block's dkv += dL/dk, dL/dv (so a later segment's backward leaves
+// the gradient for earlier positions in their blocks). Standard softmax backward:
+//   dP = dout v^T,  dS = P * (dP - rowsum(P * dP)),  dq = dS k / sqrt(d),
+//   dk += dS^T q / sqrt(d),  dv += P^T dout.
+// workspace: attention_backward_workspace(s, e, omp_get_max_threads()) elements.
+template <typename T>
+void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
+                        const T* probs, int batch, int s, int c, int heads, T* workspace);
+
+}  // namespace plait::kernels

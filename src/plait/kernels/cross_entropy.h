@@ -1,0 +1,18 @@
+#pragma once
+// Softmax cross-entropy over the vocabulary, forward and backward fused in one call per row
+// (the logits are read once for the row maximum and once for the exponentials, then overwritten
+// with their gradient while the row is still in cache):
+//   loss_n = logsumexp(logits_n) - logits_n[target_n]
+//   dlogits_n = loss_scale * (softmax(logits_n) - onehot(target_n))
+// which is the gradient of loss_scale * sum_n loss_n.
+#include <cstdint>
+
+namespace plait::kernels {
+
+// logits (N,V) in, dlogits (N,V) out (in place); targets (N) in [0, V); losses (N) out.
+// Returns sum_n loss_n * loss_scale, accumulated in double.
+template <typename T>
+double cross_entropy_forward_backward(T* logits, T* losses, const std::int32_t* targets, int n,
+                                      int v, double loss_scale);
+
+}  // namespace plait::kernels

@@ -1,0 +1,68 @@
+#include "plait/kernels/embedding.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "plait/core/error.h"
+#include "plait/kernels/parallel.h"
+
+namespace plait::kernels {
+
+template <typename T>
+void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int batch,
+                       int s, int c, int pos0, int vocab) {
+  const int n = batch * s;
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      throw Error("embedding: token " + std::to_string(tokens[i]) + " at (row " +
+                  std::to_string(i / s) + ", position " + std::to_string(pos0 + i % s) +
+                  ") is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
+  for (int i = 0; i < n; ++i) {
+    const T* te = wte + static_cast<std::size_t>(tokens[i]) * c;
+    const T* pe = wpe + static_cast<std::size_t>(pos0 + i % s) * c;
+    T* o = out + static_cast<std::size_t>(i) * c;
+    for (int j = 0; j < c; ++j) o[j] = te[j] + pe[j];
+  }
+}
+
+template <typename T>
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int batch,
+                        int s, int c, int pos0) {
+  // Tokens repeat, so rows of dwte collide; each thread owns a range of columns instead and
+  // walks the positions in order (no races, deterministic).
+  constexpr int kColumnBlock = 64;
+  const int blocks = (c + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{batch} * s * c))
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int j0 = blk * kColumnBlock;
+    const int j1 = std::min(c, j0 + kColumnBlock);
+    for (int b = 0; b < batch; ++b) {
+      for (int t = 0; t < s; ++t) {
+        const std::size_t row = static_cast<std::size_t>(b) * s + t;
+        const T* g = dout + row * c;
+        T* te = dwte + static_cast<std::size_t>(tokens[row]) * c;
+        T* pe = dwpe + static_cast<std::size_t>(pos0 + t) * c;
+        for (int j = j0; j < j1; ++j) {
+          te[j] += g[j];
+          pe[j] += g[j];
+        }
+      }
+    }
+  }
+}
+
+template void embedding_forward<float>(float*, const std::int32_t*, const float*, const float*, int,
+                                       int, int, int, int);
+template void embedding_forward<double>(double*, const std::int32_t*, const double*,
+                                        const double*, int, int, int, int, int);
+template void embedding_backward<float>(float*, float*, const float*, const std::int32_t*, int, int,
+                                        int, int);
+template void embedding_backward<double>(double*, double*, const double*, const std::int32_t*, int,
+                                         int, int, int);
+
+}  // namespace plait::kernels

@@ -1,0 +1,17 @@
+#pragma once
+// GELU, tanh form as in GPT-2 (Hendrycks & Gimpel 2016, eq. for the tanh approximation):
+//   gelu(x) = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3).
+#include <cstddef>
+
+namespace plait::kernels {
+
+// out (N) = gelu(inp (N)).
+template <typename T>
+void gelu_forward(T* out, const T* inp, std::size_t n);
+
+// dinp (N) = dout (N) * gelu'(inp (N)); dinp may alias dout.
+//   gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+template <typename T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n);
+
+}  // namespace plait::kernels

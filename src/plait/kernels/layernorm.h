@@ -1,0 +1,26 @@
+#pragma once
+// Layer normalisation (Ba, Kiros, Hinton 2016) over the last dimension, eps = 1e-5 as in GPT-2:
+//   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  out = xhat * weight + bias.
+// Backward split into B (input) and W (weight, bias), as for the linear layers.
+namespace plait::kernels {
+
+inline constexpr double kLayerNormEps = 1e-5;
+
+// out (N,C), mean (N), rstd (N) from inp (N,C), weight (C), bias (C).
+template <typename T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
+                       int n, int c);
+
+// dinp (N,C) = [dresidual (N,C) +] dL/dinp given dout (N,C), with
+//   dinp = rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)),  dnorm = dout * weight.
+// dresidual may be null; dinp may alias dresidual.
+template <typename T>
+void layernorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T* inp,
+                              const T* weight, const T* mean, const T* rstd, int n, int c);
+
+// dweight (C) += sum_n dout * xhat, dbias (C) += sum_n dout.
+template <typename T>
+void layernorm_backward_weight(T* dweight, T* dbias, const T* dout, const T* inp, const T* mean,
+                               const T* rstd, int n, int c);
+
+}  // namespace plait::kernels
