@@ -7,9 +7,11 @@
 #include <span>
 #include <vector>
 
+#include "plait/data/batch_source.h"
+
 namespace plait::data {
 
-class BatchLoader {
+class BatchLoader : public BatchSource {
  public:
   // tokens: the stream (kept by reference; must outlive the loader). Needs > seq tokens.
   BatchLoader(std::span<const std::uint16_t> tokens, int seq, int microbatch_size,
@@ -17,11 +19,12 @@ class BatchLoader {
 
   // inputs, targets: microbatch_size x seq, row-major; targets are inputs shifted by one.
   // microbatch: the global micro-batch index within the step, in [0, microbatches_per_step).
-  void fill(std::int64_t step, int microbatch, std::int32_t* inputs, std::int32_t* targets) const;
+  void fill(std::int64_t step, int microbatch, std::int32_t* inputs,
+            std::int32_t* targets) const override;
 
-  int seq() const { return seq_; }
-  int microbatch_size() const { return microbatch_size_; }
-  int microbatches_per_step() const { return microbatches_per_step_; }
+  int seq() const override { return seq_; }
+  int microbatch_size() const override { return microbatch_size_; }
+  int microbatches_per_step() const override { return microbatches_per_step_; }
 
  private:
   std::span<const std::uint16_t> tokens_;

@@ -1,0 +1,114 @@
+// `plait data prepare`: text files -> llm.c token shards (train + validation), with the byte
+// or GPT-2 tokenizer (docs/data.md).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "plait/cli/commands.h"
+#include "plait/data/shard_preparer.h"
+
+namespace plait::cli {
+namespace {
+
+std::string default_vocab_dir() {
+  if (const char* dir = std::getenv("PLAIT_GPT2_DIR")) return dir;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/plait/gpt2";
+}
+
+double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+void run_prepare(const data::PrepareOptions& base, const std::vector<std::string>& inputs,
+                 bool quiet) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto last_report = start;
+  bool reported = false;
+  data::PrepareOptions options = base;
+  if (!quiet) {
+    // Progress on long inputs: one line on stderr, rewritten at most once a second.
+    options.progress = [&](const data::PrepareProgress& p) {
+      const auto now = Clock::now();
+      if (now - last_report < std::chrono::seconds(1)) return;
+      last_report = now;
+      reported = true;
+      const double secs = std::chrono::duration<double>(now - start).count();
+      std::fprintf(stderr, "\rprepare: %5.1f%% (%.1f of %.1f MiB), %lld tokens, %.1f MiB/s   ",
+                   p.bytes_total ? 100.0 * p.bytes_done / p.bytes_total : 100.0,
+                   mib(p.bytes_done), mib(p.bytes_total), static_cast<long long>(p.tokens),
+                   mib(p.bytes_done) / secs);
+    };
+  }
+  const data::PrepareSummary s = data::prepare_token_shards(inputs, options);
+  if (reported) std::fprintf(stderr, "\n");
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::int64_t tokens = s.train_tokens + s.val_tokens;
+  std::printf("plait data prepare: %zu file(s), %.2f MiB of text -> %lld tokens (%s, vocabulary %d, "
+              "%.3f tokens/byte)\n",
+              s.files.size(), mib(s.input_bytes), static_cast<long long>(tokens),
+              options.tokenizer.c_str(), s.vocab_size,
+              s.input_bytes ? static_cast<double>(tokens) / s.input_bytes : 0.0);
+  if (!s.skipped.empty()) {
+    std::printf("  skipped %zu empty or binary file(s), e.g. %s\n", s.skipped.size(),
+                s.skipped.front().c_str());
+  }
+  const auto split = [](const char* name, std::int64_t n, const std::vector<std::string>& shards) {
+    std::printf("  %-5s %lld tokens in %zu shard(s)%s%s\n", name, static_cast<long long>(n),
+                shards.size(), shards.empty() ? "" : ": ",
+                shards.empty() ? "" : (shards.front() + (shards.size() > 1 ? " ..." : "")).c_str());
+  };
+  split("train", s.train_tokens, s.train_shards);
+  split("val", s.val_tokens, s.val_shards);
+  std::printf("  %.2f s (%.2f MiB/s)\n", secs, secs > 0 ? mib(s.input_bytes) / secs : 0.0);
+}
+
+void register_data_prepare(CLI::App& app) {
+  CLI::App* group = command_group(app, "data", "Prepare and inspect training data");
+  auto* cmd = group->add_subcommand(
+      "prepare",
+      "Tokenize text files into llm.c token shards (256-int32 header, uint16 tokens): a train\n"
+      "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ...");
+  struct Args {
+    data::PrepareOptions options;
+    std::vector<std::string> inputs;
+    bool quiet = false;
+  };
+  auto args = std::make_shared<Args>();
+  args->options.vocab_dir = default_vocab_dir();
+  cmd->add_option("--tokenizer", args->options.tokenizer,
+                  "byte: one token per byte (vocabulary 256); gpt2: GPT-2's BPE (vocabulary\n"
+                  "50257), <|endoftext|> before each file")
+      ->check(CLI::IsMember({"byte", "gpt2"}))
+      ->capture_default_str();
+  cmd->add_option("--vocab-dir", args->options.vocab_dir,
+                  "Directory holding GPT-2's encoder.json and vocab.bpe\n"
+                  "(scripts/fetch-gpt2-tokenizer.sh fetches them; default $PLAIT_GPT2_DIR or\n"
+                  "~/.cache/plait/gpt2)")
+      ->capture_default_str();
+  cmd->add_option("--out", args->options.out_dir, "Output directory (created if missing)")
+      ->required();
+  cmd->add_option("--name", args->options.name, "File name prefix of the shards")
+      ->capture_default_str();
+  cmd->add_option("--shard-tokens", args->options.shard_tokens,
+                  "Tokens per shard file (the last one of a split holds the rest)")
+      ->capture_default_str();
+  cmd->add_option("--val-fraction", args->options.val_fraction,
+                  "Fraction of the input bytes, from the start, held out for validation\n"
+                  "(cut at the end of a line); 0 writes no validation shards")
+      ->capture_default_str();
+  cmd->add_flag("--overwrite", args->options.overwrite,
+                "Replace shards of the same name already in --out (otherwise an error)");
+  cmd->add_flag("--quiet", args->quiet, "No progress line on stderr");
+  cmd->add_option("inputs", args->inputs,
+                  "Text files and directories (read recursively in name order; binary and\n"
+                  "empty files are skipped)")
+      ->required();
+  cmd->callback([args] { run_prepare(args->options, args->inputs, args->quiet); });
+}
+
+const CommandRegistration kRegistration(40, register_data_prepare);
+
+}  // namespace
+}  // namespace plait::cli

@@ -1,0 +1,22 @@
+#pragma once
+// What the engine and runtime call to get a micro-batch: inputs and targets for global
+// micro-batch `microbatch` of step `step`. Implemented by BatchLoader (random windows of an
+// in-memory stream) and SequentialLoader (llm.c-style sequential windows of any TokenSource,
+// resumable). Both are pure functions of (step, microbatch), so any rank can fill any
+// micro-batch without talking to the others.
+#include <cstdint>
+
+namespace plait::data {
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // inputs, targets: microbatch_size() x seq() row-major; targets are inputs shifted by one.
+  virtual void fill(std::int64_t step, int microbatch, std::int32_t* inputs,
+                    std::int32_t* targets) const = 0;
+  virtual int seq() const = 0;
+  virtual int microbatch_size() const = 0;
+  virtual int microbatches_per_step() const = 0;
+};
+
+}  // namespace plait::data

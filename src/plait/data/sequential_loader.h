@@ -1,0 +1,103 @@
+#pragma once
+// llm.c-style sequential batches from a token stream (llm.c llmc/dataloader.h: row b of a batch
+// reads T+1 tokens at current_position + b*T), with a resumable position and data-parallel,
+// heterogeneous splitting.
+//
+// Sample n of the run is the window of seq+1 tokens starting at token (n mod S) * seq, where
+// S = floor((N - 1) / seq) is the number of windows in a stream of N tokens: consecutive windows
+// overlap by one token (the last target of one is the first input of the next), windows may run
+// across shard boundaries, and after S samples the stream starts over (a new epoch, same order).
+// inputs = window[0..seq), targets = window[1..seq].
+//
+// Step s has M = microbatches_per_step() global micro-batches of B rows. With the loader
+// started at DataPosition {step s0, sample n0}, row b of global micro-batch g of step s is sample
+//   n0 + ((s - s0) * M + g) * B + b,
+// so the position is all there is to save, and a run resumed with other replica shares or
+// another micro-batch count continues the stream exactly where it stopped.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/data/batch_source.h"
+#include "plait/data/microbatch_shares.h"
+#include "plait/data/token_source.h"
+
+namespace plait::data {
+
+// Where the data stream stands at the start of `step`: `sample` samples consumed so far.
+struct DataPosition {
+  std::int64_t step = 0;
+  std::int64_t sample = 0;
+  bool operator==(const DataPosition&) const = default;
+};
+
+class SequentialLoader : public BatchSource {
+ public:
+  // source must outlive the loader and hold at least seq + 1 tokens.
+  SequentialLoader(const TokenSource& source, int seq, int microbatch_size,
+                   MicrobatchShares shares, DataPosition start = {});
+
+  // BatchSource: `microbatch` is the global index in [0, shares().total()); step >= start step.
+  void fill(std::int64_t step, int microbatch, std::int32_t* inputs,
+            std::int32_t* targets) const override;
+  int seq() const override { return seq_; }
+  int microbatch_size() const override { return microbatch_size_; }
+  int microbatches_per_step() const override { return shares_.total(); }
+
+  // Replica r's local micro-batch `local` of step `step` (= fill with the global index).
+  void fill_local(std::int64_t step, int replica, int local, std::int32_t* inputs,
+                  std::int32_t* targets) const;
+  // One row: sample n's inputs and targets (seq each).
+  void fill_sample(std::int64_t sample, std::int32_t* inputs, std::int32_t* targets) const;
+
+  std::int64_t sample_index(std::int64_t step, int microbatch, int row) const;
+  std::int64_t window_start(std::int64_t sample) const;  // first token of sample's window
+  std::int64_t samples_per_epoch() const { return samples_per_epoch_; }
+  const MicrobatchShares& shares() const { return shares_; }
+
+  // The position at the start of `step` (what a checkpoint taken before `step` records).
+  DataPosition position(std::int64_t step) const;
+
+  // A checkpointable state: the position plus what it assumes (seq, stream length), so a
+  // resume against other data or another sequence length fails clearly instead of silently
+  // reading different windows.
+  nlohmann::json state(std::int64_t step) const;
+  // Parses a state written by state() and checks it against this loader's seq and stream;
+  // errors name `file` and the field. Returns the position to pass to a new loader.
+  DataPosition position_from_state(const nlohmann::json& state, const std::string& file) const;
+
+ private:
+  const TokenSource* source_;
+  int seq_;
+  int microbatch_size_;
+  MicrobatchShares shares_;
+  DataPosition start_;
+  std::int64_t samples_per_epoch_;
+};
+
+// Validation on held-out data every `every_steps` steps (and on the last step): the first
+// `microbatches` global micro-batches of the held-out stream, split over replicas by `shares`.
+// The same micro-batches every time, so successive validation losses are comparable (llm.c
+// resets its validation loader the same way).
+class ValidationSet {
+ public:
+  ValidationSet(const TokenSource& held_out, int seq, int microbatch_size,
+                MicrobatchShares shares, int every_steps);
+  // Whether validation runs at step `step` (before its update) of a run whose last step is
+  // `last_step`: step 0, every every_steps-th step and the last, as llm.c does.
+  bool due(std::int64_t step, std::int64_t last_step) const;
+  const SequentialLoader& loader() const { return loader_; }
+  int microbatches() const { return loader_.microbatches_per_step(); }
+  // Global validation micro-batch g in [0, microbatches()).
+  void fill(int microbatch, std::int32_t* inputs, std::int32_t* targets) const {
+    loader_.fill(0, microbatch, inputs, targets);
+  }
+
+ private:
+  SequentialLoader loader_;
+  int every_steps_;
+};
+
+}  // namespace plait::data

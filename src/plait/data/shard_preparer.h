@@ -1,0 +1,52 @@
+#pragma once
+// `plait data prepare` as a library: text files -> llm.c token shards for a train and a
+// validation split.
+//
+// Files are read in the order list_input_files() gives, streamed in 1 MiB blocks (memory stays
+// bounded whatever the corpus size); files whose first 8000 bytes hold a NUL byte are skipped as
+// binary (git's rule), empty files are skipped. Each file is one document: with the GPT-2
+// tokenizer, <|endoftext|> (50256) precedes each document, as llm.c's data scripts do; the byte
+// tokenizer has no such token and writes documents back to back.
+// The validation split is the first val_fraction of the input bytes, extended to the end of the
+// line where that fraction falls (as llm.c's tinyshakespeare.py takes the first tokens for
+// validation); the rest is the training split. Shards hold shard_tokens tokens each (the last
+// one fewer) and are named <name>_<split>_<index:06d>.bin.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace plait::data {
+
+struct PrepareProgress {
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+  std::int64_t tokens = 0;
+};
+
+struct PrepareOptions {
+  std::string tokenizer = "gpt2";  // "byte" or "gpt2"
+  std::string vocab_dir;           // gpt2: directory with encoder.json and vocab.bpe
+  std::string out_dir;
+  std::string name = "corpus";
+  std::int64_t shard_tokens = 100'000'000;  // llm.c's fineweb.py shard size
+  double val_fraction = 0.1;
+  bool overwrite = false;  // replace existing <name>_train_*/<name>_val_* shards in out_dir
+  std::function<void(const PrepareProgress&)> progress;  // called after each block, if set
+};
+
+struct PrepareSummary {
+  std::vector<std::string> files;  // documents read
+  std::vector<std::string> skipped;  // empty or binary files
+  std::uint64_t input_bytes = 0;
+  std::int64_t train_tokens = 0;
+  std::int64_t val_tokens = 0;
+  std::vector<std::string> train_shards;
+  std::vector<std::string> val_shards;
+  int vocab_size = 0;
+};
+
+PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
+                                    const PrepareOptions& options);
+
+}  // namespace plait::data

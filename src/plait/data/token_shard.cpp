@@ -1,0 +1,185 @@
+#include "plait/data/token_shard.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "plait/core/error.h"
+
+namespace plait::data {
+namespace {
+
+std::int32_t read_le_int32(std::span<const std::byte> bytes, std::size_t offset) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(bytes[offset + i]);
+  return static_cast<std::int32_t>(v);
+}
+
+void write_le_int32(std::span<std::byte> bytes, std::size_t offset, std::int32_t value) {
+  const auto v = static_cast<std::uint32_t>(value);
+  for (int i = 0; i < 4; ++i) bytes[offset + i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
+}
+
+std::string system_error(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+}  // namespace
+
+std::int64_t parse_shard_header(std::span<const std::byte> header, std::uint64_t file_size,
+                                const std::string& file) {
+  if (file_size < kShardHeaderBytes || header.size() < kShardHeaderBytes) {
+    throw InputError(file, "offset 0 (header)",
+                     "expected a 1024-byte header of 256 int32, but the file has " +
+                         std::to_string(file_size) + " bytes");
+  }
+  const std::int32_t magic = read_le_int32(header, 0);
+  if (magic != kShardMagic) {
+    throw InputError(file, "offset 0 (magic)",
+                     "expected 20240520 (an llm.c token shard), found " + std::to_string(magic));
+  }
+  const std::int32_t version = read_le_int32(header, 4);
+  if (version != kShardVersion) {
+    throw InputError(file, "offset 4 (version)",
+                     "expected 1 (uint16 tokens), found " + std::to_string(version) +
+                         (version == 2 ? " (llm.c's uint32-token format, not supported)" : ""));
+  }
+  const std::int32_t count = read_le_int32(header, 8);
+  if (count < 0) {
+    throw InputError(file, "offset 8 (token count)",
+                     "expected a count >= 0, found " + std::to_string(count));
+  }
+  const std::uint64_t expected = kShardHeaderBytes + 2 * static_cast<std::uint64_t>(count);
+  if (file_size != expected) {
+    throw InputError(file, "offset 8 (token count)",
+                     "the header says " + std::to_string(count) +
+                         " tokens, so the file should have 1024 + 2 x " + std::to_string(count) +
+                         " = " + std::to_string(expected) + " bytes, found " +
+                         std::to_string(file_size));
+  }
+  return count;
+}
+
+void fill_shard_header(std::int64_t tokens, std::span<std::byte, kShardHeaderBytes> header) {
+  if (tokens < 0 || tokens > kMaxShardTokens) {
+    throw Error("token shard: " + std::to_string(tokens) +
+                " tokens do not fit one shard (at most 2147483647)");
+  }
+  std::fill(header.begin(), header.end(), std::byte{0});
+  write_le_int32(header, 0, kShardMagic);
+  write_le_int32(header, 4, kShardVersion);
+  write_le_int32(header, 8, static_cast<std::int32_t>(tokens));
+}
+
+void write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens) {
+  std::vector<std::byte> bytes(kShardHeaderBytes + 2 * tokens.size());
+  fill_shard_header(static_cast<std::int64_t>(tokens.size()),
+                    std::span<std::byte, kShardHeaderBytes>(bytes.data(), kShardHeaderBytes));
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    bytes[kShardHeaderBytes + 2 * i] = static_cast<std::byte>(tokens[i] & 0xFF);
+    bytes[kShardHeaderBytes + 2 * i + 1] = static_cast<std::byte>(tokens[i] >> 8);
+  }
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(system_error("token shard: cannot create " + tmp));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string msg = system_error("token shard: cannot write " + tmp);
+      ::close(fd);
+      throw Error(msg);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    throw Error(system_error("token shard: cannot flush " + tmp));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw Error(system_error("token shard: cannot rename " + tmp + " to " + path));
+  }
+}
+
+TokenShard::TokenShard(const std::string& path, std::optional<int> vocab_size) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path, "(file)", system_error("cannot open the shard"));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InputError(path, "(file)", "not a regular file");
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::byte header[kShardHeaderBytes] = {};
+  const ssize_t got = ::pread(fd, header, kShardHeaderBytes, 0);
+  if (got < 0) {
+    const std::string msg = system_error("cannot read the header");
+    ::close(fd);
+    throw InputError(path, "(file)", msg);
+  }
+  std::int64_t count = 0;
+  try {
+    count = parse_shard_header(std::span<const std::byte>(header, static_cast<std::size_t>(got)),
+                               size, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  map_bytes_ = static_cast<std::size_t>(size);
+  map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw InputError(path, "(file)", system_error("cannot map the shard"));
+  }
+  tokens_ = reinterpret_cast<const std::uint16_t*>(static_cast<const std::byte*>(map_) +
+                                                   kShardHeaderBytes);
+  count_ = static_cast<std::size_t>(count);
+  static_assert(std::endian::native == std::endian::little,
+                "shards are little-endian and mapped as they are");
+  if (vocab_size) {
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (tokens_[i] >= *vocab_size) {
+        const std::string where = "offset " + std::to_string(kShardHeaderBytes + 2 * i) +
+                                  " (token " + std::to_string(i) + ")";
+        const std::string problem = "expected a token id below the vocabulary size " +
+                                    std::to_string(*vocab_size) + ", found " +
+                                    std::to_string(tokens_[i]);
+        ::munmap(map_, map_bytes_);
+        map_ = nullptr;
+        throw InputError(path, where, problem);
+      }
+    }
+  }
+}
+
+TokenShard::~TokenShard() {
+  if (map_) ::munmap(map_, map_bytes_);
+}
+
+TokenShard::TokenShard(TokenShard&& other) noexcept
+    : path_(std::move(other.path_)),
+      map_(std::exchange(other.map_, nullptr)),
+      map_bytes_(std::exchange(other.map_bytes_, 0)),
+      tokens_(std::exchange(other.tokens_, nullptr)),
+      count_(std::exchange(other.count_, 0)) {}
+
+TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
+  if (this != &other) {
+    if (map_) ::munmap(map_, map_bytes_);
+    path_ = std::move(other.path_);
+    map_ = std::exchange(other.map_, nullptr);
+    map_bytes_ = std::exchange(other.map_bytes_, 0);
+    tokens_ = std::exchange(other.tokens_, nullptr);
+    count_ = std::exchange(other.count_, 0);
+  }
+  return *this;
+}
+
+}  // namespace plait::data

@@ -1,0 +1,55 @@
+#pragma once
+// llm.c's token shard files (karpathy/llm.c, dev/data/data_common.py write_datafile and
+// llmc/dataloader.h): a header of 256 little-endian int32 -- [0] magic 20240520, [1] version 1,
+// [2] token count, the rest 0 -- then the tokens as little-endian uint16. A file is valid only
+// if its size is exactly 1024 + 2 x count bytes. (Version 2, llm.c's uint32 tokens for Llama 3,
+// is refused with a message saying so.)
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace plait::data {
+
+constexpr std::int32_t kShardMagic = 20240520;
+constexpr std::int32_t kShardVersion = 1;
+constexpr std::size_t kShardHeaderBytes = 256 * sizeof(std::int32_t);
+constexpr std::int64_t kMaxShardTokens = 2147483647;  // the count is an int32
+
+// Validates a shard header (the file's first bytes, at least kShardHeaderBytes of them unless
+// the file is shorter) against the file's size and returns the token count. Errors are
+// InputErrors naming the file, the byte offset of the field and the expected value.
+std::int64_t parse_shard_header(std::span<const std::byte> header, std::uint64_t file_size,
+                                const std::string& file);
+
+// The 1024-byte header for `tokens` tokens.
+void fill_shard_header(std::int64_t tokens, std::span<std::byte, kShardHeaderBytes> header);
+
+// Writes a shard atomically: to "<path>.tmp", flushed, then renamed over path, so a reader
+// never sees a half-written shard under the final name.
+void write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens);
+
+// One shard, validated and memory-mapped read-only. With vocab_size, every token is checked
+// to be below it (the error names the token's byte offset).
+class TokenShard {
+ public:
+  explicit TokenShard(const std::string& path, std::optional<int> vocab_size = std::nullopt);
+  ~TokenShard();
+  TokenShard(TokenShard&& other) noexcept;
+  TokenShard& operator=(TokenShard&& other) noexcept;
+  TokenShard(const TokenShard&) = delete;
+  TokenShard& operator=(const TokenShard&) = delete;
+
+  std::span<const std::uint16_t> tokens() const { return {tokens_, count_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  const std::uint16_t* tokens_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+}  // namespace plait::data
