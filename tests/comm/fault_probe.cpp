@@ -33,8 +33,15 @@ namespace {
 constexpr int kFailingStep = 3;
 constexpr int kSteps = 6;
 
-void fail(const std::string& how) {
+void fail(int rank, const std::string& how) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // CLOCK_MONOTONIC (steady_clock on Linux) is shared by all processes of a machine, so a
+  // script can subtract this from the moment mpirun exits: the time the failure took to stop
+  // the job, without mpirun's start-up.
+  const double now = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::fprintf(stderr, "comm_fault_probe: rank %d fails now (%s, monotonic clock %.6f s)\n", rank,
+               how.c_str(), now);
   if (how == "throw") {
     throw plait::Error("step " + std::to_string(kFailingStep) +
                        ": deliberate failure (comm_fault_probe --how throw)");
@@ -52,7 +59,7 @@ void run(plait::comm::Communicator& world, int fail_rank, const std::string& how
   const int me = world.rank();
   std::vector<float> out(1024), in(1024), gradients(4096);
   for (int step = 0; step < kSteps; ++step) {
-    if (step == kFailingStep && me == fail_rank) fail(how);
+    if (step == kFailingStep && me == fail_rank) fail(me, how);
     for (float& v : out) v = static_cast<float>(me + step);
     std::vector<plait::comm::Request> pending;
     pending.push_back(world.irecv(in, (me + n - 1) % n, step));

@@ -108,6 +108,27 @@ TEST(PointToPoint, SameTagMessagesArriveInSendOrder) {
   }
 }
 
+// Large messages take MPI's rendezvous path (and shared-memory single copy), unlike the small
+// ones above.
+TEST(PointToPoint, LargeMessagesBothWays) {
+  Communicator& comm = world();
+  if (comm.size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  if (comm.rank() > 1) return;
+  constexpr std::size_t kLength = std::size_t{1} << 21;  // 8 MiB of fp32
+  const int peer = 1 - comm.rank();
+  std::vector<float> out(kLength), in(kLength, -1.0f);
+  for (std::size_t i = 0; i < kLength; ++i) {
+    out[i] = static_cast<float>(comm.rank() * 4000000 + static_cast<int>(i % 4000000));
+  }
+  std::vector<Request> pending;
+  pending.push_back(comm.irecv(in, peer, 2));
+  pending.push_back(comm.isend(out, peer, 2));
+  wait_all(pending);
+  for (std::size_t i = 0; i < kLength; ++i) {
+    ASSERT_EQ(in[i], static_cast<float>(peer * 4000000 + static_cast<int>(i % 4000000))) << i;
+  }
+}
+
 TEST(PointToPoint, Int32RingKeepsEveryBit) {
   Communicator& comm = world();
   const int n = comm.size();
