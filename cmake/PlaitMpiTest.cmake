@@ -12,10 +12,11 @@ set(PLAIT_MPI_TEST_RUNNER ${PROJECT_SOURCE_DIR}/tests/mpi/run_mpi_test.sh)
 #                [EXPECT_FAILURE] [STDERR_REGEX <regex>] [WITHIN <seconds>]
 #                [TIMEOUT <seconds>] [LABELS <labels...>])
 # Runs `mpirun -np <n> <program> args...` (RANKS 0: the program alone, a one-rank singleton).
-# Passes when the exit status is 0, or non-zero with EXPECT_FAILURE; STDERR_REGEX (extended
-# regex, matched against the whole text so it may span lines) must match the job's stderr; WITHIN fails a job that ran longer (use it only where
-# the time is the behaviour under test, e.g. how fast a failure stops the job). <program> may
-# be a target name (e.g. plait) or a generator expression.
+# Passes when the exit status is 0, or non-zero with EXPECT_FAILURE. STDERR_REGEX (extended
+# regex, matched against the whole stderr, so it may span lines) must match. WITHIN fails a
+# job that ran longer, from mpirun's start (use it only where the time is the behaviour under
+# test, e.g. how fast a failure stops the job). TIMEOUT (default 120 s) reports a hang.
+# <program> may be a target name (e.g. plait) or a generator expression.
 function(plait_mpi_test name)
   cmake_parse_arguments(ARG "EXPECT_FAILURE" "RANKS;STDERR_REGEX;WITHIN;TIMEOUT" "COMMAND;LABELS"
                         ${ARGN})

@@ -16,6 +16,17 @@ bool mpi_finalized() {
   return finalized != 0;
 }
 
+// An MPI group freed when it goes out of scope, also when an error is thrown.
+struct OwnedGroup {
+  MPI_Group group = MPI_GROUP_NULL;
+  OwnedGroup() = default;
+  OwnedGroup(const OwnedGroup&) = delete;
+  OwnedGroup& operator=(const OwnedGroup&) = delete;
+  ~OwnedGroup() {
+    if (group != MPI_GROUP_NULL && !mpi_finalized()) MPI_Group_free(&group);
+  }
+};
+
 enum class OperationKind { kSend, kReceive, kCollective };
 
 // One MPI request. Receives check the element count that arrived against the one expected,
@@ -130,17 +141,16 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, const BackoffPolicy& policy)
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
 
-  MPI_Group group = MPI_GROUP_NULL;
-  MPI_Group world_group = MPI_GROUP_NULL;
-  check_mpi(MPI_Comm_group(comm_, &group), "MPI_Comm_group");
-  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world_group), "MPI_Comm_group(world)");
+  OwnedGroup group;
+  OwnedGroup world_group;
+  check_mpi(MPI_Comm_group(comm_, &group.group), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world_group.group), "MPI_Comm_group(world)");
   std::vector<int> ranks(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) ranks[static_cast<std::size_t>(r)] = r;
   world_ranks_.resize(ranks.size());
-  check_mpi(MPI_Group_translate_ranks(group, size, ranks.data(), world_group, world_ranks_.data()),
+  check_mpi(MPI_Group_translate_ranks(group.group, size, ranks.data(), world_group.group,
+                                      world_ranks_.data()),
             "MPI_Group_translate_ranks");
-  MPI_Group_free(&group);
-  MPI_Group_free(&world_group);
 
   // The tag bound is an attribute of MPI_COMM_WORLD (MPI-3.1 section 8.1.2).
   void* value = nullptr;
@@ -295,8 +305,8 @@ std::vector<std::unique_ptr<Communicator>> MpiCommunicator::create_groups(
 
   // Every rank walks the list in the same order and joins the groups it belongs to, so
   // overlapping groups cannot wait on each other in a cycle.
-  MPI_Group parent = MPI_GROUP_NULL;
-  check_mpi(MPI_Comm_group(comm_, &parent), "create_groups: MPI_Comm_group");
+  OwnedGroup parent;
+  check_mpi(MPI_Comm_group(comm_, &parent.group), "create_groups: MPI_Comm_group");
   std::vector<std::unique_ptr<Communicator>> result(groups.size());
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const std::vector<int>& g = groups[i];
@@ -304,16 +314,15 @@ std::vector<std::unique_ptr<Communicator>> MpiCommunicator::create_groups(
     for (int r : g) member = member || r == rank_;
     if (!member) continue;
     const std::string where = "create_groups: group " + std::to_string(i) + " " + list_string(g);
-    MPI_Group subgroup = MPI_GROUP_NULL;
-    check_mpi(MPI_Group_incl(parent, static_cast<int>(g.size()), g.data(), &subgroup), where);
+    OwnedGroup subgroup;
+    check_mpi(MPI_Group_incl(parent.group, static_cast<int>(g.size()), g.data(), &subgroup.group),
+              where);
     MPI_Comm comm = MPI_COMM_NULL;
-    const int code = MPI_Comm_create_group(comm_, subgroup, static_cast<int>(i) % (max_tag_ + 1),
-                                           &comm);
-    MPI_Group_free(&subgroup);
-    check_mpi(code, where);
+    check_mpi(MPI_Comm_create_group(comm_, subgroup.group, static_cast<int>(i) % (max_tag_ + 1),
+                                    &comm),
+              where);
     result[i] = std::make_unique<MpiCommunicator>(comm, policy_);
   }
-  MPI_Group_free(&parent);
   return result;
 }
 
