@@ -1,0 +1,353 @@
+#include "plait/model/stage_model.h"
+
+#include <cstring>
+#include <string>
+
+#include "plait/core/error.h"
+#include "plait/kernels/cross_entropy.h"
+#include "plait/kernels/embedding.h"
+#include "plait/kernels/layernorm.h"
+#include "plait/kernels/matmul.h"
+#include "plait/model/parameter_init.h"
+
+namespace plait::model {
+namespace {
+
+constexpr auto kAct = MemoryCategory::kActivations;
+
+std::string range_name(const StageSpec& s) {
+  std::string name = "stage [" + std::to_string(s.first_layer) + ", " +
+                     std::to_string(s.last_layer) + ")";
+  if (s.has_embedding) name += "+embedding";
+  if (s.has_head) name += "+head";
+  return name;
+}
+
+}  // namespace
+
+StageModel::StageModel(const GPTConfig& config, StageSpec spec, MemoryTracker& tracker)
+    : config_(config),
+      spec_(spec),
+      tracker_(tracker),
+      tensors_(parameter_layout(config, spec)),
+      parameters_(tracker, MemoryCategory::kParameters, layout_size(tensors_)),
+      gradients_(tracker, MemoryCategory::kGradients, layout_size(tensors_)),
+      pool_(tracker) {
+  blocks_.reserve(static_cast<std::size_t>(spec.layer_count()));
+  for (int l = spec.first_layer; l < spec.last_layer; ++l) {
+    blocks_.emplace_back(config_, BlockTensors::locate(parameters_.data(), tensors_, l),
+                         BlockTensors::locate(gradients_.data(), tensors_, l));
+  }
+  if (spec.has_embedding) {
+    wte_ = find_tensor(tensors_, "wte").offset;
+    wpe_ = find_tensor(tensors_, "wpe").offset;
+  }
+  if (spec.has_head) {
+    lnf_w_ = find_tensor(tensors_, "ln_f.weight").offset;
+    lnf_b_ = find_tensor(tensors_, "ln_f.bias").offset;
+    head_w_ = find_tensor(tensors_, config.tie_embeddings ? "wte" : "lm_head.weight").offset;
+  }
+}
+
+StageModel::~StageModel() = default;
+
+std::span<float> StageModel::parameter(std::string_view name) {
+  const NamedTensor& t = find_tensor(tensors_, name);
+  return parameters().subspan(t.offset, t.numel);
+}
+
+std::span<float> StageModel::gradient(std::string_view name) {
+  const NamedTensor& t = find_tensor(tensors_, name);
+  return gradients().subspan(t.offset, t.numel);
+}
+
+void StageModel::init_parameters(std::uint64_t seed) {
+  for (const NamedTensor& t : tensors_) init_tensor(parameter(t.name), t, config_, seed);
+}
+
+void StageModel::zero_gradients() {
+  float* g = gradients_.data();
+  const auto n = static_cast<std::int64_t>(gradients_.size());
+  constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; i += kChunk) {
+    std::memset(g + i, 0, static_cast<std::size_t>(std::min(kChunk, n - i)) * sizeof(float));
+  }
+}
+
+void StageModel::fail(int microbatch, const Segment& segment, const std::string& problem) const {
+  throw Error(range_name(spec_) + ": micro-batch " + std::to_string(microbatch) + " segment " +
+              std::to_string(segment.index) + ": " + problem);
+}
+
+void StageModel::forward(int microbatch, int batch, Segment segment, const float* in,
+                         const std::int32_t* tokens, float* out) {
+  if (spec_.has_head) fail(microbatch, segment, "the head stage runs forward_loss, not forward");
+  if (out == nullptr) fail(microbatch, segment, "forward needs an output buffer");
+  run_forward(microbatch, batch, segment, in, tokens, out, nullptr, 0.0);
+}
+
+double StageModel::forward_loss(int microbatch, int batch, Segment segment, const float* in,
+                                const std::int32_t* tokens, const std::int32_t* targets,
+                                double loss_scale) {
+  if (!spec_.has_head) fail(microbatch, segment, "forward_loss needs the stage with the head");
+  if (targets == nullptr) fail(microbatch, segment, "forward_loss needs targets");
+  return run_forward(microbatch, batch, segment, in, tokens, nullptr, targets, loss_scale);
+}
+
+double StageModel::run_forward(int microbatch, int batch, Segment seg, const float* in,
+                               const std::int32_t* tokens, float* out,
+                               const std::int32_t* targets, double loss_scale) {
+  if (batch < 1 || seg.length < 1 || seg.start < 0) {
+    fail(microbatch, seg, "needs batch >= 1 and a segment of length >= 1 at a position >= 0");
+  }
+  if (seg.end() > config_.max_seq) {
+    fail(microbatch, seg, "segment [" + std::to_string(seg.start) + ", " +
+                              std::to_string(seg.end()) + ") ends past max_seq " +
+                              std::to_string(config_.max_seq));
+  }
+  if (spec_.has_embedding ? tokens == nullptr : in == nullptr) {
+    fail(microbatch, seg, spec_.has_embedding ? "the embedding stage needs tokens"
+                                              : "a stage without the embedding needs its input");
+  }
+  MicrobatchState* m = nullptr;
+  if (seg.index == 0) {
+    if (seg.start != 0) fail(microbatch, seg, "the first segment must start at position 0");
+    if (microbatches_.contains(microbatch)) {
+      fail(microbatch, seg, "forwarded again while the micro-batch's previous units are held");
+    }
+    m = &microbatches_[microbatch];
+    m->batch = batch;
+  } else {
+    auto it = microbatches_.find(microbatch);
+    if (it == microbatches_.end() || static_cast<int>(it->second.units.size()) != seg.index) {
+      fail(microbatch, seg, "forwards of a micro-batch's segments must run in order 0, 1, ...");
+    }
+    m = &it->second;
+    const Segment& prev = m->units.back().segment;
+    if (seg.start != prev.end()) {
+      fail(microbatch, seg, "starts at " + std::to_string(seg.start) + " but segment " +
+                                std::to_string(prev.index) + " ended at " +
+                                std::to_string(prev.end()));
+    }
+    if (batch != m->batch) {
+      fail(microbatch, seg, "batch " + std::to_string(batch) + " differs from the micro-batch's " +
+                                std::to_string(m->batch));
+    }
+    if (m->backward_started) fail(microbatch, seg, "forward after the micro-batch's backward began");
+  }
+
+  const int nl = spec_.layer_count();
+  const int c = config_.hidden;
+  const int s = seg.length;
+  const int n = batch * s;
+  const std::size_t nc = static_cast<std::size_t>(n) * c;
+  UnitState& u = m->units.emplace_back();
+  u.segment = seg;
+  u.layers.resize(static_cast<std::size_t>(nl));
+  try {
+    // The buffer that receives the input of local layer i (i == nl: the head's input, or the
+    // stage output).
+    auto stream = [&](int i) -> float* {
+      if (i < nl) return (u.layers[i].x_in = pool_.acquire(kAct, nc)).data();
+      if (spec_.has_head) return (u.head.x_final = pool_.acquire(kAct, nc)).data();
+      return out;
+    };
+    float* x = stream(0);
+    if (spec_.has_embedding) {
+      u.tokens = pool_.acquire(kAct, static_cast<std::size_t>(n));
+      std::memcpy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t));
+      kernels::embedding_forward(x, u.tokens.ints(), parameters_.data() + wte_,
+                                 parameters_.data() + wpe_, batch, s, c, seg.start, config_.vocab);
+    } else {
+      std::memcpy(x, in, nc * sizeof(float));
+    }
+    for (int i = 0; i < nl; ++i) {
+      const auto prefix = kv_blocks(*m, seg.index, i, false);
+      float* next = stream(i + 1);
+      blocks_[i].forward(u.layers[i], prefix, batch, s, next, pool_);
+    }
+    return spec_.has_head ? head_forward(u, batch, targets, loss_scale) : 0.0;
+  } catch (...) {
+    m->units.pop_back();
+    if (m->units.empty()) microbatches_.erase(microbatch);
+    throw;
+  }
+}
+
+double StageModel::head_forward(UnitState& u, int batch, const std::int32_t* targets,
+                                double loss_scale) {
+  const int c = config_.hidden, v = config_.vocab;
+  const int n = batch * u.segment.length;
+  const std::size_t nc = static_cast<std::size_t>(n) * c;
+  HeadState& hs = u.head;
+  hs.lnf = pool_.acquire(kAct, nc);
+  hs.meanf = pool_.acquire(kAct, n);
+  hs.rstdf = pool_.acquire(kAct, n);
+  kernels::layernorm_forward(hs.lnf.data(), hs.meanf.data(), hs.rstdf.data(), hs.x_final.data(),
+                             parameters_.data() + lnf_w_, parameters_.data() + lnf_b_, n, c);
+  hs.logits = pool_.acquire(kAct, static_cast<std::size_t>(n) * v);
+  kernels::matmul_forward<float>(hs.logits.data(), hs.lnf.data(), parameters_.data() + head_w_,
+                                 nullptr, nullptr, n, c, v);
+  // The loss gradient is known now; the logits buffer becomes dlogits for B and W.
+  PooledBuffer losses = pool_.acquire(kAct, n);
+  return kernels::cross_entropy_forward_backward(hs.logits.data(), losses.data(), targets, n, v,
+                                                 loss_scale);
+}
+
+std::vector<kernels::KVBlock<float>> StageModel::kv_blocks(const MicrobatchState& m, int units,
+                                                           int layer, bool with_gradients) const {
+  std::vector<kernels::KVBlock<float>> blocks;
+  blocks.reserve(static_cast<std::size_t>(units));
+  for (int i = 0; i < units; ++i) {
+    const BlockUnitState& st = m.units[i].layers[layer];
+    blocks.push_back({st.kv.data(), with_gradients ? st.dkv.data() : nullptr,
+                      m.units[i].segment.length});
+  }
+  return blocks;
+}
+
+StageModel::MicrobatchState& StageModel::microbatch_state(int microbatch, const Segment& seg,
+                                                          const char* what) {
+  auto it = microbatches_.find(microbatch);
+  if (it == microbatches_.end() || seg.index < 0 ||
+      seg.index >= static_cast<int>(it->second.units.size())) {
+    fail(microbatch, seg, std::string(what) + " of a unit that has not run forward");
+  }
+  if (!(it->second.units[seg.index].segment == seg)) {
+    fail(microbatch, seg, std::string(what) + " with a segment other than the one forwarded");
+  }
+  return it->second;
+}
+
+void StageModel::backward_input(int microbatch, Segment segment, const float* grad_out,
+                                float* grad_in) {
+  run_backward(microbatch, segment, grad_out, grad_in, false);
+}
+
+void StageModel::backward(int microbatch, Segment segment, const float* grad_out, float* grad_in) {
+  run_backward(microbatch, segment, grad_out, grad_in, true);
+}
+
+void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out, float* grad_in,
+                              bool fused) {
+  MicrobatchState& m = microbatch_state(microbatch, seg, "backward");
+  // Backwards run from the last forwarded segment down: the next one is the highest without B.
+  int next = static_cast<int>(m.units.size()) - 1;
+  while (next >= 0 && m.units[next].b_done) --next;
+  if (seg.index != next) {
+    fail(microbatch, seg, "backwards of a micro-batch's segments must run in order k-1, ..., 0 "
+                          "(expected segment " + std::to_string(next) + ")");
+  }
+  if (spec_.has_head != (grad_out == nullptr)) {
+    fail(microbatch, seg, spec_.has_head ? "the head stage takes no grad_out"
+                                         : "backward needs grad_out");
+  }
+  if (spec_.has_embedding != (grad_in == nullptr)) {
+    fail(microbatch, seg, spec_.has_embedding ? "the embedding stage takes no grad_in"
+                                              : "backward needs grad_in");
+  }
+  const int nl = spec_.layer_count();
+  const int c = config_.hidden;
+  const int batch = m.batch;
+  const int s = seg.length;
+  const std::size_t nc = static_cast<std::size_t>(batch) * s * c;
+
+  // The micro-batch's first backward allocates every unit's dK/dV accumulator: this unit's
+  // attention backward adds into all earlier positions.
+  if (!m.backward_started) {
+    for (UnitState& earlier : m.units) {
+      const std::size_t n_i = static_cast<std::size_t>(batch) * earlier.segment.length * c;
+      for (BlockUnitState& st : earlier.layers) {
+        st.dkv = pool_.acquire_zeroed(MemoryCategory::kKVCache, 2 * n_i);
+      }
+    }
+    m.backward_started = true;
+  }
+
+  UnitState& u = m.units[seg.index];
+  // The buffer that receives dL/d(input of local layer i) (i == nl: of the head's input).
+  auto grad_target = [&](int i) -> float* {
+    if (i > 0) return (u.layers[i - 1].dx_out = pool_.acquire(kAct, nc)).data();
+    if (spec_.has_embedding) return (u.d_embed = pool_.acquire(kAct, nc)).data();
+    return grad_in;
+  };
+  float* top = grad_target(nl);
+  if (spec_.has_head) {
+    head_backward_input(u, batch, top);
+    if (fused) head_backward_weight(u, batch);
+  } else {
+    std::memcpy(top, grad_out, nc * sizeof(float));
+  }
+  for (int i = nl - 1; i >= 0; --i) {
+    float* dst = grad_target(i);
+    const auto blocks = kv_blocks(m, seg.index + 1, i, true);
+    blocks_[i].backward_input(u.layers[i], blocks, batch, s, dst, pool_);
+    if (fused) blocks_[i].backward_weight(u.layers[i], batch, s);
+  }
+  u.b_done = true;
+  if (fused) {
+    if (spec_.has_embedding) embedding_backward_weight(u, batch);
+    u.w_done = true;
+    release_if_finished(microbatch);
+  }
+}
+
+void StageModel::backward_weight(int microbatch, Segment seg) {
+  MicrobatchState& m = microbatch_state(microbatch, seg, "backward_weight");
+  UnitState& u = m.units[seg.index];
+  if (!u.b_done) fail(microbatch, seg, "backward_weight before backward_input");
+  if (u.w_done) fail(microbatch, seg, "backward_weight ran twice");
+  // Same order as the fused backward: head, layers top down, embedding.
+  if (spec_.has_head) head_backward_weight(u, m.batch);
+  for (int i = spec_.layer_count() - 1; i >= 0; --i) {
+    blocks_[i].backward_weight(u.layers[i], m.batch, seg.length);
+  }
+  if (spec_.has_embedding) embedding_backward_weight(u, m.batch);
+  u.w_done = true;
+  release_if_finished(microbatch);
+}
+
+void StageModel::release_if_finished(int microbatch) {
+  auto it = microbatches_.find(microbatch);
+  for (const UnitState& unit : it->second.units) {
+    if (!unit.w_done) return;
+  }
+  microbatches_.erase(it);
+}
+
+void StageModel::head_backward_input(UnitState& u, int batch, float* dx) {
+  const int c = config_.hidden, v = config_.vocab;
+  const int n = batch * u.segment.length;
+  HeadState& hs = u.head;
+  hs.d_lnf = pool_.acquire(kAct, static_cast<std::size_t>(n) * c);
+  kernels::matmul_backward_input(hs.d_lnf.data(), hs.logits.data(), parameters_.data() + head_w_,
+                                 n, c, v, false);
+  kernels::layernorm_backward_input<float>(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(),
+                                           parameters_.data() + lnf_w_, hs.meanf.data(),
+                                           hs.rstdf.data(), n, c);
+}
+
+void StageModel::head_backward_weight(UnitState& u, int batch) {
+  const int c = config_.hidden, v = config_.vocab;
+  const int n = batch * u.segment.length;
+  HeadState& hs = u.head;
+  kernels::matmul_backward_weight<float>(gradients_.data() + head_w_, nullptr, hs.logits.data(),
+                                         hs.lnf.data(), n, c, v);
+  kernels::layernorm_backward_weight(gradients_.data() + lnf_w_, gradients_.data() + lnf_b_,
+                                     hs.d_lnf.data(), hs.x_final.data(), hs.meanf.data(),
+                                     hs.rstdf.data(), n, c);
+  hs = HeadState{};
+}
+
+void StageModel::embedding_backward_weight(UnitState& u, int batch) {
+  kernels::embedding_backward(gradients_.data() + wte_, gradients_.data() + wpe_,
+                              u.d_embed.data(), u.tokens.ints(), batch, u.segment.length,
+                              config_.hidden, u.segment.start);
+  u.tokens.reset();
+  u.d_embed.reset();
+}
+
+void StageModel::discard(int microbatch) { microbatches_.erase(microbatch); }
+
+}  // namespace plait::model

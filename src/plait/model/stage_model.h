@@ -1,0 +1,136 @@
+#pragma once
+// A pipeline stage of a GPT-2 model: a contiguous range of transformer blocks plus, where asked,
+// the embedding and/or the final LayerNorm + LM head + loss. Work is done in units — one
+// (micro-batch, segment) — as a pipeline schedule issues them: F (forward / forward_loss), B
+// (backward_input), W (backward_weight), or B+W fused (backward).
+//
+// Segments (Seq1F1B, ../shared/reference/seq1f1b.md): a micro-batch's sequence may be cut into
+// k contiguous segments of any lengths. Forwards run in order 0..k-1, each attending to the
+// cached K/V of the earlier segments (per micro-batch, per layer); backwards run k-1..0, each
+// adding dK/dV for the earlier positions into their accumulators. Units of different
+// micro-batches may interleave arbitrarily; the batch size (rows) is per micro-batch.
+//
+// Memory: parameters and gradients are one contiguous buffer each (categories parameters,
+// gradients); a unit's saved activations (activations) and its K/V and dK/dV (kv_cache) live in
+// a TensorPool and are released as soon as their last use is done. unit_memory.h gives the exact
+// bytes; docs/engine.md explains them.
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "plait/core/buffer.h"
+#include "plait/core/memory_tracker.h"
+#include "plait/model/gpt_config.h"
+#include "plait/model/parameter_layout.h"
+#include "plait/model/segment.h"
+#include "plait/model/stage_spec.h"
+#include "plait/model/tensor_pool.h"
+#include "plait/model/transformer_block.h"
+
+namespace plait::model {
+
+class StageModel {
+ public:
+  // Allocates the parameters (zero; call init_parameters) and gradients (zero).
+  StageModel(const GPTConfig& config, StageSpec spec, MemoryTracker& tracker);
+  ~StageModel();
+  StageModel(const StageModel&) = delete;
+  StageModel& operator=(const StageModel&) = delete;
+
+  const GPTConfig& config() const { return config_; }
+  const StageSpec& spec() const { return spec_; }
+  MemoryTracker& tracker() const { return tracker_; }
+
+  std::span<float> parameters() { return parameters_.span(); }
+  std::span<const float> parameters() const { return parameters_.span(); }
+  std::span<float> gradients() { return gradients_.span(); }
+  std::span<const float> gradients() const { return gradients_.span(); }
+  // Every tensor with its global name, shape and offset into parameters()/gradients().
+  const std::vector<NamedTensor>& tensors() const { return tensors_; }
+  std::span<float> parameter(std::string_view name);
+  std::span<float> gradient(std::string_view name);
+
+  // GPT-2 initialisation, deterministic per tensor name (parameter_init.h).
+  void init_parameters(std::uint64_t seed);
+  void zero_gradients();
+
+  // F on a stage without the head. in: (batch, s, C) activations from the previous stage
+  // (nullptr on the embedding stage); tokens: (batch, s) ids (embedding stage only, else
+  // nullptr); out: (batch, s, C). s = segment.length. The inputs are copied; the caller may
+  // reuse its buffers once this returns.
+  void forward(int microbatch, int batch, Segment segment, const float* in,
+               const std::int32_t* tokens, float* out);
+
+  // F on the head stage: also the loss. targets: (batch, s) ids. Returns
+  // loss_scale * sum over the unit's tokens of the cross-entropy; the gradient B/W propagate is
+  // that of the returned value (pass 1 / (tokens in the global batch) so the units' returns add
+  // up to the mean loss).
+  double forward_loss(int microbatch, int batch, Segment segment, const float* in,
+                      const std::int32_t* tokens, const std::int32_t* targets, double loss_scale);
+
+  // B: gradient w.r.t. the stage input. grad_out: dL/d(out) (batch, s, C), nullptr on the head
+  // stage; grad_in: written with dL/d(in) (batch, s, C), nullptr on the embedding stage.
+  void backward_input(int microbatch, Segment segment, const float* grad_out, float* grad_in);
+  // W: accumulates the unit's parameter gradients into gradients(); any time after its B.
+  void backward_weight(int microbatch, Segment segment);
+  // B and W together, layer by layer (each layer's W right after its B, so its saved state is
+  // freed at once). Bitwise the same gradients as backward_input then backward_weight.
+  void backward(int microbatch, Segment segment, const float* grad_out, float* grad_in);
+
+  // Drops everything held for a micro-batch (e.g. an evaluation forward with no backward).
+  void discard(int microbatch);
+  // Micro-batches with state held (0 when every unit has had its W).
+  std::size_t microbatches_in_flight() const { return microbatches_.size(); }
+
+  TensorPool& pool() { return pool_; }
+
+ private:
+  struct HeadState {
+    PooledBuffer x_final, lnf, meanf, rstdf, logits, d_lnf;
+  };
+  struct UnitState {
+    Segment segment;
+    bool b_done = false;
+    bool w_done = false;
+    PooledBuffer tokens, d_embed;
+    HeadState head;
+    std::vector<BlockUnitState> layers;
+  };
+  struct MicrobatchState {
+    int batch = 0;
+    bool backward_started = false;
+    std::vector<UnitState> units;  // by segment index
+  };
+
+  double run_forward(int microbatch, int batch, Segment segment, const float* in,
+                     const std::int32_t* tokens, float* out, const std::int32_t* targets,
+                     double loss_scale);
+  double head_forward(UnitState& u, int batch, const std::int32_t* targets, double loss_scale);
+  void run_backward(int microbatch, Segment segment, const float* grad_out, float* grad_in,
+                    bool fused);
+  void head_backward_input(UnitState& u, int batch, float* dx);
+  void head_backward_weight(UnitState& u, int batch);
+  void embedding_backward_weight(UnitState& u, int batch);
+  std::vector<kernels::KVBlock<float>> kv_blocks(const MicrobatchState& m, int units, int layer,
+                                                 bool with_gradients) const;
+  // Forgets a micro-batch once every unit has had its W.
+  void release_if_finished(int microbatch);
+  MicrobatchState& microbatch_state(int microbatch, const Segment& segment, const char* what);
+  [[noreturn]] void fail(int microbatch, const Segment& segment, const std::string& problem) const;
+
+  GPTConfig config_;
+  StageSpec spec_;
+  MemoryTracker& tracker_;
+  std::vector<NamedTensor> tensors_;
+  FloatBuffer parameters_;
+  FloatBuffer gradients_;
+  TensorPool pool_;
+  std::vector<TransformerBlock> blocks_;
+  // Offsets of the embedding and head tensors (unused when the stage lacks them).
+  std::size_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0, head_w_ = 0;
+  std::map<int, MicrobatchState> microbatches_;
+};
+
+}  // namespace plait::model

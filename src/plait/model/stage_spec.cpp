@@ -1,0 +1,21 @@
+#include "plait/model/stage_spec.h"
+
+#include <string>
+
+#include "plait/core/error.h"
+
+namespace plait::model {
+
+void validate_stage_spec(const GPTConfig& config, const StageSpec& spec) {
+  if (spec.first_layer < 0 || spec.first_layer > spec.last_layer ||
+      spec.last_layer > config.layers) {
+    throw Error("stage layers [" + std::to_string(spec.first_layer) + ", " +
+                std::to_string(spec.last_layer) + ") are not a range inside the model's " +
+                std::to_string(config.layers) + " layers");
+  }
+  if (spec.layer_count() == 0 && !spec.has_embedding && !spec.has_head) {
+    throw Error("a stage must hold at least one layer, the embedding or the head");
+  }
+}
+
+}  // namespace plait::model

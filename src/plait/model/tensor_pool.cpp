@@ -1,0 +1,92 @@
+#include "plait/model/tensor_pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace plait::model {
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+// Blocks are cached by their size rounded up to a page (4 KiB), or to a huge page from 2 MiB.
+std::size_t rounded_bytes(std::size_t bytes) {
+  const std::size_t unit = bytes >= kHugePage ? kHugePage : 4096;
+  return (bytes + unit - 1) / unit * unit;
+}
+
+void* allocate_block(std::size_t bytes) {
+  const std::size_t alignment = bytes >= kHugePage ? kHugePage : 64;
+  void* p = std::aligned_alloc(alignment, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
+  return p;
+}
+
+}  // namespace
+
+void PooledBuffer::reset() {
+  if (pool_ != nullptr && data_ != nullptr) pool_->give_back(*this);
+  pool_ = nullptr;
+  data_ = nullptr;
+  count_ = 0;
+}
+
+TensorPool::~TensorPool() { release_cache(); }
+
+PooledBuffer TensorPool::acquire(MemoryCategory category, std::size_t count) {
+  PooledBuffer buffer;
+  if (count == 0) return buffer;
+  const std::size_t bytes = count * sizeof(float);
+  tracker_.allocate(category, bytes);
+  const std::size_t size = rounded_bytes(bytes);
+  void* block = nullptr;
+  if (auto it = free_.find(size); it != free_.end()) {
+    block = it->second;
+    free_.erase(it);
+    cached_bytes_ -= size;
+  } else {
+    // Hold no more than the most this pool ever had in use: beyond that, cached blocks of other
+    // sizes are dead weight, so give them back before growing.
+    const std::size_t peak = std::max(peak_in_use_bytes_, in_use_bytes_ + size);
+    if (cached_bytes_ + in_use_bytes_ + size > peak) release_cache();
+    try {
+      block = allocate_block(size);
+    } catch (...) {
+      tracker_.release(category, bytes);
+      throw;
+    }
+  }
+  in_use_bytes_ += size;
+  peak_in_use_bytes_ = std::max(peak_in_use_bytes_, in_use_bytes_);
+  buffer.pool_ = this;
+  buffer.category_ = category;
+  buffer.data_ = static_cast<float*>(block);
+  buffer.count_ = count;
+  return buffer;
+}
+
+PooledBuffer TensorPool::acquire_zeroed(MemoryCategory category, std::size_t count) {
+  PooledBuffer buffer = acquire(category, count);
+  if (!buffer.empty()) std::memset(buffer.data(), 0, buffer.bytes());
+  return buffer;
+}
+
+void TensorPool::give_back(PooledBuffer& buffer) {
+  const std::size_t size = rounded_bytes(buffer.bytes());
+  tracker_.release(buffer.category_, buffer.bytes());
+  in_use_bytes_ -= size;
+  free_.emplace(size, buffer.data_);
+  cached_bytes_ += size;
+}
+
+void TensorPool::release_cache() {
+  for (auto& [size, block] : free_) std::free(block);
+  free_.clear();
+  cached_bytes_ = 0;
+}
+
+}  // namespace plait::model

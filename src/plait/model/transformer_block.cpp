@@ -1,0 +1,137 @@
+#include "plait/model/transformer_block.h"
+
+#include <omp.h>
+
+#include "plait/core/memory_category.h"
+#include "plait/kernels/gelu.h"
+#include "plait/kernels/layernorm.h"
+#include "plait/kernels/matmul.h"
+
+namespace plait::model {
+
+using kernels::attention_backward;
+using kernels::attention_forward;
+using kernels::gelu_backward;
+using kernels::gelu_forward;
+using kernels::layernorm_backward_input;
+using kernels::layernorm_backward_weight;
+using kernels::layernorm_forward;
+using kernels::matmul_backward_input;
+using kernels::matmul_backward_weight;
+using kernels::matmul_forward;
+
+BlockTensors BlockTensors::locate(float* base, const std::vector<NamedTensor>& tensors,
+                                  int layer) {
+  auto at = [&](const char* suffix) {
+    return base + find_tensor(tensors, layer_tensor_name(layer, suffix)).offset;
+  };
+  return {at("ln_1.weight"),        at("ln_1.bias"),        at("attn.c_attn.weight"),
+          at("attn.c_attn.bias"),   at("attn.c_proj.weight"), at("attn.c_proj.bias"),
+          at("ln_2.weight"),        at("ln_2.bias"),        at("mlp.c_fc.weight"),
+          at("mlp.c_fc.bias"),      at("mlp.c_proj.weight"), at("mlp.c_proj.bias")};
+}
+
+void TransformerBlock::forward(BlockUnitState& st, std::span<const kernels::KVBlock<float>> prefix,
+                               int batch, int s, float* out, TensorPool& pool) const {
+  constexpr auto kAct = MemoryCategory::kActivations;
+  const int c = config_.hidden, h = config_.heads;
+  const int n = batch * s;
+  const std::size_t nc = static_cast<std::size_t>(n) * c;
+  int e = s;
+  for (const auto& blk : prefix) e += blk.length;
+
+  // Attention half.
+  st.ln1 = pool.acquire(kAct, nc);
+  st.mean1 = pool.acquire(kAct, n);
+  st.rstd1 = pool.acquire(kAct, n);
+  layernorm_forward(st.ln1.data(), st.mean1.data(), st.rstd1.data(), st.x_in.data(), p_.ln1_w,
+                    p_.ln1_b, n, c);
+  st.q = pool.acquire(kAct, nc);
+  matmul_forward<float>(st.q.data(), st.ln1.data(), p_.attn_w, p_.attn_b, nullptr, n, c, c);
+  st.kv = pool.acquire(MemoryCategory::kKVCache, 2 * nc);
+  matmul_forward<float>(st.kv.data(), st.ln1.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
+                        p_.attn_b + c, nullptr, n, c, 2 * c);
+  std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
+  blocks.push_back({st.kv.data(), nullptr, s});
+  st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
+  st.atty = pool.acquire(kAct, nc);
+  attention_forward<float>(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h);
+  st.x_mid = pool.acquire(kAct, nc);
+  matmul_forward<float>(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
+                        c, c);
+
+  // MLP half.
+  st.ln2 = pool.acquire(kAct, nc);
+  st.mean2 = pool.acquire(kAct, n);
+  st.rstd2 = pool.acquire(kAct, n);
+  layernorm_forward(st.ln2.data(), st.mean2.data(), st.rstd2.data(), st.x_mid.data(), p_.ln2_w,
+                    p_.ln2_b, n, c);
+  st.fc_pre = pool.acquire(kAct, 4 * nc);
+  matmul_forward<float>(st.fc_pre.data(), st.ln2.data(), p_.fc_w, p_.fc_b, nullptr, n, c, 4 * c);
+  st.fc_gelu = pool.acquire(kAct, 4 * nc);
+  gelu_forward(st.fc_gelu.data(), st.fc_pre.data(), 4 * nc);
+  matmul_forward<float>(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(), n,
+                        4 * c, c);
+}
+
+void TransformerBlock::backward_input(BlockUnitState& st,
+                                      std::span<const kernels::KVBlock<float>> blocks, int batch,
+                                      int s, float* dx_in, TensorPool& pool) const {
+  constexpr auto kAct = MemoryCategory::kActivations;
+  const int c = config_.hidden, h = config_.heads;
+  const int n = batch * s;
+  const std::size_t nc = static_cast<std::size_t>(n) * c;
+  int e = 0;
+  for (const auto& blk : blocks) e += blk.length;
+
+  // Everything B produces is allocated up front and B's inputs are freed at the end, so the
+  // peak inside B has a simple formula (docs/engine.md).
+  st.d_fc_pre = pool.acquire(kAct, 4 * nc);
+  st.d_ln2 = pool.acquire(kAct, nc);
+  st.dx_mid = pool.acquire(kAct, nc);
+  st.dq = pool.acquire(kAct, nc);
+  st.d_ln1 = pool.acquire(kAct, nc);
+  PooledBuffer d_atty = pool.acquire(kAct, nc);
+  PooledBuffer workspace =
+      pool.acquire(kAct, kernels::attention_backward_workspace(s, e, omp_get_max_threads()));
+
+  // MLP half, top down.
+  matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, 4 * c, c, false);
+  gelu_backward(st.d_fc_pre.data(), st.fc_pre.data(), st.d_fc_pre.data(), 4 * nc);
+  matmul_backward_input(st.d_ln2.data(), st.d_fc_pre.data(), p_.fc_w, n, c, 4 * c, false);
+  layernorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_ln2.data(), st.x_mid.data(),
+                           p_.ln2_w, st.mean2.data(), st.rstd2.data(), n, c);
+  // Attention half.
+  matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.proj_w, n, c, c, false);
+  attention_backward<float>(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
+                            batch, s, c, h, workspace.data());
+  matmul_backward_input(st.d_ln1.data(), st.dq.data(), p_.attn_w, n, c, c, false);
+  matmul_backward_input(st.d_ln1.data(), st.dkv.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
+                        n, c, 2 * c, true);
+  layernorm_backward_input(dx_in, st.dx_mid.data(), st.d_ln1.data(), st.x_in.data(), p_.ln1_w,
+                           st.mean1.data(), st.rstd1.data(), n, c);
+
+  st.fc_pre.reset();
+  st.q.reset();
+  st.probs.reset();
+  st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
+}
+
+void TransformerBlock::backward_weight(BlockUnitState& st, int batch, int s) const {
+  const int c = config_.hidden;
+  const int n = batch * s;
+  matmul_backward_weight(g_.fcproj_w, g_.fcproj_b, st.dx_out.data(), st.fc_gelu.data(), n, 4 * c,
+                         c);
+  matmul_backward_weight(g_.fc_w, g_.fc_b, st.d_fc_pre.data(), st.ln2.data(), n, c, 4 * c);
+  layernorm_backward_weight(g_.ln2_w, g_.ln2_b, st.d_ln2.data(), st.x_mid.data(), st.mean2.data(),
+                            st.rstd2.data(), n, c);
+  matmul_backward_weight(g_.proj_w, g_.proj_b, st.dx_mid.data(), st.atty.data(), n, c, c);
+  matmul_backward_weight(g_.attn_w, g_.attn_b, st.dq.data(), st.ln1.data(), n, c, c);
+  matmul_backward_weight(g_.attn_w + static_cast<std::size_t>(c) * c, g_.attn_b + c,
+                         st.dkv.data(), st.ln1.data(), n, c, 2 * c);
+  layernorm_backward_weight(g_.ln1_w, g_.ln1_b, st.d_ln1.data(), st.x_in.data(), st.mean1.data(),
+                            st.rstd1.data(), n, c);
+  st = BlockUnitState{};
+}
+
+}  // namespace plait::model

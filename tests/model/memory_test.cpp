@@ -1,0 +1,159 @@
+// The tracker sees exactly the bytes unit_memory_bytes() predicts, at every step of a unit's
+// life (F, B, W, fused B+W), for stages with and without embedding and head; the capacity error
+// fires and leaves the model usable.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include "plait/core/memory_tracker.h"
+#include "plait/model/unit_memory.h"
+#include "tiny_model.h"
+
+namespace plait::model {
+namespace {
+
+using namespace plait::model::testing;
+
+constexpr auto kAct = MemoryCategory::kActivations;
+constexpr auto kKV = MemoryCategory::kKVCache;
+
+// Runs one micro-batch of two segments through `spec`, checking the tracker against the
+// prediction after every call.
+void check_stage(const StageSpec& spec, bool fused) {
+  const GPTConfig config = tiny_config();
+  MemoryTracker tracker;
+  StageModel m(config, spec, tracker);
+  m.init_parameters(1);
+  const int rows = 3, seq = 20;
+  const auto segs = segments_from_lengths(seq, {12, 8});
+  const Batch b = random_batch(rows, seq, config.vocab, 2);
+  const int threads = omp_get_max_threads();
+  std::vector<UnitMemory> mem;
+  for (const Segment& s : segs) mem.push_back(unit_memory_bytes(config, spec, rows, s, threads));
+
+  auto act = [&] { return static_cast<long long>(tracker.current(kAct)); };
+  auto kv = [&] { return static_cast<long long>(tracker.current(kKV)); };
+  auto peak_over = [&](std::size_t before) {
+    return static_cast<long long>(tracker.peak_total() - before);
+  };
+  std::vector<std::vector<float>> bufs;
+  for (const Segment& s : segs) {
+    const std::size_t n = static_cast<std::size_t>(rows) * s.length * config.hidden;
+    bufs.emplace_back(n, 0.01f);
+    const auto tok = columns(b.tokens, rows, seq, s);
+    const auto tgt = columns(b.targets, rows, seq, s);
+    const long long a0 = act(), k0 = kv();
+    tracker.reset_peaks();
+    const std::size_t total0 = tracker.current_total();
+    std::vector<float> out(n);
+    const float* in = spec.has_embedding ? nullptr : bufs.back().data();
+    const std::int32_t* tp = spec.has_embedding ? tok.data() : nullptr;
+    if (spec.has_head) {
+      m.forward_loss(0, rows, s, in, tp, tgt.data(), 0.1);
+    } else {
+      m.forward(0, rows, s, in, tp, out.data());
+    }
+    const UnitMemory& u = mem[s.index];
+    EXPECT_EQ(act() - a0, static_cast<long long>(u.forward_activations)) << "F " << s.index;
+    EXPECT_EQ(kv() - k0, static_cast<long long>(u.forward_kv)) << "F " << s.index;
+    EXPECT_EQ(peak_over(total0), static_cast<long long>(u.forward_peak)) << "F " << s.index;
+  }
+  std::size_t all_dkv = 0;
+  for (const UnitMemory& u : mem) all_dkv += u.dkv;
+  for (int i = 1; i >= 0; --i) {
+    const UnitMemory& u = mem[i];
+    const long long a0 = act(), k0 = kv();
+    tracker.reset_peaks();
+    const std::size_t total0 = tracker.current_total() + (i == 1 ? all_dkv : 0);
+    std::vector<float> grad_in(bufs[i].size());
+    const float* go = spec.has_head ? nullptr : bufs[i].data();
+    float* gi = spec.has_embedding ? nullptr : grad_in.data();
+    if (fused) {
+      m.backward(0, segs[i], go, gi);
+      EXPECT_EQ(act() - a0, -static_cast<long long>(u.forward_activations)) << "BW " << i;
+      EXPECT_EQ(kv() - k0, (i == 1 ? static_cast<long long>(all_dkv) : 0) -
+                               static_cast<long long>(u.forward_kv + u.dkv))
+          << "BW " << i;
+      EXPECT_EQ(peak_over(total0), static_cast<long long>(u.fused_peak)) << "BW " << i;
+    } else {
+      m.backward_input(0, segs[i], go, gi);
+      EXPECT_EQ(act() - a0, static_cast<long long>(u.backward_kept) -
+                                static_cast<long long>(u.backward_freed))
+          << "B " << i;
+      EXPECT_EQ(kv() - k0, (i == 1 ? static_cast<long long>(all_dkv) : 0) -
+                               static_cast<long long>(u.forward_kv))
+          << "B " << i;
+      EXPECT_EQ(peak_over(total0), static_cast<long long>(u.backward_peak)) << "B " << i;
+    }
+  }
+  if (!fused) {
+    for (int i = 0; i < 2; ++i) {
+      const long long a0 = act(), k0 = kv();
+      m.backward_weight(0, segs[i]);
+      EXPECT_EQ(act() - a0, -static_cast<long long>(mem[i].activations_after_b())) << "W " << i;
+      EXPECT_EQ(kv() - k0, -static_cast<long long>(mem[i].dkv)) << "W " << i;
+    }
+  }
+  EXPECT_EQ(act(), 0);
+  EXPECT_EQ(kv(), 0);
+}
+
+TEST(UnitMemory, TrackerMatchesThePredictionOnEveryKindOfStage) {
+  const GPTConfig c = tiny_config();
+  const std::vector<StageSpec> specs = {StageSpec::whole_model(c), {0, 2, false, false},
+                                        {1, 2, false, true},       {0, 1, true, false},
+                                        {0, 0, true, false},       {2, 2, false, true}};
+  for (const StageSpec& spec : specs) {
+    for (bool fused : {false, true}) {
+      SCOPED_TRACE("stage [" + std::to_string(spec.first_layer) + "," +
+                   std::to_string(spec.last_layer) + ") emb=" + std::to_string(spec.has_embedding) +
+                   " head=" + std::to_string(spec.has_head) + " fused=" + std::to_string(fused));
+      check_stage(spec, fused);
+    }
+  }
+}
+
+TEST(UnitMemory, CapacityErrorNamesTheCategoryAndLeavesTheModelUsable) {
+  const GPTConfig config = tiny_config();
+  const StageSpec spec = StageSpec::whole_model(config);
+  const int rows = 2;
+  const Segment seg{0, 0, 16};
+  const Batch b = random_batch(rows, 16, config.vocab, 1);
+  MemoryTracker probe;
+  std::size_t static_bytes = 0;
+  {
+    StageModel m(config, spec, probe);
+    static_bytes = probe.current_total();
+  }
+  const UnitMemory u = unit_memory_bytes(config, spec, rows, seg, omp_get_max_threads());
+  // Room for the parameters and gradients and half of one forward.
+  MemoryTracker tracker(static_bytes + u.forward_peak / 2);
+  StageModel m(config, spec, tracker);
+  m.init_parameters(1);
+  try {
+    m.forward_loss(0, rows, seg, nullptr, b.tokens.data(), b.targets.data(), 1.0);
+    FAIL() << "expected an out-of-memory error";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::string(name_of(e.category()))), std::string::npos);
+  }
+  // Nothing of the failed unit is left behind, and with enough room the same call succeeds.
+  EXPECT_EQ(m.microbatches_in_flight(), 0u);
+  EXPECT_EQ(tracker.current_total(), static_bytes);
+  tracker.set_capacity(static_bytes + u.forward_peak);
+  EXPECT_NO_THROW(m.forward_loss(0, rows, seg, nullptr, b.tokens.data(), b.targets.data(), 1.0));
+}
+
+TEST(UnitMemory, ParametersAndGradientsAreOneBufferEach) {
+  const GPTConfig config = tiny_config();
+  MemoryTracker tracker;
+  StageModel m(config, StageSpec::whole_model(config), tracker);
+  EXPECT_EQ(tracker.current(MemoryCategory::kParameters), m.parameters().size_bytes());
+  EXPECT_EQ(tracker.current(MemoryCategory::kGradients), m.gradients().size_bytes());
+  std::size_t counted = 0;
+  for (const NamedTensor& t : m.tensors()) counted += t.numel;
+  EXPECT_EQ(static_cast<std::int64_t>(counted), config.parameter_count());
+}
+
+}  // namespace
+}  // namespace plait::model
