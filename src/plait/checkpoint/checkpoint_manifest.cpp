@@ -1,0 +1,114 @@
+#include "plait/checkpoint/checkpoint_manifest.h"
+
+#include <cstdio>
+#include <map>
+
+#include "plait/core/error.h"
+#include "plait/core/json_fields.h"
+
+namespace plait::checkpoint {
+namespace {
+
+constexpr const char* kFormat = "plait-checkpoint";
+constexpr std::int64_t kVersion = 1;
+
+std::string crc_text(std::uint32_t crc) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", crc);
+  return buf;
+}
+
+bool parse_crc(const std::string& s, std::uint32_t& crc) {
+  if (s.size() != 10 || s[0] != '0' || s[1] != 'x') return false;
+  crc = 0;
+  for (std::size_t i = 2; i < s.size(); ++i) {
+    const char c = s[i];
+    int v = 0;
+    if (c >= '0' && c <= '9') v = c - '0';
+    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
+    else return false;
+    crc = (crc << 4) | static_cast<std::uint32_t>(v);
+  }
+  return true;
+}
+
+bool plain_file_name(const std::string& s) {
+  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos &&
+         s.find('\0') == std::string::npos && s != "manifest.json";
+}
+
+}  // namespace
+
+std::string manifest_to_text(const CheckpointManifest& m) {
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (const ManifestFile& f : m.files) {
+    files.push_back({{"path", f.path},
+                     {"bytes", f.bytes},
+                     {"crc32c", crc_text(f.crc32c)},
+                     {"tensors", f.tensors}});
+  }
+  nlohmann::ordered_json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["step"] = m.step;
+  j["config"] = m.config;
+  j["data_position"] = m.data_position;
+  j["rng_state"] = m.rng_state;
+  j["files"] = files;
+  return j.dump(2) + "\n";
+}
+
+CheckpointManifest parse_manifest(std::string_view text, const std::string& file) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
+  }
+  const JsonFields f(j, file);
+  if (f.string("format") != kFormat) {
+    f.fail("format", "expected \"plait-checkpoint\", found \"" + f.string("format") + "\"");
+  }
+  f.integer_in("version", kVersion, kVersion);
+  CheckpointManifest m;
+  m.step = f.integer_in("step", 0, INT64_MAX);
+  m.config = f.raw("config");
+  m.data_position = f.raw("data_position");
+  m.rng_state = f.raw("rng_state");
+  const nlohmann::json& files = f.raw("files");
+  if (!files.is_array()) f.fail("files", "expected an array of files");
+  std::map<std::string, std::string> owner;  // tensor -> field of its first listing
+  std::map<std::string, std::size_t> paths;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string at = "files[" + std::to_string(i) + "]";
+    const JsonFields e(files[i], file, at);
+    ManifestFile mf;
+    mf.path = e.string("path");
+    if (!plain_file_name(mf.path)) {
+      e.fail("path", "expected a plain file name inside the checkpoint directory, found \"" +
+                         mf.path + "\"");
+    }
+    if (auto [it, fresh] = paths.emplace(mf.path, i); !fresh) {
+      e.fail("path", "\"" + mf.path + "\" is listed twice (also files[" + std::to_string(it->second) + "])");
+    }
+    mf.bytes = static_cast<std::uint64_t>(e.integer_in("bytes", 8, INT64_MAX));
+    const std::string crc = e.string("crc32c");
+    if (!parse_crc(crc, mf.crc32c)) {
+      e.fail("crc32c", "expected \"0x\" and 8 lower-case hex digits, found \"" + crc + "\"");
+    }
+    mf.tensors = e.strings("tensors");
+    for (std::size_t k = 0; k < mf.tensors.size(); ++k) {
+      const std::string here = at + ".tensors[" + std::to_string(k) + "]";
+      if (auto [it, fresh] = owner.emplace(mf.tensors[k], here); !fresh) {
+        throw InputError(file, here,
+                         "tensor \"" + mf.tensors[k] + "\" is listed twice (also " + it->second + ")");
+      }
+    }
+    e.check_no_unknown_fields();
+    m.files.push_back(std::move(mf));
+  }
+  f.check_no_unknown_fields();
+  return m;
+}
+
+}  // namespace plait::checkpoint

@@ -1,0 +1,86 @@
+#pragma once
+// Checkpoints on disk, written so that a crash at any moment leaves the last complete one
+// loadable:
+//
+//   <root>/step_00000100/           a complete checkpoint: manifest.json + its tensor files
+//   <root>/step_00000200.partial/   one being written (ignored by readers; removed on retry)
+//   <root>/latest                   "step_00000100\n": the newest complete checkpoint
+//
+// Saving step s: (1) the coordinator creates step_s.partial/ (removing a stale one);
+// (2) every writer (one per pipeline stage, any rank) writes its safetensors file into it with
+// write_checkpoint_file(), atomically; (3) the coordinator, once all files are written, calls
+// commit_checkpoint(): it checks each file's size, writes manifest.json (atomically), fsyncs
+// the directory, renames step_s.partial/ to step_s/, fsyncs <root>, then replaces `latest`
+// atomically. Until that last rename, `latest` names the previous checkpoint, which is untouched.
+//
+// Loading (CheckpointReader) verifies every file's size and CRC-32C against the manifest,
+// validates each safetensors header, checks the manifest's tensor lists match the files, and
+// then serves tensors by global name from whichever file holds them, so a checkpoint written by
+// one pipeline layout loads into any other.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "plait/checkpoint/checkpoint_manifest.h"
+#include "plait/checkpoint/safetensors_file.h"
+
+namespace plait::checkpoint {
+
+// "step_00000100" for step 100.
+std::string checkpoint_dir_name(std::int64_t step);
+
+// Step 1 (coordinator): creates <root>/step_<s>.partial/ afresh and returns its path.
+std::string begin_checkpoint(const std::string& root, std::int64_t step);
+
+// Step 2 (any writer): writes one tensor file into the staging directory; the returned record
+// goes into the manifest. file_name is a plain name such as "stage_0.safetensors".
+ManifestFile write_checkpoint_file(const std::string& staging_dir, const std::string& file_name,
+                                   std::span<const TensorRef> tensors,
+                                   const std::map<std::string, std::string>& metadata = {});
+
+// Step 3 (coordinator): publishes the staged checkpoint; manifest.step must be the step given to
+// begin_checkpoint and manifest.files must list every file written. Returns the final path.
+// keep_last > 0 then removes all but the newest keep_last complete checkpoints.
+std::string commit_checkpoint(const std::string& root, const CheckpointManifest& manifest,
+                              int keep_last = 0);
+
+// All of the above in one process: one file per entry of `files`.
+struct CheckpointFile {
+  std::string name;  // e.g. "stage_0.safetensors"
+  std::vector<TensorRef> tensors;
+};
+std::string save_checkpoint(const std::string& root, CheckpointManifest manifest,
+                            std::span<const CheckpointFile> files, int keep_last = 0);
+
+// The directory `latest` names, or nullopt if there is no checkpoint yet. Throws InputError if
+// `latest` is malformed or names a directory that does not exist.
+std::optional<std::string> latest_checkpoint(const std::string& root);
+
+// Complete checkpoints under root, oldest first (step_* directories without .partial).
+std::vector<std::string> list_checkpoints(const std::string& root);
+
+class CheckpointReader {
+ public:
+  // Opens a checkpoint directory (e.g. latest_checkpoint(root)) and verifies it.
+  explicit CheckpointReader(const std::string& dir);
+
+  const CheckpointManifest& manifest() const { return manifest_; }
+  const std::string& dir() const { return dir_; }
+  std::vector<std::string> tensor_names() const;  // sorted
+  bool has(const std::string& name) const { return where_.contains(name); }
+  std::vector<std::int64_t> shape(const std::string& name) const;
+  // Copies tensor `name` into out (size must match); InputError naming the checkpoint if absent.
+  void read(const std::string& name, std::span<float> out) const;
+
+ private:
+  const SafetensorsEntry& entry(const std::string& name, std::size_t& file) const;
+  std::string dir_;
+  CheckpointManifest manifest_;
+  std::vector<SafetensorsReader> files_;
+  std::map<std::string, std::size_t> where_;  // tensor -> index into files_
+};
+
+}  // namespace plait::checkpoint

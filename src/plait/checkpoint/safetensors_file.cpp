@@ -1,0 +1,108 @@
+#include "plait/checkpoint/safetensors_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "plait/checkpoint/atomic_file.h"
+#include "plait/core/error.h"
+
+namespace plait::checkpoint {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors is little-endian; floats are written as they lie in memory");
+
+// pread all of out at offset, or say why not.
+void read_exactly(int fd, std::span<std::byte> out, std::uint64_t offset, const std::string& path,
+                  const std::string& what) {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done,
+                              static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw InputError(path, what,
+                       n == 0 ? "the file ended early" : std::string("read error: ") + std::strerror(errno));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+WrittenFile write_safetensors(const std::string& path, std::span<const TensorRef> tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorLayout> layout;
+  for (const TensorRef& t : tensors) {
+    std::int64_t n = 1;
+    for (std::int64_t d : t.shape) n *= d;
+    if (n < 0 || static_cast<std::uint64_t>(n) != t.data.size()) {
+      throw Error("safetensors: tensor \"" + t.name + "\" has " + std::to_string(t.data.size()) +
+                  " values, its shape needs " + std::to_string(n));
+    }
+    layout.push_back({t.name, t.shape});
+  }
+  const std::string header = make_safetensors_header(layout, metadata);
+  AtomicFile f(path);
+  f.write(header);
+  for (const TensorRef& t : tensors) f.write(std::as_bytes(t.data));
+  f.commit();
+  return {path, f.bytes_written(), f.crc32c()};
+}
+
+SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw InputError(path, "(file)", std::string("cannot open: ") + std::strerror(errno));
+  try {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      throw InputError(path, "(file)", "not a regular file");
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    std::byte first8[8] = {};
+    if (size >= 8) read_exactly(fd_, first8, 0, path, "offset 0 (header length)");
+    const std::uint64_t n = parse_safetensors_header_length(first8, size, path);
+    std::vector<std::byte> json(n);
+    read_exactly(fd_, json, 8, path, "offset 8 (header)");
+    header_ = parse_safetensors_header(json, size, path);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  for (std::size_t i = 0; i < header_.tensors.size(); ++i) index_[header_.tensors[i].name] = i;
+}
+
+SafetensorsReader::~SafetensorsReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+SafetensorsReader::SafetensorsReader(SafetensorsReader&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      header_(std::move(other.header_)),
+      index_(std::move(other.index_)) {}
+
+const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &header_.tensors[it->second];
+}
+
+void SafetensorsReader::read(const std::string& name, std::span<float> out) const {
+  const SafetensorsEntry* e = find(name);
+  if (!e) throw InputError(path_, "tensor \"" + name + "\"", "not in the file");
+  if (out.size() != e->elements()) {
+    throw InputError(path_, "tensor \"" + name + "\"",
+                     "holds " + std::to_string(e->elements()) + " values, the destination has room for " +
+                         std::to_string(out.size()));
+  }
+  read_exactly(fd_, std::as_writable_bytes(out), header_.buffer_start + e->begin, path_,
+               "tensor \"" + name + "\"");
+}
+
+}  // namespace plait::checkpoint

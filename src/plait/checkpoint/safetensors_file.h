@@ -1,0 +1,54 @@
+#pragma once
+// Writing and reading whole safetensors files of fp32 tensors (format: safetensors_format.h).
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "plait/checkpoint/safetensors_format.h"
+
+namespace plait::checkpoint {
+
+// A tensor to write: its global name, shape and data (row-major, product(shape) floats).
+struct TensorRef {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::span<const float> data;
+};
+
+struct WrittenFile {
+  std::string path;
+  std::uint64_t bytes = 0;
+  std::uint32_t crc32c = 0;  // of the whole file
+};
+
+// Writes atomically (AtomicFile: temporary file, fsync, rename, fsync directory). Throws Error
+// if a tensor's data does not match its shape or names repeat.
+WrittenFile write_safetensors(const std::string& path, std::span<const TensorRef> tensors,
+                              const std::map<std::string, std::string>& metadata = {});
+
+// A validated safetensors file; tensors are read on demand with pread.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(const std::string& path);
+  ~SafetensorsReader();
+  SafetensorsReader(SafetensorsReader&& other) noexcept;
+  SafetensorsReader& operator=(SafetensorsReader&&) = delete;
+  SafetensorsReader(const SafetensorsReader&) = delete;
+  SafetensorsReader& operator=(const SafetensorsReader&) = delete;
+
+  const SafetensorsHeader& header() const { return header_; }
+  const SafetensorsEntry* find(const std::string& name) const;  // nullptr if absent
+  // Copies the tensor into out, whose size must equal its element count.
+  void read(const std::string& name, std::span<float> out) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  SafetensorsHeader header_;
+  std::map<std::string, std::size_t> index_;
+};
+
+}  // namespace plait::checkpoint

@@ -1,0 +1,205 @@
+#include "plait/checkpoint/checkpoint_store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "checkpoint_test_dir.h"
+#include "plait/core/error.h"
+
+namespace plait::checkpoint {
+namespace {
+namespace fs = std::filesystem;
+
+// A toy "model": 8 layers with a weight and an Adam moment each, every value derived from
+// (step, layer, index) so any mix-up or stale byte shows.
+struct Toy {
+  static constexpr int kLayers = 8;
+  std::int64_t step;
+  std::size_t width;
+  std::vector<std::vector<float>> weights, moments;
+  Toy(std::int64_t s, std::size_t w) : step(s), width(w) {
+    for (int l = 0; l < kLayers; ++l) {
+      weights.emplace_back(w), moments.emplace_back(w);
+      for (std::size_t i = 0; i < w; ++i) {
+        weights[l][i] = value(l, i, 0);
+        moments[l][i] = value(l, i, 1);
+      }
+    }
+  }
+  float value(int l, std::size_t i, int kind) const {
+    return static_cast<float>(step) * 1000.0f + l * 10.0f + static_cast<float>(i % 97) * 0.5f + kind;
+  }
+  static std::string name(int l) { return "h." + std::to_string(l) + ".mlp.c_fc.weight"; }
+  // One file per pipeline stage, layers split evenly over `stages`.
+  std::vector<CheckpointFile> files(int stages) const {
+    std::vector<CheckpointFile> out(stages);
+    for (int s = 0; s < stages; ++s) out[s].name = "stage_" + std::to_string(s) + ".safetensors";
+    for (int l = 0; l < kLayers; ++l) {
+      auto& f = out[l * stages / kLayers];
+      f.tensors.push_back({name(l), {static_cast<std::int64_t>(width)}, weights[l]});
+      f.tensors.push_back({name(l) + ".adam_m", {static_cast<std::int64_t>(width)}, moments[l]});
+    }
+    return out;
+  }
+  CheckpointManifest manifest() const {
+    CheckpointManifest m;
+    m.step = step;
+    m.config = {{"n_layer", kLayers}};
+    m.data_position = {{"step", step}, {"sample", step * 16}};
+    m.rng_state = {{"seed", 1234}, {"draws", step}};
+    return m;
+  }
+  // Checks a checkpoint holds exactly this toy's tensors.
+  void expect_in(const CheckpointReader& r) const {
+    EXPECT_EQ(r.manifest().step, step);
+    EXPECT_EQ(r.tensor_names().size(), 2u * kLayers);
+    std::vector<float> buf(width);
+    for (int l = 0; l < kLayers; ++l) {
+      r.read(name(l), buf);
+      ASSERT_EQ(buf, weights[l]) << name(l);
+      r.read(name(l) + ".adam_m", buf);
+      ASSERT_EQ(buf, moments[l]);
+    }
+  }
+};
+
+class CheckpointStore : public testing::TempDirTest {
+ protected:
+  std::string root() const { return path("ckpt"); }
+  std::string save(const Toy& t, int stages, int keep_last = 0) {
+    const auto files = t.files(stages);
+    return save_checkpoint(root(), t.manifest(), files, keep_last);
+  }
+};
+
+TEST_F(CheckpointStore, RoundTripsAndLoadsIntoAnotherStageLayout) {
+  EXPECT_EQ(latest_checkpoint(root()), std::nullopt);
+  const Toy t(100, 300);
+  const std::string dir = save(t, 4);  // written by a 4-stage pipeline
+  EXPECT_EQ(fs::path(dir).filename(), "step_00000100");
+  ASSERT_EQ(latest_checkpoint(root()), dir);
+  CheckpointReader r(dir);
+  t.expect_in(r);  // read by global name: a 2-stage (or any) layout asks for its own layers
+  EXPECT_EQ(r.manifest().files.size(), 4u);
+  EXPECT_EQ(r.manifest().data_position["sample"], 1600);
+  EXPECT_EQ(r.manifest().rng_state["seed"], 1234);
+  EXPECT_EQ(r.manifest().config["n_layer"], 8);
+  EXPECT_EQ(r.shape("h.3.mlp.c_fc.weight"), (std::vector<std::int64_t>{300}));
+  std::vector<float> buf(300);
+  EXPECT_THROW(r.read("h.9.mlp.c_fc.weight", buf), InputError);
+  // A 2-stage run saves the same state in 2 files; the tensors read back identically.
+  const Toy t2(200, 300);
+  t2.expect_in(CheckpointReader(save(t2, 2)));
+  EXPECT_EQ(list_checkpoints(root()).size(), 2u);
+}
+
+TEST_F(CheckpointStore, KeepsOnlyTheNewestWhenAskedAndNeverOverwritesLatest) {
+  for (int s = 1; s <= 4; ++s) save(Toy(s, 16), 2, 2);
+  const auto all = list_checkpoints(root());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(fs::path(all[0]).filename(), "step_00000003");
+  EXPECT_THROW(save(Toy(4, 16), 2), Error);
+  Toy(4, 16).expect_in(CheckpointReader(*latest_checkpoint(root())));
+}
+
+// What a crash leaves behind must not matter: the last complete checkpoint stays loadable.
+TEST_F(CheckpointStore, LeftoversOfACrashedSaveAreIgnoredAndCleanedUp) {
+  const Toy good(10, 64);
+  save(good, 2);
+  // A save of step 20 that died after writing half a file and a temporary file.
+  const std::string staging = begin_checkpoint(root(), 20);
+  put(staging + "/stage_0.safetensors.tmp-99999", "partial");
+  put(staging + "/stage_1.safetensors", "half a file");
+  put(path("ckpt/latest.tmp-99999"), "step_000");
+  good.expect_in(CheckpointReader(*latest_checkpoint(root())));
+  // The next save (step 30) succeeds and removes the stale staging directory.
+  save(Toy(30, 64), 2);
+  EXPECT_FALSE(fs::exists(staging));
+  Toy(30, 64).expect_in(CheckpointReader(*latest_checkpoint(root())));
+}
+
+TEST_F(CheckpointStore, SigkillDuringSavesLeavesTheLastCompleteCheckpointLoadable) {
+  // A child saves checkpoints of 8 x 2 x 256K floats (16 MiB each) in a loop; the parent kills
+  // it with SIGKILL at varying moments and checks that `latest` always opens, verifies its
+  // checksums, and holds one step's values throughout.
+  const std::size_t width = 256 * 1024;
+  for (int round = 0; round < 4; ++round) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      for (std::int64_t s = 1;; ++s) save(Toy(round * 1000 + s, width), 3);
+    }
+    // Wait for the first complete checkpoint of this round, then a little more.
+    const std::string latest_file = path("ckpt/latest");
+    for (int i = 0; i < 2000; ++i) {
+      if (fs::exists(latest_file) &&
+          CheckpointReader(*latest_checkpoint(root())).manifest().step > round * 1000) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(7 + 23 * round));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    const CheckpointReader r(*latest_checkpoint(root()));
+    ASSERT_GT(r.manifest().step, round * 1000) << "round " << round;
+    Toy(r.manifest().step, width).expect_in(r);
+  }
+}
+
+TEST_F(CheckpointStore, CorruptedFilesAreRejectedWithPreciseErrors) {
+  const std::string dir = save(Toy(5, 32), 2);
+  const std::string f0 = dir + "/stage_0.safetensors";
+  const std::string good = bytes_of(f0);
+  const auto open_error = [&] {
+    try {
+      CheckpointReader r(dir);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  std::string flipped = good;
+  flipped[good.size() - 3] ^= 0x01;
+  put(f0, flipped);
+  const std::string crc_error = open_error();
+  EXPECT_EQ(crc_error.rfind(f0 + ": (checksum): the manifest's CRC-32C is 0x", 0), 0u) << crc_error;
+  EXPECT_NE(crc_error.find("; the file is corrupted"), std::string::npos);
+  put(f0, good.substr(0, good.size() - 4));
+  EXPECT_EQ(open_error(), f0 + ": (size): the manifest says " + std::to_string(good.size()) +
+                              " bytes, found " + std::to_string(good.size() - 4));
+  put(f0, good);
+  EXPECT_EQ(open_error(), "(no error)");
+
+  const std::string manifest = bytes_of(dir + "/manifest.json");
+  put(dir + "/manifest.json", manifest.substr(0, manifest.size() / 2));
+  EXPECT_NE(open_error().find("manifest.json: (syntax): malformed JSON at byte"), std::string::npos);
+  nlohmann::json m = nlohmann::json::parse(manifest);
+  m["files"][0]["tensors"].erase(0);
+  put(dir + "/manifest.json", m.dump());
+  EXPECT_EQ(open_error(), f0 + ": (tensors): do not match the manifest's list: \"h.0.mlp.c_fc.weight\" is in the file but not listed");
+  m = nlohmann::json::parse(manifest);
+  m["files"][1]["path"] = "../stage_0.safetensors";
+  put(dir + "/manifest.json", m.dump());
+  EXPECT_EQ(open_error(), dir + "/manifest.json: files[1].path: expected a plain file name inside the checkpoint directory, found \"../stage_0.safetensors\"");
+  put(dir + "/manifest.json", manifest);
+  EXPECT_EQ(open_error(), "(no error)");
+
+  put(root() + "/latest", "../../etc\n");
+  try {
+    latest_checkpoint(root());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), root() + "/latest: (contents): expected a checkpoint directory name like \"step_00000100\", found \"../../etc\"");
+  }
+}
+
+}  // namespace
+}  // namespace plait::checkpoint
