@@ -40,6 +40,14 @@ export GTEST_COLOR=no
 # sched_yield while they poll; plait's waits already yield and sleep on their own (backoff.h).
 export OMPI_MCA_mpi_yield_when_idle=1
 
+# Sanitizer builds (PLAIT_SANITIZE): OpenMPI keeps allocations from MPI_Init until exit, which
+# LeakSanitizer would report; suppress those (tests/mpi/lsan_openmpi.supp). Complete stacks
+# (slow unwinding) are needed to see the OpenMPI frames. Programs built without sanitizers
+# ignore these variables.
+here="$(cd "$(dirname "$0")" && pwd)"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan_openmpi.supp:print_suppressions=0"
+
 launcher=()
 if [ "$ranks" -gt 0 ]; then
   # --bind-to none: let the kernel move ranks between the 2 shared cores; pinning a rank to a

@@ -318,9 +318,9 @@ std::vector<std::unique_ptr<Communicator>> MpiCommunicator::create_groups(
     check_mpi(MPI_Group_incl(parent.group, static_cast<int>(g.size()), g.data(), &subgroup.group),
               where);
     MPI_Comm comm = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_create_group(comm_, subgroup.group, static_cast<int>(i) % (max_tag_ + 1),
-                                    &comm),
-              where);
+    // The tag keeps concurrent creations apart; any value within the tag bound will do.
+    const int tag = static_cast<int>(i % (static_cast<std::size_t>(max_tag_) + 1));
+    check_mpi(MPI_Comm_create_group(comm_, subgroup.group, tag, &comm), where);
     result[i] = std::make_unique<MpiCommunicator>(comm, policy_);
   }
   return result;
