@@ -6,7 +6,8 @@
 // whose yielding sleeps do not block signals) and exits with `exit_code`. Measured with
 // OpenMPI 4.1 on this machine: the job ends well within a second of the call; docs/comm.md
 // has the figures. Without MPI (not initialised or already finalized) it prints the line
-// (without a rank when none is known) and exits the process with `exit_code`.
+// (without a rank when none is known) and exits the process with `exit_code`. Call it from the
+// thread that makes MPI calls (MPI_THREAD_SERIALIZED, mpi_session.h).
 #include <string>
 #include <string_view>
 

@@ -38,7 +38,7 @@ class MpiSession {
   const std::string& hostname() const { return hostname_; }
   // True when a launcher (mpirun, srun, hydra) started this process, false for a singleton.
   bool launched_by_mpirun() const { return launched_; }
-  // All ranks of the job: a duplicate of MPI_COMM_WORLD, so plait's errors handler and
+  // All ranks of the job: a duplicate of MPI_COMM_WORLD, so plait's error handler and
   // messages stay apart from any other library's.
   Communicator& world() { return *world_; }
 
