@@ -52,6 +52,14 @@ TEST(CheckpointManifest, RoundTripsAndRejectsEachKindOfMistake) {
   no_rng.erase("rng_state");
   EXPECT_EQ(parse_error(no_rng), "m.json: rng_state: missing");
   EXPECT_EQ(with(P("/files"), 5), "m.json: files: expected an array of files");
+  // A number beyond a double (fuzz/regressions/json_fields) is an InputError, not a crash.
+  try {
+    parse_manifest("{\"step\": 1e999}", "m.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "m.json: (syntax): invalid JSON: [json.exception.out_of_range.406] number "
+                           "overflow parsing '1e999'");
+  }
 }
 
 }  // namespace

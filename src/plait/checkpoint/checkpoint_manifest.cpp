@@ -64,6 +64,8 @@ CheckpointManifest parse_manifest(std::string_view text, const std::string& file
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(file, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    throw InputError(file, "(syntax)", std::string("invalid JSON: ") + e.what());
   }
   const JsonFields f(j, file);
   if (f.string("format") != kFormat) {

@@ -77,6 +77,8 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
     vocab = nlohmann::json::parse(encoder_json);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(encoder_name, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    throw InputError(encoder_name, "(syntax)", std::string("invalid JSON: ") + e.what());
   }
   if (!vocab.is_object() || vocab.empty()) {
     throw InputError(encoder_name, "(top level)",
