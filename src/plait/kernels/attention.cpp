@@ -21,7 +21,7 @@ struct Geometry {
   int start;    // absolute position of the first query, e - s
   int d;        // head dimension
   int qblocks;  // query blocks of kAttentionQueryBlock rows
-  std::int64_t work;
+  std::int64_t work;  // batch*s*e*C/64, compared with kParallelMinElements
 };
 
 template <typename T>
@@ -33,8 +33,10 @@ Geometry geometry(std::span<const KVBlock<T>> blocks, int batch, int s, int c, i
                 " e=" + std::to_string(e) + " C=" + std::to_string(c) +
                 " heads=" + std::to_string(heads));
   }
+  // Work in multiply-adds of one of the products (~s*e/2 causal pairs, C each): a thread needs
+  // a few tens of microseconds of it before a parallel region pays.
   return {e, e - s, c / heads, (s + kAttentionQueryBlock - 1) / kAttentionQueryBlock,
-          std::int64_t{batch} * s * e * c};
+          std::int64_t{batch} * s * e * c / 64};
 }
 
 // Calls fn(block, pos, kl) for each block that holds keys below kmax: pos is the block's first

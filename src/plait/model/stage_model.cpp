@@ -69,7 +69,7 @@ void StageModel::zero_gradients() {
   float* g = gradients_.data();
   const auto n = static_cast<std::int64_t>(gradients_.size());
   constexpr std::int64_t kChunk = std::int64_t{1} << 20;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > 4 * kChunk)
   for (std::int64_t i = 0; i < n; i += kChunk) {
     std::memset(g + i, 0, static_cast<std::size_t>(std::min(kChunk, n - i)) * sizeof(float));
   }

@@ -1,0 +1,217 @@
+// `plait bench engine`: times full training steps (forward, backward, AdamW) of a GPT shape —
+// GPT-2 small by default — and, in the same run and with the same threads, the machine's sgemm
+// peak, and reports the achieved FLOP rate against that peak (docs/engine.md, "Benchmark").
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plait/cli/commands.h"
+#include "plait/cli/memory_summary.h"
+#include "plait/core/error.h"
+#include "plait/kernels/blas.h"
+#include "plait/runtime/local_trainer.h"
+
+extern "C" char* openblas_get_corename(void);
+
+namespace plait::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchArgs {
+  model::GPTConfig model{12, 768, 12, 50257, 0, true};
+  int seq = 512;
+  int batch = 4;
+  int microbatches = 1;
+  int segments = 1;
+  int threads = 0;
+  int steps = 3;
+  int warmup = 1;
+  int peak_size = 4096;
+  int peak_repeats = 3;
+  bool untied = false;
+};
+
+// Uniform random tokens: the engine's cost does not depend on the text.
+class RandomBatches : public data::BatchSource {
+ public:
+  RandomBatches(int seq, int rows, int microbatches, int vocab)
+      : seq_(seq), rows_(rows), microbatches_(microbatches), vocab_(vocab) {}
+  void fill(std::int64_t step, int mb, std::int32_t* inputs, std::int32_t* targets) const override {
+    std::mt19937 rng(static_cast<unsigned>(step * 7919 + mb));
+    std::uniform_int_distribution<int> dist(0, vocab_ - 1);
+    for (int i = 0; i < seq_ * rows_; ++i) {
+      inputs[i] = dist(rng);
+      targets[i] = dist(rng);
+    }
+  }
+  int seq() const override { return seq_; }
+  int microbatch_size() const override { return rows_; }
+  int microbatches_per_step() const override { return microbatches_; }
+
+ private:
+  int seq_, rows_, microbatches_, vocab_;
+};
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Best-of-`repeats` GFLOP/s of an n x n x n sgemm (after one untimed call).
+double sgemm_peak_gflops(int n, int repeats) {
+  const std::size_t count = static_cast<std::size_t>(n) * n;
+  std::vector<float> a(count, 0.5f), b(count, 0.25f), c(count, 0.0f);
+  kernels::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    kernels::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    best = std::min(best, seconds(t0, Clock::now()));
+  }
+  return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+}
+
+void run_bench(BenchArgs args) {
+  if (args.threads > 0) omp_set_num_threads(args.threads);
+  const int threads = omp_get_max_threads();
+  model::GPTConfig& m = args.model;
+  if (m.max_seq == 0) m.max_seq = args.seq;
+  m.tie_embeddings = !args.untied;
+  for (auto [flag, value] : {std::pair{"--layers", m.layers}, {"--hidden", m.hidden},
+                             {"--heads", m.heads}, {"--vocab", m.vocab}, {"--seq", args.seq},
+                             {"--max-seq", m.max_seq}, {"--batch", args.batch},
+                             {"--microbatches", args.microbatches}, {"--segments", args.segments},
+                             {"--steps", args.steps}, {"--peak-size", args.peak_size},
+                             {"--peak-repeats", args.peak_repeats}}) {
+    if (value < 1) {
+      throw InputError("plait bench engine", flag, "expected a positive integer, found " +
+                                                       std::to_string(value));
+    }
+  }
+  if (args.warmup < 0) throw InputError("plait bench engine", "--warmup", "expected >= 0");
+  if (m.hidden % m.heads != 0) {
+    throw InputError("plait bench engine", "--heads",
+                     "hidden " + std::to_string(m.hidden) + " is not divisible by heads " +
+                         std::to_string(m.heads));
+  }
+  if (args.seq > m.max_seq) {
+    throw InputError("plait bench engine", "--seq",
+                     "sequence length " + std::to_string(args.seq) + " exceeds --max-seq " +
+                         std::to_string(m.max_seq));
+  }
+  runtime::TrainConfig t;
+  t.steps = args.warmup + args.steps;
+  t.seq = args.seq;
+  t.microbatch_size = args.batch;
+  t.microbatches = args.microbatches;
+  t.lr = 1e-4;
+  t.min_lr = 1e-5;
+  for (const model::Segment& s : model::even_segments(args.seq, args.segments)) {
+    t.segment_lengths.push_back(s.length);
+  }
+
+  // FLOPs per step. Matmuls: 6 * parameters * tokens (2 forward + 4 backward per weight and
+  // token; Kaplan et al. 2020, eq. 2.1; counts the tied LM head once and wpe in full).
+  // Attention: per layer and sequence the causal query-key pairs are P = T(T+1)/2 (for any
+  // segmentation); QK^T and PV cost 2*C*P each forward and twice that backward, so
+  // 12 * C * P per layer and sequence, i.e. 6 * L * C * T(T+1) per sequence. This counts only
+  // the causal half that has to be computed (PaLM's 12*L*H*Q*T per token counts the full square).
+  const double tokens = static_cast<double>(t.tokens_per_step());
+  const double sequences = static_cast<double>(args.batch) * args.microbatches;
+  const double params = static_cast<double>(m.parameter_count());
+  const double matmul_flops = 6.0 * params * tokens;
+  const double attention_flops =
+      6.0 * m.layers * m.hidden * static_cast<double>(args.seq) * (args.seq + 1.0) * sequences;
+  const double step_flops = matmul_flops + attention_flops;
+
+  std::printf("plait bench engine: L=%d C=%d H=%d V=%d seq=%d, micro-batch %d x %d, %d segment(s), "
+              "fp32, %d thread(s), OpenBLAS %s\n",
+              m.layers, m.hidden, m.heads, m.vocab, args.seq, args.microbatches, args.batch,
+              args.segments, threads, openblas_get_corename());
+  std::printf("  parameters %.0f (%.2fM); per step: %.0f tokens, 6*params*tokens = %.1f GFLOP, "
+              "attention 6*L*C*T(T+1)*sequences = %.1f GFLOP, total %.1f GFLOP\n",
+              params, params / 1e6, tokens, matmul_flops / 1e9, attention_flops / 1e9,
+              step_flops / 1e9);
+
+  const double peak_before = sgemm_peak_gflops(args.peak_size, args.peak_repeats);
+  std::printf("  sgemm peak (%d^3, best of %d): %.1f GFLOP/s\n", args.peak_size, args.peak_repeats,
+              peak_before);
+
+  MemoryTracker tracker;
+  runtime::LocalTrainer trainer(m, t, tracker);
+  const RandomBatches batches(args.seq, args.batch, args.microbatches, m.vocab);
+  std::vector<double> times;
+  std::printf("  %-6s %9s %10s %10s %8s  %s\n", "step", "time (s)", "tokens/s", "GFLOP/s",
+              "of peak", "forward / backward / optimizer (s)");
+  for (int step = 0; step < t.steps; ++step) {
+    const bool warm = step < args.warmup;
+    if (step == args.warmup) tracker.reset_peaks();
+    const auto t0 = Clock::now();
+    const runtime::StepResult r = trainer.step(step, batches);
+    const double dt = seconds(t0, Clock::now());
+    if (!warm) times.push_back(dt);
+    std::printf("  %-6s %9.3f %10.1f %10.1f %7.1f%%  %.3f / %.3f / %.3f  (loss %.3f)\n",
+                (warm ? "warm-up" : std::to_string(step - args.warmup + 1)).c_str(), dt, tokens / dt,
+                step_flops / dt / 1e9, 100.0 * step_flops / dt / 1e9 / peak_before,
+                r.forward_seconds, r.backward_seconds, r.optimizer_seconds, r.loss);
+  }
+  const double peak_after = sgemm_peak_gflops(args.peak_size, args.peak_repeats);
+  const double peak = std::max(peak_before, peak_after);
+  std::printf("  sgemm peak again after the steps: %.1f GFLOP/s; using the higher, %.1f GFLOP/s\n",
+              peak_after, peak);
+  if (times.empty()) return;
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double best = sorted.front(), median = sorted[sorted.size() / 2];
+  std::printf("result: best step %.3f s: %.1f tokens/s, %.1f GFLOP/s = %.1f%% of the sgemm peak "
+              "(median step %.3f s: %.1f%%)\n",
+              best, tokens / best, step_flops / best / 1e9, 100.0 * step_flops / best / 1e9 / peak,
+              median, 100.0 * step_flops / median / 1e9 / peak);
+  print_memory_summary(stdout, tracker.report());
+}
+
+void register_bench_engine(CLI::App& app) {
+  CLI::App* group = command_group(app, "bench", "Benchmarks (they print figures; they are not tests)");
+  auto* cmd = group->add_subcommand(
+      "engine",
+      "Time full training steps (forward, backward, AdamW) of a GPT shape, GPT-2 small by default,\n"
+      "and the sgemm peak in the same run; print tokens/s, achieved GFLOP/s (6*params*tokens plus\n"
+      "causal attention FLOPs) and the fraction of that peak, and peak memory by category.");
+  auto args = std::make_shared<BenchArgs>();
+  cmd->add_option("--layers", args->model.layers, "Transformer blocks")->capture_default_str();
+  cmd->add_option("--hidden", args->model.hidden, "Hidden size C")->capture_default_str();
+  cmd->add_option("--heads", args->model.heads, "Attention heads (must divide hidden)")
+      ->capture_default_str();
+  cmd->add_option("--vocab", args->model.vocab, "Vocabulary size")->capture_default_str();
+  cmd->add_option("--seq", args->seq, "Sequence length T")->capture_default_str();
+  cmd->add_option("--max-seq", args->model.max_seq,
+                  "Positions in the model (default: --seq, so wpe holds only used rows)");
+  cmd->add_option("--batch", args->batch, "Sequences per micro-batch")->capture_default_str();
+  cmd->add_option("--microbatches", args->microbatches, "Micro-batches per step")
+      ->capture_default_str();
+  cmd->add_option("--segments", args->segments,
+                  "Process each sequence as this many segments (Seq1F1B attention)")
+      ->capture_default_str();
+  cmd->add_option("--threads", args->threads,
+                  "OpenMP/OpenBLAS threads, for the steps and the sgemm peak alike (default: all)");
+  cmd->add_option("--steps", args->steps, "Timed steps")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str();
+  cmd->add_option("--peak-size", args->peak_size, "n of the n x n x n sgemm peak measurement")
+      ->capture_default_str();
+  cmd->add_option("--peak-repeats", args->peak_repeats, "Timed sgemm calls (best one counts)")
+      ->capture_default_str();
+  cmd->add_flag("--untied", args->untied, "Separate LM head instead of the tied embedding");
+  cmd->callback([args] { run_bench(*args); });
+}
+
+const CommandRegistration kRegistration(80, register_bench_engine);
+
+}  // namespace
+}  // namespace plait::cli

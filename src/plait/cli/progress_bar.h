@@ -1,0 +1,37 @@
+#pragma once
+// Training progress on stderr: step, loss, learning rate, tokens/s and ETA. On a terminal one
+// line is redrawn in place (at most 10 times a second); otherwise (a log file, CI) a plain line
+// is printed every `every` steps and for the last step, so logs stay readable.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+
+namespace plait::cli {
+
+class ProgressBar {
+ public:
+  ProgressBar(int total_steps, std::int64_t tokens_per_step, std::FILE* out = stderr);
+
+  // Called after step `step` (counting from 0) finished.
+  void update(int step, double loss, double lr);
+  // Ends the redrawn line (no-op when not on a terminal).
+  void finish();
+
+  // Tokens per second over the recent steps (a sliding window of 10).
+  double tokens_per_second() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int total_;
+  std::int64_t tokens_per_step_;
+  std::FILE* out_;
+  bool tty_;
+  int every_;
+  Clock::time_point last_time_;
+  Clock::time_point last_draw_;
+  std::deque<double> step_seconds_;
+  bool drawn_ = false;
+};
+
+}  // namespace plait::cli

@@ -1,0 +1,87 @@
+#include "plait/runtime/local_trainer.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "plait/core/error.h"
+#include "plait/kernels/grad_norm.h"
+#include "plait/optim/grad_clip.h"
+
+namespace plait::runtime {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Columns [s.start, s.end()) of a (rows, seq) array, contiguous.
+void gather_columns(const std::vector<std::int32_t>& all, int rows, int seq,
+                    const model::Segment& s, std::vector<std::int32_t>& out) {
+  out.resize(static_cast<std::size_t>(rows) * s.length);
+  for (int r = 0; r < rows; ++r) {
+    for (int t = 0; t < s.length; ++t) out[r * s.length + t] = all[r * seq + s.start + t];
+  }
+}
+
+}  // namespace
+
+LocalTrainer::LocalTrainer(const model::GPTConfig& model, const TrainConfig& train,
+                           MemoryTracker& tracker)
+    : train_(train),
+      model_(model, model::StageSpec::whole_model(model), tracker),
+      optimizer_(model_.parameters(), optim::param_ranges(model_.tensors()),
+                 {train.beta1, train.beta2, train.eps, train.weight_decay}, tracker),
+      schedule_{train.lr, train.min_lr, train.warmup_steps, train.steps},
+      segments_(train.segments()) {
+  model_.init_parameters(train.seed);
+}
+
+StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batches) {
+  const int rows = train_.microbatch_size, seq = train_.seq, m = train_.microbatches;
+  if (batches.seq() != seq || batches.microbatch_size() != rows ||
+      batches.microbatches_per_step() != m) {
+    throw Error("local trainer: the batch source gives " + std::to_string(batches.microbatches_per_step()) +
+                " micro-batches of " + std::to_string(batches.microbatch_size()) + " x " +
+                std::to_string(batches.seq()) + " tokens; the train config asks for " +
+                std::to_string(m) + " of " + std::to_string(rows) + " x " + std::to_string(seq));
+  }
+  StepResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  model_.zero_gradients();
+  r.optimizer_seconds += seconds_since(t0);
+
+  // Every token of the global batch weighs the same: the units' scaled losses add up to the mean.
+  const double loss_scale = 1.0 / (static_cast<double>(m) * rows * seq);
+  std::vector<std::int32_t> inputs(static_cast<std::size_t>(rows) * seq), targets(inputs.size());
+  std::vector<std::int32_t> seg_inputs, seg_targets;
+  for (int mb = 0; mb < m; ++mb) {
+    batches.fill(step, mb, inputs.data(), targets.data());
+    t0 = std::chrono::steady_clock::now();
+    for (const model::Segment& s : segments_) {
+      gather_columns(inputs, rows, seq, s, seg_inputs);
+      gather_columns(targets, rows, seq, s, seg_targets);
+      r.loss += model_.forward_loss(mb, rows, s, nullptr, seg_inputs.data(), seg_targets.data(),
+                                    loss_scale);
+    }
+    r.forward_seconds += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    for (auto it = segments_.rbegin(); it != segments_.rend(); ++it) {
+      model_.backward(mb, *it, nullptr, nullptr);
+    }
+    r.backward_seconds += seconds_since(t0);
+  }
+
+  t0 = std::chrono::steady_clock::now();
+  const auto grads = model_.gradients();
+  const double sum_sq = kernels::sum_of_squares(grads.data(), grads.size());
+  const optim::ClipResult clip = optim::clip_by_global_norm({&sum_sq, 1}, train_.grad_clip);
+  r.grad_norm = clip.norm;
+  r.clip_factor = clip.factor;
+  r.lr = schedule_.at(static_cast<int>(step));
+  optimizer_.step(grads, r.lr, clip.factor);
+  r.optimizer_seconds += seconds_since(t0);
+  return r;
+}
+
+}  // namespace plait::runtime

@@ -1,0 +1,146 @@
+#include "plait/runtime/train_config.h"
+
+#include <string>
+
+#include "plait/core/json_fields.h"
+#include "plait/data/byte_tokenizer.h"
+
+namespace plait::runtime {
+namespace {
+
+TrainConfig parse_train(const JsonFields& t, const model::GPTConfig& model) {
+  TrainConfig c;
+  c.steps = static_cast<int>(t.integer_in("steps", 1, 1 << 30));
+  c.seq = static_cast<int>(t.integer_in("seq", 1, 1 << 20));
+  if (c.seq > model.max_seq) {
+    t.fail("seq", "sequence length " + std::to_string(c.seq) + " exceeds model.max_seq " +
+                      std::to_string(model.max_seq));
+  }
+  c.microbatch_size = static_cast<int>(t.integer_in("microbatch_size", 1, 1 << 16));
+  c.microbatches = static_cast<int>(t.integer_in("microbatches", 1, 1 << 16, 1));
+  c.lr = t.number("lr", c.lr);
+  if (!(c.lr > 0)) t.fail("lr", "expected a learning rate > 0, found " + std::to_string(c.lr));
+  c.min_lr = t.number("min_lr", c.lr / 10);
+  if (!(c.min_lr >= 0 && c.min_lr <= c.lr)) {
+    t.fail("min_lr", "expected 0 <= min_lr <= lr (" + std::to_string(c.lr) + "), found " +
+                         std::to_string(c.min_lr));
+  }
+  c.warmup_steps = static_cast<int>(t.integer_in("warmup_steps", 0, c.steps, 0));
+  c.weight_decay = t.number("weight_decay", c.weight_decay);
+  if (!(c.weight_decay >= 0)) t.fail("weight_decay", "expected a value >= 0");
+  c.beta1 = t.number("beta1", c.beta1);
+  if (!(c.beta1 >= 0 && c.beta1 < 1)) t.fail("beta1", "expected a value in [0, 1)");
+  c.beta2 = t.number("beta2", c.beta2);
+  if (!(c.beta2 >= 0 && c.beta2 < 1)) t.fail("beta2", "expected a value in [0, 1)");
+  c.eps = t.number("eps", c.eps);
+  if (!(c.eps > 0)) t.fail("eps", "expected a value > 0");
+  c.grad_clip = t.number("grad_clip", c.grad_clip);
+  if (!(c.grad_clip >= 0)) t.fail("grad_clip", "expected a value >= 0 (0 disables clipping)");
+  c.seed = static_cast<std::uint64_t>(t.integer_in("seed", 0, INT64_MAX, 1234));
+  if (t.has("segments")) {
+    if (t.raw("segments").is_array()) {
+      for (std::int64_t len : t.integers("segments")) {
+        if (len < 1) t.fail("segments", "segment lengths must be >= 1");
+        c.segment_lengths.push_back(static_cast<int>(len));
+      }
+      std::int64_t sum = 0;
+      for (int len : c.segment_lengths) sum += len;
+      if (sum != c.seq) {
+        t.fail("segments", "segment lengths sum to " + std::to_string(sum) +
+                               ", expected train.seq " + std::to_string(c.seq));
+      }
+    } else {
+      const int k = static_cast<int>(t.integer_in("segments", 1, c.seq));
+      for (const model::Segment& s : model::even_segments(c.seq, k)) {
+        c.segment_lengths.push_back(s.length);
+      }
+    }
+    if (c.segment_lengths.size() == 1) c.segment_lengths.clear();  // one segment: the default
+  }
+  t.check_no_unknown_fields();
+  return c;
+}
+
+DataConfig parse_data(const JsonFields& d) {
+  DataConfig c;
+  if (d.has("paths")) {
+    c.paths = d.strings("paths");
+    if (c.paths.empty()) d.fail("paths", "expected at least one file or directory");
+  }
+  d.check_no_unknown_fields();
+  return c;
+}
+
+}  // namespace
+
+std::vector<model::Segment> TrainConfig::segments() const {
+  if (segment_lengths.empty()) return {{0, 0, seq}};
+  return model::segments_from_lengths(seq, segment_lengths);
+}
+
+RunConfig parse_run_config(const nlohmann::json& document, const std::string& file) {
+  const JsonFields top(document, file);
+  RunConfig c;
+  c.source = file;
+  c.model = model::parse_gpt_config(top.object("model"));
+  if (c.model.vocab < data::ByteTokenizer::kVocabSize) {
+    top.object("model").fail("vocab", "the byte-level tokenizer needs vocab >= " +
+                                          std::to_string(data::ByteTokenizer::kVocabSize) +
+                                          ", found " + std::to_string(c.model.vocab));
+  }
+  c.train = parse_train(top.object("train"), c.model);
+  if (top.has("data")) c.data = parse_data(top.object("data"));
+  top.check_no_unknown_fields();
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path) {
+  return parse_run_config(read_json_file(path), path);
+}
+
+RunConfig default_run_config() {
+  RunConfig c;
+  c.source = "built-in default";
+  c.model = {4, 128, 4, 256, 128, true};
+  TrainConfig& t = c.train;
+  t.steps = 300;
+  t.seq = 128;
+  t.microbatch_size = 8;
+  t.microbatches = 2;
+  t.lr = 2e-3;
+  t.min_lr = 2e-4;
+  t.warmup_steps = 20;
+  return c;
+}
+
+nlohmann::json to_json(const RunConfig& c) {
+  nlohmann::json segments = nlohmann::json::array();
+  for (int len : c.train.segment_lengths) segments.push_back(len);
+  return {
+      {"model",
+       {{"layers", c.model.layers},
+        {"hidden", c.model.hidden},
+        {"heads", c.model.heads},
+        {"vocab", c.model.vocab},
+        {"max_seq", c.model.max_seq},
+        {"tie_embeddings", c.model.tie_embeddings}}},
+      {"train",
+       {{"steps", c.train.steps},
+        {"seq", c.train.seq},
+        {"microbatch_size", c.train.microbatch_size},
+        {"microbatches", c.train.microbatches},
+        {"lr", c.train.lr},
+        {"min_lr", c.train.min_lr},
+        {"warmup_steps", c.train.warmup_steps},
+        {"weight_decay", c.train.weight_decay},
+        {"beta1", c.train.beta1},
+        {"beta2", c.train.beta2},
+        {"eps", c.train.eps},
+        {"grad_clip", c.train.grad_clip},
+        {"seed", c.train.seed},
+        {"segments", c.train.segment_lengths.empty() ? nlohmann::json(1) : segments}}},
+      {"data", {{"paths", c.data.paths}}},
+  };
+}
+
+}  // namespace plait::runtime

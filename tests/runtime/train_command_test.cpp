@@ -1,0 +1,113 @@
+// `plait train` through the binary: bad input exits non-zero with one line naming the file and
+// the field; a tiny run trains and reports; the memory limit produces the out-of-memory error.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TrainCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("plait_train_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "corpus.txt") << "The quick brown fox jumps over the lazy dog. " << std::string(2000, 'a');
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  Result run(const std::string& args) {
+    const std::string cmd = std::string("OMP_NUM_THREADS=1 ") + PLAIT_BINARY + " " + args + " >" +
+                            (dir_ / "out").string() + " 2>" + (dir_ / "err").string();
+    Result r;
+    const int raw = std::system(cmd.c_str());
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = slurp(dir_ / "out");
+    r.err = slurp(dir_ / "err");
+    return r;
+  }
+
+  // A config whose model/train sections can be replaced piece by piece.
+  std::string config(const std::string& model, const std::string& train) {
+    return "{\"model\": {" + model + "}, \"train\": {" + train + "}, \"data\": {\"paths\": [\"" +
+           (dir_ / "corpus.txt").string() + "\"]}}";
+  }
+
+  // Runs a bad config and checks: non-zero exit, exactly one line on stderr, naming the file
+  // and the field.
+  void expect_one_line_error(const std::string& text, const std::string& field) {
+    const fs::path file = write("bad.json", text);
+    const Result r = run("train --config " + file.string());
+    EXPECT_NE(r.status, 0);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(file.string() + ": " + field), std::string::npos) << r.err;
+  }
+
+  fs::path dir_;
+};
+
+const std::string kModel = R"("layers": 1, "hidden": 16, "heads": 2, "vocab": 256, "max_seq": 32)";
+const std::string kTrain = R"("steps": 3, "seq": 16, "microbatch_size": 2)";
+
+TEST_F(TrainCommand, BadConfigsExitWithOneLineNamingFileAndField) {
+  {
+    const Result r = run("train --config " + (dir_ / "missing.json").string());
+    EXPECT_NE(r.status, 0);
+    EXPECT_EQ(r.err, "plait: error: " + (dir_ / "missing.json").string() +
+                         ": (file): cannot open the file\n");
+  }
+  expect_one_line_error("{\"model\": {", "(syntax)");
+  expect_one_line_error(config(kModel + R"(, "dropout": 0.1)", kTrain), "model.dropout: unknown field");
+  expect_one_line_error(config(R"("layers": 1, "hidden": 100, "heads": 3, "vocab": 256, "max_seq": 32)", kTrain),
+                        "model.heads: hidden 100 is not divisible by heads 3");
+  expect_one_line_error(config(kModel, R"("steps": 3, "seq": 64, "microbatch_size": 2)"),
+                        "train.seq: sequence length 64 exceeds model.max_seq 32");
+  expect_one_line_error(config(kModel, kTrain + R"(, "learning_rate": 1)"),
+                        "train.learning_rate: unknown field");
+}
+
+TEST_F(TrainCommand, TrainsATinyModelAndReportsMemory) {
+  const fs::path file = write("ok.json", config(kModel, kTrain + R"(, "segments": [9, 7])"));
+  const Result r = run("train --config " + file.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("plait train: config " + file.string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done: 3 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kv_cache"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("step 3/3"), std::string::npos) << r.err;  // not a TTY: plain lines
+}
+
+TEST_F(TrainCommand, MemoryLimitGivesTheOutOfMemoryError) {
+  const fs::path file = write("ok.json", config(kModel, kTrain));
+  const Result r = run("train --config " + file.string() + " --memory-limit 200KiB");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("plait: error: out of memory: allocating"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("capacity"), std::string::npos) << r.err;
+}
+
+}  // namespace
