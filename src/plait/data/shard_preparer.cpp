@@ -166,8 +166,9 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
         val_bytes_left -= static_cast<std::int64_t>(got);
         if (val_bytes_left <= 0) {
           // The split point lies in this block: end validation at the next newline after it.
+          // carry[cut_from] is the last byte owed to validation.
           const std::size_t cut_from =
-              carry.size() - std::min<std::size_t>(carry.size(), static_cast<std::size_t>(-val_bytes_left));
+              carry.size() - std::min<std::size_t>(carry.size(), static_cast<std::size_t>(1 - val_bytes_left));
           const std::size_t nl = carry.find('\n', cut_from);
           if (nl != std::string::npos || file_end) {
             const std::size_t cut = nl == std::string::npos ? carry.size() : nl + 1;

@@ -7,8 +7,8 @@
 // binary (git's rule), empty files are skipped. Each file is one document: with the GPT-2
 // tokenizer, <|endoftext|> (50256) precedes each document, as llm.c's data scripts do; the byte
 // tokenizer has no such token and writes documents back to back.
-// The validation split is the first val_fraction of the input bytes, extended to the end of the
-// line where that fraction falls (as llm.c's tinyshakespeare.py takes the first tokens for
+// The validation split is the first ceil(val_fraction x input bytes) bytes, extended to the end
+// of the line holding the last of them (as llm.c's tinyshakespeare.py takes the first tokens for
 // validation); the rest is the training split. Shards hold shard_tokens tokens each (the last
 // one fewer) and are named <name>_<split>_<index:06d>.bin.
 #include <cstdint>
