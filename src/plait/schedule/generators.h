@@ -1,0 +1,16 @@
+#pragma once
+// The family descriptions, one per generator file (see each file for its source).
+#include "plait/schedule/schedule_family.h"
+
+namespace plait::schedule {
+
+ScheduleFamily gpipe_family();                  // gpipe.cpp
+ScheduleFamily one_f_one_b_family();            // one_f_one_b.cpp
+ScheduleFamily interleaved_family();            // interleaved.cpp
+ScheduleFamily seq1f1b_family();                // seq1f1b.cpp
+ScheduleFamily seq1f1b_interleaved_family();    // seq1f1b_interleaved.cpp
+ScheduleFamily zb_h1_family();                  // zb_h1.cpp
+ScheduleFamily zb_v_family();                   // zb_v.cpp
+ScheduleFamily seq1f1b_zb_family();             // seq1f1b_zb.cpp
+
+}  // namespace plait::schedule

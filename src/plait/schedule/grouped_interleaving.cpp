@@ -1,0 +1,45 @@
+#include "plait/schedule/grouped_interleaving.h"
+
+#include "plait/schedule/layout.h"
+#include "plait/schedule/one_f_one_b_pattern.h"
+
+namespace plait::schedule {
+
+std::vector<int> interleaving_groups(int microbatches, int group) {
+  if (microbatches < group) return {microbatches};
+  const int n = microbatches / group;
+  std::vector<int> sizes(n, group);
+  for (int extra = 0; extra < microbatches - n * group; ++extra) ++sizes[extra % n];
+  return sizes;
+}
+
+Schedule grouped_interleaving(const PipelineShape& shape) {
+  const int p = shape.stages, v = shape.chunks, m = shape.microbatches, k = shape.segments;
+  Schedule schedule = empty_schedule(interleaved_layout(p, v, m, k));
+  const int min_group = (p + k - 1) / k;
+  const std::vector<int> groups = interleaving_groups(m, min_group);
+  std::vector<Action> forwards, backwards;
+  forwards.reserve(static_cast<std::size_t>(m) * v * k);
+  backwards.reserve(forwards.capacity());
+  int first_mb = 0;
+  for (int size : groups) {
+    for (int c = 0; c < v; ++c) {
+      for (int mb = first_mb; mb < first_mb + size; ++mb) {
+        for (int seg = 0; seg < k; ++seg) forwards.push_back({ActionKind::F, mb, seg, c});
+      }
+    }
+    for (int c = v - 1; c >= 0; --c) {
+      for (int mb = first_mb; mb < first_mb + size; ++mb) {
+        for (int seg = k - 1; seg >= 0; --seg) backwards.push_back({ActionKind::BW, mb, seg, c});
+      }
+    }
+    first_mb += size;
+  }
+  for (int r = 0; r < p; ++r) {
+    const int warmup = 2 * (p - r - 1) + (v - 1) * groups.front() * k + (k - 1);
+    schedule.ranks[r] = one_f_one_b_pattern(forwards, backwards, warmup, BackwardStyle{});
+  }
+  return schedule;
+}
+
+}  // namespace plait::schedule

@@ -1,0 +1,37 @@
+// ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv 2401.10241, sec. 6; code
+// sail-sg/zero-bubble-pipeline-parallelism, zerobubble/scheduler/zbv.py): two chunks per rank in
+// a V (chunk 0 of rank r is virtual stage r, chunk 1 is 2p-1-r, so the last stage sits on rank 0
+// next to the first), backward split into B and W, and at most 1F1B's peak memory (p
+// micro-batches = 2p chunk units per rank). The zero-bubble authors build the order with a
+// greedy heuristic; plait builds it with its own list scheduler (list_scheduler.h) under
+// F = B = W. With those costs the exact makespan is within a few units of the lower bound
+// 3m + (p-1)/2 (rank p-1 cannot start before the first forward reaches it); see
+// docs/schedules.md for the pinned values.
+#include "plait/schedule/generators.h"
+#include "plait/schedule/layout.h"
+#include "plait/schedule/list_scheduler.h"
+
+namespace plait::schedule {
+
+namespace {
+
+Schedule generate_zb_v(const PipelineShape& shape) {
+  ListSchedulerOptions options;
+  options.split_backward = true;
+  options.max_in_flight = 2 * shape.stages;
+  return list_schedule(v_shape_layout(shape.stages, shape.microbatches, 1), options);
+}
+
+}  // namespace
+
+ScheduleFamily zb_v_family() {
+  return {
+      .name = "zb-v",
+      .title = "ZB-V (zero bubble, V layout)",
+      .source = "Qi et al., Zero Bubble Pipeline Parallelism, arXiv 2401.10241 sec. 6",
+      .fixed_chunks = 2,
+      .generate = generate_zb_v,
+  };
+}
+
+}  // namespace plait::schedule
