@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "plait/core/error.h"
 #include "plait/schedule/generators.h"
+#include "plait/schedule/layout.h"
 #include "plait/schedule/grouped_interleaving.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/schedule/schedule_text.h"
@@ -37,6 +39,134 @@ TEST(Generators, EveryFamilyValidatesOnTheGrid) {
   }
   // 3 sequence-level families x 512 shapes + 5 micro-batch families x 128 shapes.
   EXPECT_EQ(generated, 3 * 512 + 5 * 128);
+}
+
+}  // namespace
+}  // namespace plait::schedule
+
+namespace plait::schedule {
+namespace {
+
+Schedule gen(const char* name, int p, int v, int m, int k) { return generate_schedule(name, {p, v, m, k}); }
+
+// Seq1F1B with one segment is 1F1B action for action, and seq-zb with one segment is ZB-H1.
+TEST(Generators, OneSegmentReducesToTheMicroBatchSchedules) {
+  for (int p = 1; p <= 8; ++p) {
+    for (int m = 1; m <= 16; ++m) {
+      EXPECT_EQ(gen("seq1f1b", p, 1, m, 1), gen("1f1b", p, 1, m, 1)) << "p=" << p << " m=" << m;
+      EXPECT_EQ(gen("seq-zb", p, 1, m, 1), gen("zb-h1", p, 1, m, 1)) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+// ../shared/reference/seq1f1b.md: stage 0, p=4, k=2, m=4 starts
+// F0.0 F0.1 F1.0 F1.1 F2.0 B0.1 F2.1 B0.0 F3.0 B1.1.
+TEST(Generators, Seq1F1BMatchesTheReferenceOrder) {
+  const Schedule s = gen("seq1f1b", 4, 1, 4, 2);
+  std::string first;
+  for (int i = 0; i < 10; ++i) {
+    if (i) first += ' ';
+    first += to_string(s.ranks[0][i], false);
+  }
+  EXPECT_EQ(first, "F0.0 F0.1 F1.0 F1.1 F2.0 BW0.1 F2.1 BW0.0 F3.0 BW1.1");
+}
+
+// Forwards a rank runs before its first backward: its warm-up plus the steady phase's first
+// forward (all of them when the warm-up covers every forward).
+int forwards_before_first_backward(const std::vector<Action>& actions) {
+  int n = 0;
+  while (n < static_cast<int>(actions.size()) && actions[n].kind == ActionKind::F) ++n;
+  return n;
+}
+
+int expected_leading_forwards(int warmup, int forwards) {
+  return warmup < forwards ? warmup + 1 : forwards;
+}
+
+// Warm-up counts: 1F1B p-r-1; Seq1F1B p-r-1+k-1; interleaved Megatron's 2(p-r-1)+(v-1)p when
+// p divides m; Seq1F1B-I thunlp's (v-1)p + 2(p-r-1) + k-1 when k divides p.
+TEST(Generators, WarmupCountsFollowTheReferences) {
+  for (int p : {2, 4, 8}) {
+    for (int k : {1, 2, 4}) {
+      const int m = 2 * p;
+      const Schedule one = gen("1f1b", p, 1, m, 1);
+      const Schedule seq = gen("seq1f1b", p, 1, m, k);
+      for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(forwards_before_first_backward(one.ranks[r]), expected_leading_forwards(p - r - 1, m));
+        EXPECT_EQ(forwards_before_first_backward(seq.ranks[r]),
+                  expected_leading_forwards(p - r - 1 + k - 1, m * k));
+      }
+      for (int v : {2, 3}) {
+        const Schedule inter = gen("interleaved", p, v, m, 1);
+        const Schedule seqi = gen("seq1f1b-i", p, v, m, k);
+        for (int r = 0; r < p; ++r) {
+          EXPECT_EQ(forwards_before_first_backward(inter.ranks[r]),
+                    expected_leading_forwards(2 * (p - r - 1) + (v - 1) * p, m * v))
+              << "p=" << p << " v=" << v << " r=" << r;
+          if (p % k == 0) {
+            EXPECT_EQ(forwards_before_first_backward(seqi.ranks[r]),
+                      expected_leading_forwards((v - 1) * p + 2 * (p - r - 1) + k - 1, m * v * k))
+                << "p=" << p << " v=" << v << " k=" << k << " r=" << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Generators, InterleavingGroupsTakeTheRemainderFirst) {
+  EXPECT_EQ(interleaving_groups(8, 4), (std::vector<int>{4, 4}));
+  EXPECT_EQ(interleaving_groups(10, 4), (std::vector<int>{5, 5}));
+  EXPECT_EQ(interleaving_groups(9, 4), (std::vector<int>{5, 4}));
+  EXPECT_EQ(interleaving_groups(3, 4), (std::vector<int>{3}));
+  EXPECT_EQ(interleaving_groups(13, 4), (std::vector<int>{5, 4, 4}));
+}
+
+TEST(Generators, GPipeRunsAllForwardsFirstAndZbVRespectsItsMemoryLimit) {
+  const Schedule g = gen("gpipe", 4, 1, 6, 1);
+  for (const auto& actions : g.ranks) EXPECT_EQ(forwards_before_first_backward(actions), 6);
+  for (int p = 1; p <= 8; ++p) {
+    const Schedule v = gen("zb-v", p, 2, 16, 1);
+    EXPECT_EQ(v.layout, v_shape_layout(p, 16, 1));
+    for (const auto& actions : v.ranks) {
+      int live = 0, peak = 0;
+      for (const Action& a : actions) {
+        live += a.kind == ActionKind::F ? 1 : a.kind == ActionKind::W ? -1 : 0;
+        peak = std::max(peak, live);
+      }
+      EXPECT_LE(peak, 2 * p);  // 1F1B's p micro-batches, in half-model chunks
+    }
+  }
+}
+
+TEST(Generators, RejectsShapesOutsideTheirFamilyWithAReason) {
+  struct Case {
+    const char* name;
+    PipelineShape shape;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"1f1b", {4, 1, 8, 2}, "segments must be 1"},
+      {"interleaved", {4, 1, 8, 1}, "v >= 2 chunks"},
+      {"zb-v", {4, 3, 8, 1}, "exactly 2 chunk(s)"},
+      {"seq1f1b", {4, 1, 0, 2}, "at least 1 micro-batch"},
+      {"gpipe", {0, 1, 4, 1}, "at least 1 pipeline stage"},
+  };
+  for (const Case& c : cases) {
+    try {
+      generate_schedule(c.name, c.shape);
+      ADD_FAILURE() << c.name << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.reason), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(std::string(c.name) + ": ", 0), 0u) << e.what();
+    }
+  }
+  try {
+    generate_schedule("pipedream", {4, 1, 8, 1});
+    ADD_FAILURE() << "unknown name accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(schedule_family_names()), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

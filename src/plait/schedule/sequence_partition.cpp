@@ -87,19 +87,23 @@ SequencePartition flops_partition(const ModelShape& shape, std::int64_t seq, int
                                   std::int64_t multiple) {
   check_request(seq, segments, multiple);
   // FLOPs(s, e) = alpha*s + beta*(s*e - s^2/2) with alpha the linear terms per token and beta the
-  // attention term per query-key pair (seq1f1b.md). Setting it to T/k gives
-  // (beta/2) s^2 - (alpha + beta e) s + T/k = 0; the smaller root is the segment length.
+  // attention term per query-key pair (seq1f1b.md). Setting it to the target gives
+  // (beta/2) s^2 - (alpha + beta e) s + target = 0; the smaller root is the segment length.
+  // The target of segment i is an equal share of what is left, FLOPs(prefix [0, e)) / (i + 1):
+  // T/k when nothing is rounded, and when lengths are rounded to a multiple the error is spread
+  // over the remaining segments instead of piling onto the first (thunlp/Seq1F1B rounds down and
+  // gives the whole remainder to the first segment).
   const double alpha = vocab_flops(shape, 1) + shape.layers * layer_linear_flops(shape, 1);
   const double beta = shape.layers * (4.0 * shape.head_size() + 3.0) * shape.heads;
-  const double target = segment_forward_flops(shape, 0, seq) / segments;
   SequencePartition p;
   p.lengths.assign(segments, 0);
   std::int64_t end = seq;
   for (int i = segments - 1; i >= 1; --i) {
+    const double target = segment_forward_flops(shape, 0, end) / (i + 1);
     const double b = alpha + beta * static_cast<double>(end);
     const double disc = std::max(0.0, b * b - 2.0 * beta * target);
     const double exact = 2.0 * target / (b + std::sqrt(disc));  // stable form of the small root
-    std::int64_t len = static_cast<std::int64_t>(std::floor(exact / multiple)) * multiple;
+    std::int64_t len = std::llround(exact / static_cast<double>(multiple)) * multiple;
     // Leave at least `multiple` tokens for each earlier segment.
     len = std::clamp<std::int64_t>(len, multiple, end - std::int64_t{i} * multiple);
     p.lengths[i] = len;

@@ -42,8 +42,9 @@ struct SequencePartition {
 SequencePartition even_partition(const ModelShape& shape, std::int64_t seq, int segments);
 
 // Equal forward FLOPs per segment: solve FLOPs_i = T/k walking back from e_{k-1} = S (one
-// quadratic per segment), round each length down to a multiple of `multiple`, and give the
-// remainder to the first segment, as thunlp/Seq1F1B does. The first segment comes out longest.
+// quadratic per segment, as thunlp/Seq1F1B's split solver does), rounding each length to the
+// nearest multiple of `multiple` and re-solving the rest for equal shares of what is left; the
+// first segment takes what remains. The first segment comes out longest.
 SequencePartition flops_partition(const ModelShape& shape, std::int64_t seq, int segments,
                                   std::int64_t multiple = 1);
 
