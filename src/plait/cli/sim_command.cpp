@@ -1,0 +1,186 @@
+// `plait sim`: simulate one schedule, or every schedule side by side (--compare), for a model,
+// pipeline shape, sequence split and device profile; print step time, bubble and memory per
+// rank; write Chrome-trace and HTML timelines on request. docs/simulator.md describes it all.
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "plait/cli/commands.h"
+#include "plait/core/error.h"
+#include "plait/schedule/schedule_family.h"
+#include "plait/schedule/schedule_text.h"
+#include "plait/schedule/validator.h"
+#include "plait/sim/model_presets.h"
+#include "plait/sim/report_text.h"
+#include "plait/sim/schedule_comparison.h"
+#include "plait/sim/simulation.h"
+#include "plait/trace/chrome_trace.h"
+#include "plait/trace/html_timeline.h"
+
+namespace plait::cli {
+
+namespace {
+
+struct SimOptions {
+  std::string model = "gpt-7b";
+  std::string pp = "8", chunks = "2", microbatches = "8", microbatch_size = "1", segments = "4";
+  std::string split = "flops";
+  std::string seq = "32768";
+  std::string schedule = "seq1f1b";
+  std::string device = "a100-80gb";
+  bool compare = false;
+  std::string trace, html;
+};
+
+// A positive integer flag, or one clear error naming the flag.
+std::int64_t positive(const std::string& flag, const std::string& text, std::int64_t max) {
+  std::int64_t value = 0;
+  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (res.ec != std::errc() || res.ptr != text.data() + text.size() || value < 1 || value > max) {
+    throw Error(flag + ": expected an integer in [1, " + std::to_string(max) + "], found '" + text + "'");
+  }
+  return value;
+}
+
+void write_timelines(const sim::SimulationConfig& config, const sim::SimulationReport& report,
+                     const std::string& trace_path, const std::string& html_path) {
+  if (trace_path.empty() && html_path.empty()) return;
+  const trace::Timeline timeline = sim::make_timeline(config, report);
+  if (!trace_path.empty()) {
+    trace::write_chrome_trace_file(timeline, trace_path);
+    std::printf("wrote %s (Chrome trace events; open in https://ui.perfetto.dev)\n", trace_path.c_str());
+  }
+  if (!html_path.empty()) {
+    trace::write_html_timeline_file(timeline, html_path);
+    std::printf("wrote %s (HTML timeline)\n", html_path.c_str());
+  }
+}
+
+void run_sim(const CLI::App& cmd, const SimOptions& o) {
+  sim::SimulationConfig config;
+  config.seq = positive("--seq", o.seq, std::int64_t{1} << 32);
+  config.model = sim::resolve_model(o.model, config.seq);
+  config.microbatch_size = static_cast<int>(positive("--microbatch-size", o.microbatch_size, 1 << 20));
+  config.split = schedule::parse_split_method(o.split);
+  config.shape.stages = static_cast<int>(positive("--pp", o.pp, 1 << 16));
+  config.shape.microbatches = static_cast<int>(positive("--microbatches", o.microbatches, 1 << 24));
+  const int chunks = static_cast<int>(positive("--chunks", o.chunks, 64));
+  const int segments = static_cast<int>(positive("--segments", o.segments, 1 << 16));
+  config.devices = sim::resolve_devices(o.device, config.model.shape);
+  config.record_events = !o.trace.empty() || !o.html.empty();
+
+  if (o.compare) {
+    const auto rows = sim::compare_schedules(config, chunks, segments);
+    std::fputs(sim::format_comparison(config, rows).c_str(), stdout);
+    for (const auto& row : rows) {
+      if (!row.report) continue;
+      sim::SimulationConfig row_config = config;
+      row_config.shape = row.shape;
+      write_timelines(row_config, *row.report,
+                      o.trace.empty() ? "" : sim::path_with_schedule(o.trace, row.family),
+                      o.html.empty() ? "" : sim::path_with_schedule(o.html, row.family));
+    }
+    return;
+  }
+
+  sim::SimulationReport report;
+  std::string title;
+  if (const schedule::ScheduleFamily* family = schedule::find_schedule_family(o.schedule)) {
+    // Flags left at their defaults adapt to the family (k = 1 for micro-batch schedules, the
+    // family's fixed v); flags given explicitly must fit it.
+    config.shape.segments = cmd.count("--segments") || family->sequence_level ? segments : 1;
+    config.shape.chunks = cmd.count("--chunks") || family->fixed_chunks == 0
+                              ? chunks
+                              : family->fixed_chunks;
+    report = sim::simulate_family(config, *family);
+    title = family->name + ": " + family->title + " (" + family->source + ")";
+  } else if (std::filesystem::is_regular_file(o.schedule)) {
+    schedule::Schedule s = schedule::read_schedule_file(o.schedule);
+    const schedule::Layout& layout = s.layout;
+    auto agree = [&](const char* flag, int given, int found) {
+      if (cmd.count(flag) && given != found) {
+        throw Error(o.schedule + ": the schedule has " + std::to_string(found) + " for " + flag +
+                    " but " + flag + " " + std::to_string(given) + " was given");
+      }
+    };
+    agree("--pp", config.shape.stages, layout.num_ranks());
+    agree("--microbatches", config.shape.microbatches, layout.num_microbatches);
+    agree("--segments", segments, layout.num_segments);
+    agree("--chunks", chunks, layout.max_chunks());
+    config.shape = {layout.num_ranks(), layout.max_chunks(), layout.num_microbatches, layout.num_segments};
+    try {
+      report = sim::simulate_schedule(config, std::move(s), o.schedule);
+    } catch (const schedule::ScheduleViolationError& e) {
+      // The grid below the one-line summary shows where the schedule breaks.
+      const std::string& grid = e.grid();
+      std::fputs(grid.substr(grid.find('\n') + 1).c_str(), stderr);
+      throw;
+    }
+    title = o.schedule + " (schedule text)";
+  } else {
+    throw Error("--schedule: '" + o.schedule + "' is neither a schedule (" +
+                schedule::schedule_family_names() + ") nor a schedule text file");
+  }
+  std::fputs(sim::format_report(config, report, title).c_str(), stdout);
+  write_timelines(config, report, o.trace, o.html);
+}
+
+void register_sim(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "sim",
+      "Simulate a pipeline schedule (or --compare all of them): step time, bubble, memory per\n"
+      "rank, and timelines. Costs come from FLOPs and a device profile; see docs/simulator.md.");
+  auto o = std::make_shared<SimOptions>();
+  cmd->add_option("--model", o->model,
+                  "Model preset or JSON config whose \"model\" section is {layers, hidden, heads,\n"
+                  "vocab, max_seq}. Presets (layers/hidden/heads, vocab 50257 = GPT-2 BPE):\n"
+                  "gpt-1.3b 24/2048/16 (Zorse model_stats.json; Megatron-LM GPT 1.3B heads),\n"
+                  "gpt-2.7b 32/2560/32, gpt-7b 32/4096/32, gpt-13b 40/5120/40, gpt-30b 64/6144/64\n"
+                  "(Seq1F1B paper, arXiv 2406.03488). Presets size max_seq to --seq.")
+      ->capture_default_str();
+  cmd->add_option("--pp", o->pp, "Pipeline ranks p")->capture_default_str();
+  cmd->add_option("--chunks", o->chunks,
+                  "Model chunks per rank v for interleaved and seq1f1b-i (zb-v always uses 2,\n"
+                  "the others 1)")
+      ->capture_default_str();
+  cmd->add_option("--microbatches", o->microbatches, "Micro-batches per step m")->capture_default_str();
+  cmd->add_option("--microbatch-size", o->microbatch_size, "Sequences per micro-batch b")
+      ->capture_default_str();
+  cmd->add_option("--segments", o->segments,
+                  "Sequence segments k for seq1f1b, seq1f1b-i and seq-zb (the others schedule\n"
+                  "whole micro-batches, k = 1)")
+      ->capture_default_str();
+  cmd->add_option("--split", o->split,
+                  "Segment lengths: even, or flops (equal forward FLOPs per segment, Seq1F1B's\n"
+                  "computation-wise partition)")
+      ->capture_default_str();
+  cmd->add_option("--seq", o->seq, "Sequence length in tokens")->capture_default_str();
+  cmd->add_option("--schedule", o->schedule,
+                  "Schedule: " + schedule::schedule_family_names() +
+                      ", or a schedule text file (one line of actions per rank, e.g.\n"
+                      "'F0.0 F1.0 BW0.0 BW1.0'; docs/schedules.md)")
+      ->capture_default_str();
+  cmd->add_option("--device", o->device,
+                  "Device profile: a100-80gb (default: 142.1 TFLOP/s sustained, the best per-GPU\n"
+                  "figure of the thunlp/Seq1F1B README for 7B on A100; 80 GiB), zorse:<gpu>[:<dtype>]\n"
+                  "(per-layer latencies measured by Zorse, share/profiles/zorse), or a JSON file;\n"
+                  "a comma-separated list gives one profile per rank")
+      ->capture_default_str();
+  cmd->add_flag("--compare", o->compare,
+                "Simulate every schedule and print a table (step time, bubble, throughput relative\n"
+                "to 1f1b, peak memory per rank); skips those whose constraints fail, with the reason");
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome trace event JSON file (Perfetto); with --compare one file per\n"
+                  "schedule, named <file stem>.<schedule>.<extension>");
+  cmd->add_option("--html", o->html,
+                  "Write a self-contained HTML timeline; with --compare one per schedule, named\n"
+                  "like --trace");
+  cmd->callback([cmd, o] { run_sim(*cmd, *o); });
+}
+
+const CommandRegistration kRegistration(30, register_sim);
+
+}  // namespace
+}  // namespace plait::cli

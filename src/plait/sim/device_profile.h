@@ -1,0 +1,75 @@
+#pragma once
+// How fast a device computes, how much memory it has, and how fast its link to the next stage
+// is. Compute comes either from a sustained FLOP/s figure or from measured per-layer latencies
+// (Zorse's model_latencies.json), fitted linear in the micro-batch size.
+//
+// Built-in profiles:
+//   a100-80gb (default)  142.1 TFLOP/s sustained: the best per-GPU throughput the Seq1F1B
+//                        repository (thunlp/Seq1F1B README) reports for the 7B model on A100s
+//                        (128k tokens, 16 micro-batches; causal attention counted at half, as in
+//                        plait's FLOPs formula); 80 GiB (NVIDIA A100 80GB datasheet)
+//   zorse:<gpu>[:<dtype>] per-layer forward/backward latencies measured by Zorse on <gpu>
+//                        (a100x40, a100x80, h100-nvl, v100x16, t4, ...; dtype float16 by default)
+//   <file>.json          {"name", "source", "sustained_tflops", "memory_gib",
+//                         "link_latency_us", "link_bandwidth_gb_per_s"} (name/source optional)
+// Link (all built-ins): 5 us latency, 25 GB/s, one InfiniBand HDR (200 Gb/s) port per device.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plait/schedule/model_shape.h"
+
+namespace plait::sim {
+
+struct LinkProfile {
+  double latency_seconds = 5e-6;
+  double bandwidth_bytes_per_second = 25e9;
+  // latency + bytes / bandwidth; a 0-byte message costs nothing.
+  double transfer_seconds(std::int64_t bytes) const {
+    return bytes > 0 ? latency_seconds + static_cast<double>(bytes) / bandwidth_bytes_per_second : 0.0;
+  }
+};
+
+// Per transformer layer, t(b) = slope * b + intercept seconds, measured for `model` at `seq`
+// tokens per sample (Zorse model_latencies.json; backward is B and W together).
+struct MeasuredLayerTiming {
+  std::string model;
+  std::int64_t seq = 0;
+  std::string dtype;
+  double forward_slope = 0, forward_intercept = 0;
+  double backward_slope = 0, backward_intercept = 0;
+  // Forward FLOPs of one layer of `model` on one sample of `seq` tokens:
+  // 2 * seq * parameters_per_layer + 2 * hidden * seq^2 (matmuls, causal attention at half).
+  double reference_flops = 0;
+};
+
+struct DeviceProfile {
+  std::string name;
+  std::string source;
+  double memory_bytes = 0;      // 0: unknown
+  double sustained_flops = 0;   // FLOP/s, when not measured
+  std::optional<MeasuredLayerTiming> measured;
+  LinkProfile link;
+
+  // Forward seconds for `layers` layers of `layer_flops` each plus `extra_flops` outside them
+  // (the LM head). Measured: layers * (slope * layer_flops / reference + intercept), the head at
+  // the fit's asymptotic rate reference / slope.
+  double forward_seconds(int layers, double layer_flops, double extra_flops) const;
+  // One part (B or W) of the backward: its FLOPs per layer and the part's share of the layer's
+  // backward FLOPs (which splits the measured intercept).
+  double backward_seconds(int layers, double layer_flops, double share, double extra_flops) const;
+  // One line for reports: "a100-80gb: 142.1 TFLOP/s sustained, 80 GiB (source ...)".
+  std::string describe() const;
+};
+
+DeviceProfile default_device_profile();
+
+// One spec (built-in name, zorse:<gpu>[:<dtype>], or JSON file); `model` picks the closest
+// Zorse measurement. Throws plait::Error naming the spec.
+DeviceProfile resolve_device(const std::string& spec, const schedule::ModelShape& model);
+
+// A comma-separated list: one profile for every rank, or one per rank.
+std::vector<DeviceProfile> resolve_devices(const std::string& specs, const schedule::ModelShape& model);
+
+}  // namespace plait::sim

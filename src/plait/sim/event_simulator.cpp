@@ -1,0 +1,127 @@
+#include "plait/sim/event_simulator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "plait/core/error.h"
+
+namespace plait::sim {
+
+using schedule::ActionKind;
+using schedule::OpKind;
+
+SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSchedule& lowered,
+                   const CostModel& cost, const MemoryModel* memory, const SimOptions& options) {
+  const schedule::Layout& layout = schedule.layout;
+  const int ranks = schedule.num_ranks();
+  const std::int32_t k = layout.num_segments;
+  SimResult result;
+  result.ranks.resize(ranks);
+  std::vector<double> now(ranks, 0.0), port_free(ranks, 0.0), activation(ranks, 0.0),
+      in_flight(ranks, 0.0);
+  std::vector<std::int32_t> pc(ranks, 0), waiting(ranks, -1);
+  std::vector<double> arrival(lowered.messages.size(), -1.0);
+  if (options.record_events) {
+    result.events.reserve(static_cast<std::size_t>(schedule.num_actions()) +
+                          (options.record_sends ? lowered.messages.size() : 0));
+  }
+  // A unit's in-flight weight: its share of the sequence over the rank's chunk count.
+  std::vector<double> share(k);
+  for (std::int32_t seg = 0; seg < k; ++seg) share[seg] = memory ? memory->token_share(seg) : 1.0 / k;
+
+  std::vector<std::int32_t> work;
+  for (int r = ranks - 1; r >= 0; --r) work.push_back(r);
+  while (!work.empty()) {
+    const int r = work.back();
+    work.pop_back();
+    const auto& program = lowered.programs[r];
+    const auto& actions = schedule.ranks[r];
+    const double chunks = layout.num_chunks(r);
+    RankResult& rr = result.ranks[r];
+    while (pc[r] < static_cast<std::int32_t>(program.size())) {
+      const schedule::Op op = program[pc[r]];
+      if (op.kind == OpKind::compute) {
+        const schedule::Action& a = actions[op.index];
+        const std::int32_t s = layout.vstage(r, a.chunk);
+        const double start = now[r];
+        const double end = start + cost.compute_seconds(r, a.kind, a.microbatch, a.segment, s);
+        if (a.kind == ActionKind::F) {
+          if (memory) activation[r] += memory->activation_bytes(s, a.segment) + memory->kv_prefix_bytes(s, a.segment);
+          in_flight[r] += share[a.segment] / chunks;
+          rr.peak_activation_bytes = std::max(rr.peak_activation_bytes, activation[r]);
+          rr.peak_in_flight = std::max(rr.peak_in_flight, in_flight[r]);
+        } else if (a.kind == ActionKind::B) {
+          if (memory) {
+            activation[r] -= memory->activation_bytes(s, a.segment) - memory->held_for_weight_bytes(s, a.segment) +
+                             memory->kv_prefix_bytes(s, a.segment);
+          }
+        } else {
+          if (memory) {
+            activation[r] -= a.kind == ActionKind::W
+                                 ? memory->held_for_weight_bytes(s, a.segment)
+                                 : memory->activation_bytes(s, a.segment) + memory->kv_prefix_bytes(s, a.segment);
+          }
+          in_flight[r] -= share[a.segment] / chunks;
+        }
+        rr.busy += end - start;
+        now[r] = end;
+        if (options.record_events) {
+          trace::Event e;
+          e.rank = r;
+          e.kind = trace::event_kind(a.kind);
+          e.microbatch = a.microbatch;
+          e.segment = a.segment;
+          e.chunk = a.chunk;
+          e.start = start;
+          e.end = end;
+          result.events.push_back(e);
+        }
+      } else if (op.kind == OpKind::send) {
+        const schedule::Message& msg = lowered.messages[op.index];
+        const double start = std::max(now[r], port_free[r]);
+        const double end = start + cost.transfer_seconds(r, msg.dst_rank, msg.bytes);
+        port_free[r] = end;
+        arrival[op.index] = end;
+        if (options.record_events && options.record_sends) {
+          const schedule::MessageKey key = lowered.key(msg);
+          trace::Event e;
+          e.rank = r;
+          e.kind = trace::EventKind::send;
+          e.microbatch = key.microbatch;
+          e.segment = key.segment;
+          e.start = start;
+          e.end = end;
+          e.peer = msg.dst_rank;
+          e.bytes = msg.bytes;
+          e.gradient = key.payload == schedule::Payload::gradient;
+          result.events.push_back(e);
+        }
+        if (waiting[msg.dst_rank] == op.index) {
+          waiting[msg.dst_rank] = -1;
+          work.push_back(msg.dst_rank);
+        }
+      } else {
+        if (arrival[op.index] < 0) {
+          waiting[r] = op.index;
+          break;
+        }
+        now[r] = std::max(now[r], arrival[op.index]);
+      }
+      ++pc[r];
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (pc[r] < static_cast<std::int32_t>(lowered.programs[r].size())) {
+      throw Error("simulate: rank " + std::to_string(r) + " cannot finish (blocked at operation " +
+                  std::to_string(pc[r]) + "); validate the schedule first");
+    }
+    result.ranks[r].finish = std::max(now[r], port_free[r]);
+    result.step_time = std::max(result.step_time, result.ranks[r].finish);
+  }
+  double busy = 0.0;
+  for (const RankResult& rr : result.ranks) busy += rr.busy;
+  result.bubble_fraction = result.step_time > 0 ? 1.0 - busy / (ranks * result.step_time) : 0.0;
+  return result;
+}
+
+}  // namespace plait::sim

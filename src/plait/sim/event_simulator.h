@@ -1,0 +1,50 @@
+#pragma once
+// The discrete-event simulator: runs every rank's lowered program in order, in O(operations).
+// A compute takes the cost model's time; a send leaves at the rank's current time (queued behind
+// the rank's earlier sends on its one outgoing port) and arrives latency + bytes / bandwidth
+// later, without blocking the sender (receives are posted ahead, as the runtime will do); a
+// receive waits until its message has arrived. Memory follows the units: a unit's activations
+// and K/V prefix are taken when its F starts, B frees what W does not need, W (or BW) frees the
+// rest.
+//
+// Outputs: step time (the last rank's finish), per-rank busy time and idle time, bubble fraction
+// (idle share of ranks x step time), per-rank peak activation bytes and peak in-flight
+// activations in micro-batches (a unit weighs its share of the sequence divided by the rank's
+// chunk count), and the timed events.
+#include <cstdint>
+#include <vector>
+
+#include "plait/schedule/lowering.h"
+#include "plait/schedule/schedule.h"
+#include "plait/sim/cost_model.h"
+#include "plait/sim/memory_model.h"
+#include "plait/trace/event.h"
+
+namespace plait::sim {
+
+struct SimOptions {
+  bool record_events = true;
+  bool record_sends = true;
+};
+
+struct RankResult {
+  double busy = 0.0;
+  double finish = 0.0;
+  double peak_activation_bytes = 0.0;  // activations + K/V prefixes (0 without a memory model)
+  double peak_in_flight = 0.0;         // micro-batches of activations
+};
+
+struct SimResult {
+  double step_time = 0.0;
+  double bubble_fraction = 0.0;
+  std::vector<RankResult> ranks;
+  std::vector<trace::Event> events;
+  double idle(int rank) const { return step_time - ranks[rank].busy; }
+};
+
+// `memory` may be null (then segments count 1/k each and bytes stay 0). Throws plait::Error if
+// the program cannot finish (validate first).
+SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSchedule& lowered,
+                   const CostModel& cost, const MemoryModel* memory, const SimOptions& options = {});
+
+}  // namespace plait::sim

@@ -1,0 +1,79 @@
+#include "plait/sim/flops_cost_model.h"
+
+#include "plait/core/error.h"
+
+namespace plait::sim {
+
+using schedule::ActionKind;
+
+double UnitFlops::total(ActionKind kind) const {
+  switch (kind) {
+    case ActionKind::F: return layers * layer_forward + head_forward;
+    case ActionKind::B: return layers * layer_backward_input + head_backward_input;
+    case ActionKind::W: return layers * layer_backward_weight + head_backward_weight;
+    case ActionKind::BW:
+      return total(ActionKind::B) + total(ActionKind::W);
+  }
+  return 0.0;
+}
+
+FlopsCostModel::FlopsCostModel(const schedule::ModelShape& shape, std::vector<int> vstage_layers,
+                               const schedule::SequencePartition& partition, int microbatch_size,
+                               std::vector<DeviceProfile> rank_devices)
+    : segments_(static_cast<int>(partition.lengths.size())), devices_(std::move(rank_devices)) {
+  if (devices_.empty()) throw Error("FlopsCostModel: no device profile");
+  const int vstages = static_cast<int>(vstage_layers.size());
+  const double b = microbatch_size;
+  flops_.resize(static_cast<std::size_t>(vstages) * segments_);
+  std::int64_t start = 0;
+  for (int seg = 0; seg < segments_; ++seg) {
+    const std::int64_t len = partition.lengths[seg];
+    const double linear = b * schedule::layer_linear_flops(shape, len);
+    const double attention = b * schedule::layer_attention_flops(shape, start, len);
+    const double head = b * 2.0 * static_cast<double>(len) * shape.hidden * shape.vocab;
+    for (int s = 0; s < vstages; ++s) {
+      UnitFlops& u = flops_[static_cast<std::size_t>(s) * segments_ + seg];
+      u.layers = vstage_layers[s];
+      u.layer_forward = linear + attention;
+      u.layer_backward_input = linear + 2.0 * attention;
+      u.layer_backward_weight = linear;
+      if (s == vstages - 1) {
+        u.head_forward = u.head_backward_input = u.head_backward_weight = head;
+      }
+    }
+    start += len;
+  }
+  seconds_.resize(devices_.size() * flops_.size() * 4);
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    const DeviceProfile& dev = devices_[d];
+    for (std::size_t i = 0; i < flops_.size(); ++i) {
+      const UnitFlops& u = flops_[i];
+      const double backward = u.layer_backward_input + u.layer_backward_weight;
+      double* out = &seconds_[(d * flops_.size() + i) * 4];
+      out[0] = dev.forward_seconds(u.layers, u.layer_forward, u.head_forward);
+      out[1] = dev.backward_seconds(u.layers, u.layer_backward_input,
+                                    u.layer_backward_input / backward, u.head_backward_input);
+      out[2] = dev.backward_seconds(u.layers, u.layer_backward_weight,
+                                    u.layer_backward_weight / backward, u.head_backward_weight);
+      out[3] = out[1] + out[2];
+    }
+  }
+}
+
+const DeviceProfile& FlopsCostModel::device(int rank) const {
+  return devices_.size() == 1 ? devices_[0] : devices_.at(static_cast<std::size_t>(rank));
+}
+
+double FlopsCostModel::compute_seconds(int rank, ActionKind kind, std::int32_t, std::int32_t segment,
+                                       std::int32_t vstage) const {
+  const std::size_t d = devices_.size() == 1 ? 0 : static_cast<std::size_t>(rank);
+  const std::size_t i = static_cast<std::size_t>(vstage) * segments_ + segment;
+  return seconds_[(d * flops_.size() + i) * 4 + static_cast<int>(kind)];
+}
+
+double FlopsCostModel::transfer_seconds(int src_rank, int, std::int64_t bytes) const {
+  // The sender's port sets the link (one NIC per device).
+  return device(src_rank).link.transfer_seconds(bytes);
+}
+
+}  // namespace plait::sim

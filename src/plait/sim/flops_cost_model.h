@@ -1,0 +1,56 @@
+#pragma once
+// Durations from FLOPs: the partition formula's terms per layer and per segment (attention cost
+// grows with the segment's prefix), timed by each rank's device profile.
+//
+// Per layer and sample, forward = linear + attention with
+//   linear    = 8*s*H*(n_h*d) + 4*s*H*F
+//   attention = (4d+3)*n_h*(s*e - s^2/2)        (e = segment end; seq1f1b.md)
+// Backward = 2 x forward, split as
+//   B = linear + 2 * attention,   W = linear
+// because every weight matmul Y = X W has an input-gradient matmul dX = dY W^T and a
+// weight-gradient matmul dW = X^T dY of the same size as the forward, while the attention core
+// (QK^T, softmax, PV) has no weights and its whole backward, about twice its forward, produces
+// input gradients. The last stage adds the LM head, 2*s*H*V for each of F, B and W. (The
+// formula's other 2*s*H*V counts the embedding as a matmul; it is a lookup, so it costs no
+// time here.) All terms are multiplied by the micro-batch size.
+#include <vector>
+
+#include "plait/schedule/model_shape.h"
+#include "plait/schedule/sequence_partition.h"
+#include "plait/sim/cost_model.h"
+#include "plait/sim/device_profile.h"
+
+namespace plait::sim {
+
+// FLOPs of one (segment, virtual stage) unit per micro-batch, by kind (F, B, W; BW = B + W).
+struct UnitFlops {
+  double layer_forward = 0, layer_backward_input = 0, layer_backward_weight = 0;  // per layer
+  double head_forward = 0, head_backward_input = 0, head_backward_weight = 0;     // LM head
+  int layers = 0;
+  double total(schedule::ActionKind kind) const;
+};
+
+class FlopsCostModel : public CostModel {
+ public:
+  // rank_devices: one per rank, or one for all. vstage_layers: layers of each virtual stage.
+  FlopsCostModel(const schedule::ModelShape& shape, std::vector<int> vstage_layers,
+                 const schedule::SequencePartition& partition, int microbatch_size,
+                 std::vector<DeviceProfile> rank_devices);
+
+  double compute_seconds(int rank, schedule::ActionKind kind, std::int32_t microbatch,
+                         std::int32_t segment, std::int32_t vstage) const override;
+  double transfer_seconds(int src_rank, int dst_rank, std::int64_t bytes) const override;
+
+  const UnitFlops& unit_flops(std::int32_t segment, std::int32_t vstage) const {
+    return flops_[static_cast<std::size_t>(vstage) * segments_ + segment];
+  }
+  const DeviceProfile& device(int rank) const;
+
+ private:
+  int segments_;
+  std::vector<UnitFlops> flops_;        // [vstage][segment]
+  std::vector<DeviceProfile> devices_;
+  std::vector<double> seconds_;         // [device][vstage][segment][kind]
+};
+
+}  // namespace plait::sim

@@ -1,0 +1,66 @@
+#include "plait/sim/model_presets.h"
+
+#include <filesystem>
+
+#include "plait/core/error.h"
+#include "plait/core/json_fields.h"
+
+namespace plait::sim {
+
+namespace {
+constexpr int kGpt2Vocabulary = 50257;  // GPT-2 byte-level BPE (Radford et al. 2019)
+}
+
+const std::vector<ModelPreset>& model_presets() {
+  static const std::vector<ModelPreset> presets = {
+      {"gpt-1.3b", 24, 2048, 16,
+       "layers/hidden: Zorse model_stats.json (deepspeedgpt_1.3b); 16 heads of 128 as in "
+       "Megatron-LM GPT 1.3B configurations"},
+      {"gpt-2.7b", 32, 2560, 32, "Seq1F1B paper's 2.7B shape (arXiv 2406.03488)"},
+      {"gpt-7b", 32, 4096, 32, "Seq1F1B paper's 7B shape (arXiv 2406.03488)"},
+      {"gpt-13b", 40, 5120, 40, "Seq1F1B paper's 13B shape (arXiv 2406.03488)"},
+      {"gpt-30b", 64, 6144, 64, "Seq1F1B paper's 30B shape (arXiv 2406.03488)"},
+  };
+  return presets;
+}
+
+std::string model_preset_names() {
+  std::string names;
+  for (const ModelPreset& p : model_presets()) names += (names.empty() ? "" : ", ") + p.name;
+  return names;
+}
+
+ModelSpec resolve_model(const std::string& name_or_path, std::int64_t seq) {
+  for (const ModelPreset& p : model_presets()) {
+    if (p.name == name_or_path) {
+      ModelSpec spec{p.name, {p.layers, p.hidden, p.heads, kGpt2Vocabulary, seq}, p.source};
+      schedule::check_model_shape(spec.shape, p.name);
+      return spec;
+    }
+  }
+  if (!std::filesystem::exists(name_or_path)) {
+    throw Error("--model: '" + name_or_path + "' is neither a preset (" + model_preset_names() +
+                ") nor an existing config file");
+  }
+  const nlohmann::json json = read_json_file(name_or_path);
+  JsonFields root(json, name_or_path);
+  JsonFields model = root.object("model");
+  ModelSpec spec;
+  spec.name = std::filesystem::path(name_or_path).filename().string();
+  spec.source = name_or_path;
+  spec.shape.layers = static_cast<int>(model.integer_in("layers", 1, 1 << 20));
+  spec.shape.hidden = static_cast<int>(model.integer_in("hidden", 1, 1 << 24));
+  spec.shape.heads = static_cast<int>(model.integer_in("heads", 1, 1 << 20));
+  spec.shape.vocab = static_cast<int>(model.integer_in("vocab", 1, 1 << 30));
+  spec.shape.max_seq = model.integer_in("max_seq", 1, std::int64_t{1} << 40);
+  model.check_no_unknown_fields();
+  schedule::check_model_shape(spec.shape, name_or_path + ": model");
+  if (seq > spec.shape.max_seq) {
+    throw InputError(name_or_path, "model.max_seq",
+                     "the simulated sequence of " + std::to_string(seq) +
+                         " tokens is longer than max_seq " + std::to_string(spec.shape.max_seq));
+  }
+  return spec;
+}
+
+}  // namespace plait::sim

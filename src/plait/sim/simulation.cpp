@@ -1,0 +1,125 @@
+#include "plait/sim/simulation.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "plait/core/error.h"
+#include "plait/schedule/lowering.h"
+#include "plait/schedule/validator.h"
+#include "plait/sim/flops_cost_model.h"
+#include "plait/sim/stage_layers.h"
+
+namespace plait::sim {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family) {
+  const auto start = std::chrono::steady_clock::now();
+  schedule::Schedule s = schedule::generate_schedule(family, config.shape);
+  const double generate = seconds_since(start);
+  SimulationReport report = simulate_schedule(config, std::move(s), family.name);
+  report.seconds.generate = generate;
+  return report;
+}
+
+SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Schedule s,
+                                   std::string name) {
+  SimulationReport report;
+  report.schedule_name = std::move(name);
+  auto clock = std::chrono::steady_clock::now();
+  if (auto v = schedule::validate_structure(s)) schedule::throw_violation(s, *v);
+  report.seconds.validate = seconds_since(clock);
+
+  const schedule::Layout& layout = s.layout;
+  const schedule::ModelShape& shape = config.model.shape;
+  report.partition = schedule::partition_sequence(shape, config.seq, layout.num_segments, config.split);
+  report.vstage_layers = split_layers(shape.layers, layout.num_vstages);
+  report.devices = config.devices.empty() ? std::vector<DeviceProfile>{default_device_profile()}
+                                          : config.devices;
+  if (report.devices.size() != 1 && static_cast<int>(report.devices.size()) != s.num_ranks()) {
+    throw Error("--device lists " + std::to_string(report.devices.size()) +
+                " profiles for " + std::to_string(s.num_ranks()) +
+                " ranks; give one profile, or one per rank");
+  }
+
+  clock = std::chrono::steady_clock::now();
+  schedule::LowerOptions lower_options;
+  const std::vector<std::int64_t>& lengths = report.partition.lengths;
+  const double per_token = static_cast<double>(config.microbatch_size) * shape.hidden * config.element_bytes;
+  lower_options.message_bytes = [&lengths, per_token](const schedule::MessageKey& key) {
+    return static_cast<std::int64_t>(per_token * static_cast<double>(lengths[key.segment]));
+  };
+  const schedule::LoweredSchedule lowered = schedule::lower(s, lower_options);
+  report.seconds.lower = seconds_since(clock);
+  // The deadlock rule runs on the program the simulator executes (receives posted ahead).
+  clock = std::chrono::steady_clock::now();
+  if (auto v = schedule::check_deadlock(s, lowered)) schedule::throw_violation(s, *v);
+  report.seconds.validate += seconds_since(clock);
+
+  const FlopsCostModel cost(shape, report.vstage_layers, report.partition, config.microbatch_size,
+                            report.devices);
+  const MemoryModel memory(shape, report.vstage_layers, report.partition, config.microbatch_size,
+                           config.memory);
+  clock = std::chrono::steady_clock::now();
+  report.result = simulate(s, lowered, cost, &memory, SimOptions{config.record_events, config.record_events});
+  report.seconds.simulate = seconds_since(clock);
+
+  for (int r = 0; r < s.num_ranks(); ++r) report.static_memory.push_back(memory.static_memory(layout.rank_vstages[r]));
+  report.tokens_per_step = static_cast<double>(layout.num_microbatches) * config.microbatch_size *
+                           static_cast<double>(config.seq);
+  double forward = 0;
+  for (double f : report.partition.flops) forward += f;
+  report.model_flops_per_step = 3.0 * forward * config.microbatch_size * layout.num_microbatches;
+  report.schedule = std::move(s);
+  return report;
+}
+
+trace::Timeline make_timeline(const SimulationConfig& config, const SimulationReport& report) {
+  const schedule::Layout& layout = report.schedule.layout;
+  trace::Timeline tl;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "plait sim: %s, %s, %d ranks, v=%d, m=%d, k=%d, seq %lld",
+                report.schedule_name.c_str(), config.model.name.c_str(), layout.num_ranks(),
+                layout.max_chunks(), layout.num_microbatches, layout.num_segments,
+                static_cast<long long>(config.seq));
+  tl.title = buf;
+  tl.num_ranks = layout.num_ranks();
+  tl.num_segments = layout.num_segments;
+  tl.max_chunks = layout.max_chunks();
+  for (int r = 0; r < layout.num_ranks(); ++r) {
+    std::string label = "rank " + std::to_string(r) + " (stage";
+    if (layout.num_chunks(r) > 1) label += "s";
+    for (int c = 0; c < layout.num_chunks(r); ++c) {
+      label += c ? ',' : ' ';
+      label += std::to_string(layout.vstage(r, c));
+    }
+    tl.rank_labels.push_back(label + ")");
+  }
+  std::snprintf(buf, sizeof buf, "%.4f s", report.result.step_time);
+  tl.summary.emplace_back("step time", buf);
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100 * report.result.bubble_fraction);
+  tl.summary.emplace_back("bubble", buf);
+  std::snprintf(buf, sizeof buf, "%.0f tokens/s", report.tokens_per_step / report.result.step_time);
+  tl.summary.emplace_back("throughput", buf);
+  std::string lengths;
+  for (std::int64_t len : report.partition.lengths) {
+    if (!lengths.empty()) lengths += ' ';
+    lengths += std::to_string(len);
+  }
+  tl.summary.emplace_back("segments", std::string(schedule::split_method_name(config.split)) + " split: " + lengths);
+  double peak = 0;
+  for (int r = 0; r < layout.num_ranks(); ++r) peak = std::max(peak, report.peak_total_bytes(r));
+  std::snprintf(buf, sizeof buf, "%.1f GiB (highest rank)", peak / (1024.0 * 1024 * 1024));
+  tl.summary.emplace_back("peak memory", buf);
+  tl.summary.emplace_back("device", report.devices.front().describe());
+  tl.events = report.result.events;
+  return tl;
+}
+
+}  // namespace plait::sim

@@ -1,0 +1,67 @@
+#pragma once
+// One simulation end to end: a model, a sequence split, a device per rank, and a schedule (from
+// a family or given as a value) -> validated, lowered, timed, with memory per rank.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plait/schedule/schedule.h"
+#include "plait/schedule/schedule_family.h"
+#include "plait/schedule/sequence_partition.h"
+#include "plait/sim/device_profile.h"
+#include "plait/sim/event_simulator.h"
+#include "plait/sim/memory_model.h"
+#include "plait/sim/model_presets.h"
+#include "plait/trace/event.h"
+
+namespace plait::sim {
+
+struct SimulationConfig {
+  ModelSpec model;
+  std::int64_t seq = 4096;
+  int microbatch_size = 1;
+  schedule::PipelineShape shape;  // stages, chunks, micro-batches, segments
+  schedule::SplitMethod split = schedule::SplitMethod::flops;
+  std::vector<DeviceProfile> devices;  // one for every rank, or one per rank; empty: default
+  MemoryCoefficients memory;
+  double element_bytes = 2.0;  // bytes per activation/gradient element sent between stages (bf16)
+  bool record_events = true;
+};
+
+struct PhaseSeconds {
+  double generate = 0, validate = 0, lower = 0, simulate = 0;
+  double total() const { return generate + validate + lower + simulate; }
+};
+
+struct SimulationReport {
+  std::string schedule_name;
+  schedule::Schedule schedule;
+  schedule::SequencePartition partition;
+  std::vector<int> vstage_layers;
+  std::vector<DeviceProfile> devices;  // as resolved (one, or one per rank)
+  SimResult result;
+  std::vector<StaticMemory> static_memory;  // per rank
+  double tokens_per_step = 0;
+  double model_flops_per_step = 0;  // 3 x the forward FLOPs formula, all micro-batches
+  PhaseSeconds seconds;
+
+  double peak_total_bytes(int rank) const {
+    return static_memory[rank].total() + result.ranks[rank].peak_activation_bytes;
+  }
+  const DeviceProfile& device(int rank) const {
+    return devices.size() == 1 ? devices[0] : devices[static_cast<std::size_t>(rank)];
+  }
+};
+
+// Generates the family's schedule for config.shape, then simulate_schedule().
+SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family);
+
+// Validates (throws schedule::ScheduleViolationError), lowers and simulates `schedule`;
+// config.shape is ignored in favour of the schedule's layout.
+SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Schedule schedule,
+                                   std::string name);
+
+// The report as a timeline for the trace writers.
+trace::Timeline make_timeline(const SimulationConfig& config, const SimulationReport& report);
+
+}  // namespace plait::sim

@@ -1,0 +1,25 @@
+#pragma once
+// Device profiles from Zorse's measured per-layer latencies (share/profiles/zorse/, MIT, from
+// benson-guo/zorse): model -> GPU -> sequence length -> dtype -> [[f_slope, f_intercept],
+// [b_slope, b_intercept], forward ms for micro-batch 1..16, backward ms for 1..16].
+//
+// For a simulated model, plait picks the measured model whose hidden size is closest (then the
+// longest sequence, then GPT before LLaMA) and scales its fitted per-layer latency by FLOPs:
+// a unit of work costs slope * (its layer FLOPs / the measured layer's FLOPs per sample) +
+// intercept per layer, so short segments still pay the per-layer overhead the intercept holds.
+#include <string>
+#include <vector>
+
+#include "plait/schedule/model_shape.h"
+#include "plait/sim/device_profile.h"
+
+namespace plait::sim {
+
+std::vector<std::string> zorse_gpu_types();
+std::string zorse_gpu_list();  // "a100x40, a100x80, ..."
+
+// Throws plait::Error if the GPU or dtype has no usable measurement.
+DeviceProfile zorse_device_profile(const std::string& gpu, const std::string& dtype,
+                                   const schedule::ModelShape& model);
+
+}  // namespace plait::sim

@@ -1,0 +1,201 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "plait/core/error.h"
+#include "plait/schedule/lowering.h"
+#include "plait/schedule/schedule_family.h"
+#include "plait/schedule/schedule_text.h"
+#include "plait/schedule/sequence_partition.h"
+#include "plait/sim/event_simulator.h"
+#include "plait/sim/flops_cost_model.h"
+#include "plait/sim/memory_model.h"
+#include "plait/sim/model_presets.h"
+#include "plait/sim/stage_layers.h"
+#include "plait/sim/zorse_profiles.h"
+
+namespace plait::sim {
+namespace {
+
+using schedule::ActionKind;
+
+const schedule::ModelShape k7B{32, 4096, 32, 50257, 32768};
+
+DeviceProfile flat(double flops) {
+  DeviceProfile d;
+  d.name = "flat";
+  d.sustained_flops = flops;
+  return d;
+}
+
+// F = linear + attention; B = linear + 2 attention; W = linear (per layer); the head adds
+// 2sHV to each; durations are FLOPs over the sustained rate; attention grows with the prefix.
+TEST(FlopsCostModel, SplitsBackwardIntoInputAndWeightGradients) {
+  const auto part = schedule::even_partition(k7B, 32768, 4);
+  const std::vector<int> layers = split_layers(32, 8);
+  const FlopsCostModel cost(k7B, layers, part, 2, {flat(1e14)});
+  for (int seg = 0; seg < 4; ++seg) {
+    const std::int64_t start = part.start(seg), len = part.lengths[seg];
+    const double lin = 2 * schedule::layer_linear_flops(k7B, len);
+    const double att = 2 * schedule::layer_attention_flops(k7B, start, len);
+    const UnitFlops& mid = cost.unit_flops(seg, 3);
+    EXPECT_DOUBLE_EQ(mid.total(ActionKind::F), 4 * (lin + att));
+    EXPECT_DOUBLE_EQ(mid.total(ActionKind::B), 4 * (lin + 2 * att));
+    EXPECT_DOUBLE_EQ(mid.total(ActionKind::W), 4 * lin);
+    EXPECT_DOUBLE_EQ(mid.total(ActionKind::BW), 2 * mid.total(ActionKind::F));
+    const double head = 2 * 2.0 * len * 4096 * 50257;
+    EXPECT_DOUBLE_EQ(cost.unit_flops(seg, 7).total(ActionKind::F), 4 * (lin + att) + head);
+    EXPECT_DOUBLE_EQ(cost.compute_seconds(0, ActionKind::W, 0, seg, 3), 4 * lin / 1e14);
+  }
+  // Even segments: later ones cost more (longer prefix).
+  EXPECT_GT(cost.compute_seconds(0, ActionKind::F, 0, 3, 3), 1.5 * cost.compute_seconds(0, ActionKind::F, 0, 0, 3));
+}
+
+// A measured profile reproduces its own fit on the model it was measured for:
+// t = slope * b + intercept per layer, with B and W sharing the backward by FLOPs.
+TEST(FlopsCostModel, MeasuredProfileReproducesItsFit) {
+  DeviceProfile d;
+  d.name = "measured";
+  MeasuredLayerTiming m;
+  m.forward_slope = 0.010;
+  m.forward_intercept = 0.002;
+  m.backward_slope = 0.020;
+  m.backward_intercept = 0.003;
+  m.reference_flops = 1e12;
+  d.measured = m;
+  EXPECT_NEAR(d.forward_seconds(1, 1e12, 0), 0.012, 1e-12);       // b = 1
+  EXPECT_NEAR(d.forward_seconds(2, 4e12, 0), 2 * (0.040 + 0.002), 1e-12);  // b = 4, 2 layers
+  const double b_part = d.backward_seconds(1, 1.5e12, 0.75, 0);
+  const double w_part = d.backward_seconds(1, 0.5e12, 0.25, 0);
+  EXPECT_NEAR(b_part + w_part, 0.023, 1e-12);  // the fitted full backward at b = 1
+}
+
+TEST(ZorseProfiles, PickTheClosestMeasuredModel) {
+  const std::vector<std::string> gpus = zorse_gpu_types();
+  EXPECT_GE(gpus.size(), 15u);
+  const DeviceProfile v100 = zorse_device_profile("v100x16", "float16", k7B);
+  ASSERT_TRUE(v100.measured.has_value());
+  EXPECT_EQ(v100.measured->model, "deepspeedllama_7b");  // hidden 4096, longest sequence
+  EXPECT_EQ(v100.measured->seq, 4096);
+  EXPECT_DOUBLE_EQ(v100.memory_bytes, 16.0 * 1024 * 1024 * 1024);
+  EXPECT_GT(v100.measured->forward_slope, 0);
+  // Hidden 2048 on p40: GPT 1.3B (seq 512) and LLaMA tiny (seq 1024) match; the longer wins.
+  const schedule::ModelShape small{24, 2048, 16, 50257, 512};
+  const DeviceProfile p40 = zorse_device_profile("p40", "float16", small);
+  EXPECT_EQ(p40.measured->model, "deepspeedllama_tiny");
+  EXPECT_EQ(p40.measured->seq, 1024);
+  // float32: both measured at 512 only; the tie goes to GPT.
+  EXPECT_EQ(zorse_device_profile("p40", "float32", small).measured->model, "deepspeedgpt_1.3b");
+  EXPECT_THROW(zorse_device_profile("tpu-v9", "float16", k7B), Error);
+  EXPECT_THROW(resolve_device("a200", k7B), Error);
+  EXPECT_EQ(resolve_devices("a100-80gb,zorse:t4", k7B).size(), 2u);
+}
+
+// Static memory: 12H^2 + 13H per layer, embeddings on stage 0, final norm and LM head last;
+// 2 + 4 + 12 bytes per parameter by default.
+TEST(MemoryModel, StaticAndPerUnitBytes) {
+  const auto part = schedule::even_partition(k7B, 32768, 4);
+  const std::vector<int> layers = split_layers(32, 4);
+  const MemoryModel mem(k7B, layers, part, 1, MemoryCoefficients{});
+  const std::int64_t H = 4096, per_layer = 12 * H * H + 13 * H;
+  EXPECT_EQ(mem.parameter_count(1), 8 * per_layer);
+  EXPECT_EQ(mem.parameter_count(0), 8 * per_layer + (50257 + 32768) * H);
+  EXPECT_EQ(mem.parameter_count(3), 8 * per_layer + 2 * H + 50257 * H);
+  const StaticMemory s = mem.static_memory({1});
+  EXPECT_DOUBLE_EQ(s.total(), 18.0 * 8 * per_layer);
+  // Segment 2 of 4 (8192 tokens from 16384) on a middle stage of 8 layers.
+  EXPECT_DOUBLE_EQ(mem.activation_bytes(1, 2), 8192.0 * 8 * 34 * H);
+  EXPECT_DOUBLE_EQ(mem.held_for_weight_bytes(1, 2), 8192.0 * 8 * 32 * H);
+  EXPECT_DOUBLE_EQ(mem.kv_prefix_bytes(1, 2), 16384.0 * 8 * 4 * H);
+  EXPECT_DOUBLE_EQ(mem.kv_prefix_bytes(1, 0), 0.0);
+  EXPECT_DOUBLE_EQ(mem.activation_bytes(3, 0) - mem.activation_bytes(1, 0), 8192.0 * 50257 * 4);
+  MemoryCoefficients no_flash;
+  no_flash.attention_score_bytes = 5;  // Korthikanti et al.'s materialised softmax
+  const MemoryModel mem5(k7B, layers, part, 1, no_flash);
+  EXPECT_DOUBLE_EQ(mem5.activation_bytes(1, 2) - mem.activation_bytes(1, 2), 5.0 * 32 * 8192 * 24576 * 8);
+}
+
+// The simulator's activation bytes follow the schedule: 1F1B holds p micro-batches on rank 0,
+// GPipe holds all m.
+TEST(MemoryModel, PeakActivationsFollowTheSchedule) {
+  const schedule::ModelShape tiny{4, 64, 4, 100, 16};
+  const auto part = schedule::even_partition(tiny, 16, 1);
+  const std::vector<int> layers = split_layers(4, 4);
+  const MemoryModel mem(tiny, layers, part, 1, MemoryCoefficients{});
+  const UniformCostModel cost(1, 1, 1);
+  const double unit = mem.activation_bytes(0, 0);
+  for (const char* name : {"1f1b", "gpipe"}) {
+    const schedule::Schedule s = schedule::generate_schedule(name, {4, 1, 6, 1});
+    const SimResult r = simulate(s, schedule::lower(s), cost, &mem);
+    EXPECT_DOUBLE_EQ(r.ranks[0].peak_activation_bytes, (std::string(name) == "gpipe" ? 6 : 4) * unit) << name;
+  }
+  // ZB-H1: B keeps what W needs until W runs.
+  const schedule::Schedule zb = schedule::parse_schedule("F0.0 B0.0 F1.0 W0.0 B1.0 W1.0\n", "zb");
+  const auto one = schedule::even_partition(tiny, 16, 1);
+  const MemoryModel m1(tiny, {4}, one, 1, MemoryCoefficients{});
+  const SimResult r = simulate(zb, schedule::lower(zb), cost, &m1);
+  EXPECT_DOUBLE_EQ(r.ranks[0].peak_activation_bytes, m1.activation_bytes(0, 0) + m1.held_for_weight_bytes(0, 0));
+}
+
+// Messages: latency + bytes / bandwidth, queued on the sender's port, not blocking it.
+TEST(EventSimulator, MessagesTakeLatencyPlusBytesOverBandwidth) {
+  class Costs : public CostModel {
+   public:
+    double compute_seconds(int rank, ActionKind kind, std::int32_t, std::int32_t, std::int32_t) const override {
+      return kind == ActionKind::F ? 1.0 : 2.0 * (rank + 1);  // rank 1 backward is slower
+    }
+    double transfer_seconds(int, int, std::int64_t bytes) const override { return 0.5 + bytes / 100.0; }
+  } costs;
+  const schedule::Schedule s = schedule::parse_schedule("F0.0 F1.0 BW0.0 BW1.0\nF0.0 BW0.0 F1.0 BW1.0\n", "t");
+  schedule::LowerOptions options;
+  options.message_bytes = [](const schedule::MessageKey&) { return 50; };  // 0.5 s on the wire
+  const SimResult r = simulate(s, schedule::lower(s, options), costs, nullptr);
+  // Rank 0: F0 [0,1], F1 [1,2]; act0 arrives at 2, act1 queues behind it: [2,3].
+  // Rank 1: F0 [2,3], BW0 [3,7] (grad0 sent [7,8]), F1 [7,8], BW1 [8,12] (grad1 [12,13]).
+  // Rank 0: BW0 [8,10], BW1 [13,15].
+  EXPECT_DOUBLE_EQ(r.step_time, 15.0);
+  EXPECT_DOUBLE_EQ(r.ranks[0].busy, 6.0);
+  EXPECT_DOUBLE_EQ(r.ranks[1].busy, 10.0);
+  EXPECT_DOUBLE_EQ(r.bubble_fraction, 1.0 - 16.0 / 30.0);
+  int sends = 0;
+  for (const trace::Event& e : r.events) {
+    if (e.kind == trace::EventKind::send) {
+      ++sends;
+      EXPECT_EQ(e.bytes, 50);
+    }
+  }
+  EXPECT_EQ(sends, 4);
+}
+
+TEST(EventSimulator, RefusesAProgramThatCannotFinish) {
+  const schedule::Schedule s =
+      schedule::parse_schedule("F0.0 BW0.0 F1.0 BW1.0\nF1.0 BW1.0 F0.0 BW0.0\n", "t");
+  EXPECT_THROW(simulate(s, schedule::lower(s), UniformCostModel(1, 1, 1), nullptr), Error);
+}
+
+TEST(ModelPresets, ShapesAndConfigFiles) {
+  const ModelSpec m = resolve_model("gpt-13b", 8192);
+  EXPECT_EQ(m.shape.layers, 40);
+  EXPECT_EQ(m.shape.hidden, 5120);
+  EXPECT_EQ(m.shape.heads, 40);
+  EXPECT_EQ(m.shape.max_seq, 8192);
+  EXPECT_THROW(resolve_model("gpt-99b", 8192), Error);
+  const std::string path = testing::TempDir() + "/model.json";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(R"({"train": {"steps": 3}, "model": {"layers": 4, "hidden": 256, "heads": 8, "vocab": 1000, "max_seq": 512}})", f);
+  std::fclose(f);
+  const ModelSpec c = resolve_model(path, 256);
+  EXPECT_EQ(c.shape.layers, 4);
+  EXPECT_EQ(c.shape.vocab, 1000);
+  try {
+    resolve_model(path, 1024);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.max_seq"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(split_layers(32, 64), Error);
+  EXPECT_EQ(split_layers(10, 4), (std::vector<int>{3, 3, 2, 2}));
+}
+
+}  // namespace
+}  // namespace plait::sim

@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/trace/chrome_trace.h"
+#include "plait/trace/html_timeline.h"
+
+namespace plait::trace {
+namespace {
+
+Event compute(int rank, EventKind kind, int mb, int seg, int chunk, double start, double end) {
+  Event e;
+  e.rank = rank;
+  e.kind = kind;
+  e.microbatch = mb;
+  e.segment = seg;
+  e.chunk = chunk;
+  e.start = start;
+  e.end = end;
+  return e;
+}
+
+Timeline sample() {
+  Timeline tl;
+  tl.title = "a \"quoted\" <title>";
+  tl.num_ranks = 2;
+  tl.num_segments = 2;
+  tl.max_chunks = 2;
+  tl.rank_labels = {"rank 0 (stages 0,3)", ""};
+  tl.summary = {{"step time", "4.0 s"}};
+  tl.events = {compute(0, EventKind::F, 0, 1, 0, 0.0, 1.0), compute(1, EventKind::B, 3, 0, 1, 1.5, 2.5),
+               compute(1, EventKind::W, 3, 0, 1, 2.5, 3.0), compute(0, EventKind::BW, 2, 1, 0, 3.0, 4.0)};
+  Event send;
+  send.rank = 0;
+  send.kind = EventKind::send;
+  send.microbatch = 0;
+  send.segment = 1;
+  send.peer = 1;
+  send.bytes = 4096;
+  send.start = 1.0;
+  send.end = 1.25;
+  tl.events.push_back(send);
+  return tl;
+}
+
+TEST(ChromeTrace, CompleteEventsPerRankAndSendsApart) {
+  std::ostringstream out;
+  write_chrome_trace(sample(), out);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["otherData"]["title"], "a \"quoted\" <title>");
+  EXPECT_EQ(j["otherData"]["step time"], "4.0 s");
+  std::vector<nlohmann::json> complete;
+  int thread_names = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") complete.push_back(e);
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
+  }
+  EXPECT_EQ(thread_names, 4);  // each rank in "compute" and in "sends"
+  ASSERT_EQ(complete.size(), 5u);
+  EXPECT_EQ(complete[0]["name"], "F0.1c0");
+  EXPECT_EQ(complete[0]["tid"], 0);
+  EXPECT_DOUBLE_EQ(complete[0]["dur"].get<double>(), 1e6);
+  EXPECT_EQ(complete[1]["name"], "B3.0c1");
+  EXPECT_EQ(complete[1]["cat"], "B");
+  EXPECT_DOUBLE_EQ(complete[1]["ts"].get<double>(), 1.5e6);
+  EXPECT_EQ(complete[1]["args"]["chunk"], 1);
+  EXPECT_EQ(complete[3]["name"], "BW2.1c0");
+  EXPECT_EQ(complete[4]["pid"], 1);
+  EXPECT_EQ(complete[4]["args"]["bytes"], 4096);
+  EXPECT_EQ(complete[4]["args"]["to"], 1);
+}
+
+TEST(HtmlTimeline, RowsBoxesLegendAndHoverTitles) {
+  std::ostringstream out;
+  write_html_timeline(sample(), out);
+  const std::string html = out.str();
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<title>a &quot;quoted&quot; &lt;title&gt;</title>"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  for (const char* legend : {"F forward", "B input gradient", "W weight gradient", "BW full backward",
+                             "idle", "segment 0 &rarr; 1", "chunk &ge; 1"}) {
+    EXPECT_NE(html.find(legend), std::string::npos) << legend;
+  }
+  // Each compute event is a box with a hover title; rank rows carry their label and busy share.
+  EXPECT_NE(html.find("rank 0 (stages 0,3): F0.1c0 (micro-batch 0, segment 1, chunk 0)"), std::string::npos);
+  EXPECT_NE(html.find("rank 1: B3.0c1"), std::string::npos);
+  EXPECT_NE(html.find(">50% busy<"), std::string::npos);   // rank 0: 2 s of 4 s
+  EXPECT_NE(html.find(">38% busy<"), std::string::npos);   // rank 1: 1.5 s of 4 s
+  EXPECT_NE(html.find("class=\"idle\""), std::string::npos);
+  EXPECT_NE(html.find("rank 0 sends the activation of 0.1 to rank 1: 4096 bytes"), std::string::npos);
+  EXPECT_EQ(html.find("drawn aggregated"), std::string::npos);
+}
+
+// Past max_boxes the page aggregates per pixel column: it stays small however many events.
+TEST(HtmlTimeline, LargeTimelinesAreAggregated) {
+  Timeline tl;
+  tl.title = "big";
+  tl.num_ranks = 4;
+  for (int r = 0; r < 4; ++r) {
+    for (int i = 0; i < 50000; ++i) {
+      tl.events.push_back(compute(r, i % 2 ? EventKind::BW : EventKind::F, i, 0, 0, i * 1.0 + r, i * 1.0 + r + 0.5));
+    }
+  }
+  std::ostringstream out;
+  HtmlOptions options;
+  options.plot_width = 800;
+  write_html_timeline(tl, out, options);
+  const std::string html = out.str();
+  EXPECT_NE(html.find("200000 compute events: drawn aggregated"), std::string::npos);
+  EXPECT_LT(html.size(), 2u * 1000 * 1000);
+  EXPECT_NE(html.find("idle 50%"), std::string::npos);  // each column: half busy
+}
+
+}  // namespace
+}  // namespace plait::trace
