@@ -15,7 +15,7 @@ void adamw_update(float* params, const float* grads, float* m, float* v, std::si
   const float inv_bc2 = 1.0f / bc2;
   const float decay = 1.0f - h.lr * h.weight_decay;
   const auto count = static_cast<std::int64_t>(n);
-#pragma omp parallel for simd schedule(static) if (parallel_worthwhile(count))
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(count))
   for (std::int64_t i = 0; i < count; ++i) {
     const float g = grads[i] * h.grad_scale;
     const float mi = h.beta1 * m[i] + (1.0f - h.beta1) * g;

@@ -58,9 +58,7 @@ void causal_softmax_rows(T* p, int rows, int r0, int start, int e) {
   for (int r = 0; r < rows; ++r) {
     T* row = p + static_cast<std::size_t>(r) * e;
     const int valid = start + r0 + r + 1;
-    T m = row[0];
-#pragma omp simd reduction(max : m)
-    for (int j = 0; j < valid; ++j) m = std::max(m, row[j]);
+    const T m = max_of(row, valid);
     T sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < valid; ++j) {

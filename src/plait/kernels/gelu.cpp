@@ -16,25 +16,24 @@ constexpr double kCubic = 0.044715;
 template <typename T>
 void gelu_forward(T* out, const T* inp, std::size_t n) {
   const auto count = static_cast<std::int64_t>(n);
-#pragma omp parallel for simd schedule(static) if (parallel_worthwhile(count))
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(count))
   for (std::int64_t i = 0; i < count; ++i) {
     const T x = inp[i];
     const T u = T(kSqrt2OverPi) * (x + T(kCubic) * x * x * x);
-    out[i] = T(0.5) * x * (T(1) + tanh_fast(u));
+    out[i] = x / (T(1) + exp_fast(T(-2) * u));
   }
 }
 
 template <typename T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n) {
   const auto count = static_cast<std::int64_t>(n);
-#pragma omp parallel for simd schedule(static) if (parallel_worthwhile(count))
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(count))
   for (std::int64_t i = 0; i < count; ++i) {
     const T x = inp[i];
     const T u = T(kSqrt2OverPi) * (x + T(kCubic) * x * x * x);
-    const T t = tanh_fast(u);
+    const T s = T(1) / (T(1) + exp_fast(T(-2) * u));
     const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kCubic) * x * x);
-    const T grad = T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
-    dinp[i] = dout[i] * grad;
+    dinp[i] = dout[i] * (s + T(2) * x * s * (T(1) - s) * du);
   }
 }
 
