@@ -89,7 +89,7 @@ std::string format_report(const SimulationConfig& config, const SimulationReport
   out += format("result     step %s, bubble %.2f%%, %.0f tokens/s, %.1f TFLOP/s per device (model FLOPs over the step)\n",
                 seconds_text(step).c_str(), 100 * r.result.bubble_fraction, r.tokens_per_step / step,
                 r.model_flops_per_step / step / layout.num_ranks() / 1e12);
-  out += "\nrank  stages     busy        idle        peak in-flight  peak act   static     peak total  of device\n";
+  out += "\nrank  stages     busy        idle        in flight  peak act   static     peak total  of device\n";
   for (int i = 0; i < layout.num_ranks(); ++i) {
     std::string stages;
     for (int c = 0; c < layout.num_chunks(i); ++c) {
@@ -98,12 +98,14 @@ std::string format_report(const SimulationConfig& config, const SimulationReport
     }
     const RankResult& rr = r.result.ranks[i];
     const double capacity = r.device(i).memory_bytes;
-    out += format("%4d  %-9s  %-10s  %-10s  %6.2f mb       %5.1f GiB  %5.1f GiB  %5.1f GiB   %s\n", i,
+    out += format("%4d  %-9s  %-10s  %-10s  %9.2f  %5.1f GiB  %5.1f GiB  %5.1f GiB   %s\n", i,
                   stages.c_str(), seconds_text(rr.busy).c_str(), seconds_text(r.result.idle(i)).c_str(),
                   rr.peak_in_flight, rr.peak_activation_bytes / kGiB, r.static_memory[i].total() / kGiB,
                   r.peak_total_bytes(i) / kGiB,
                   capacity > 0 ? format("%.0f%%", 100 * r.peak_total_bytes(i) / capacity).c_str() : "?");
   }
+  out += "in flight: peak micro-batches of activations held (a segment counts by its share of the\n"
+         "sequence); peak act: activations + K/V prefixes; static: parameters, gradients, optimizer\n";
   return out;
 }
 
