@@ -28,16 +28,21 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// Output files are named after the running test, so ctest can run the tests in parallel.
 Outcome plait(const std::string& args) {
-  const std::string dir = testing::TempDir();
-  const std::string out = dir + "/plait_sim_out.txt", err = dir + "/plait_sim_err.txt";
+  static int calls = 0;
+  const std::string stem = testing::TempDir() + "/plait_sim_" +
+                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                           std::to_string(++calls);
+  const std::string out = stem + ".out", err = stem + ".err";
   const std::string cmd = std::string(PLAIT_BINARY) + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+  const std::string path = testing::TempDir() + "/" +
+                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -108,7 +113,7 @@ TEST(SimCli, ScheduleTextFiles) {
 
 // --compare prints the table and writes one trace and one HTML file per simulated schedule.
 TEST(SimCli, CompareWritesOneTimelinePairPerSchedule) {
-  const std::string dir = testing::TempDir() + "/compare";
+  const std::string dir = testing::TempDir() + "/plait_sim_compare";
   std::filesystem::create_directories(dir);
   const Outcome r = plait("sim --compare " + kSmall + "--segments 2 --trace " + dir + "/t.json --html " + dir + "/t.html");
   ASSERT_EQ(r.code, 0) << r.err;
