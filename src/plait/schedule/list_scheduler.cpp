@@ -72,6 +72,21 @@ Schedule list_schedule(const Layout& layout, const ListSchedulerOptions& options
     return t;
   };
 
+  // The chunk of rank r whose next unit in `order` is ready by `now`, the best by `better`
+  // (which compares two candidates' actions and stages), or -1.
+  auto pick = [&](int r, double now, const std::vector<std::size_t>& next,
+                  const std::vector<Action>& order, const auto& ready, const auto& better) {
+    int best = -1;
+    for (int c = 0; c < layout.num_chunks(r); ++c) {
+      if (next[c] >= per_chunk) continue;
+      const Action& a = order[next[c]];
+      const double t = ready(a.microbatch, a.segment, layout.vstage(r, c));
+      if (t < 0 || t > now) continue;
+      if (best < 0 || better(a, layout.vstage(r, c), order[next[best]], layout.vstage(r, best))) best = c;
+    }
+    return best;
+  };
+
   std::priority_queue<double, std::vector<double>, std::greater<>> events;
   events.push(0.0);
   while (remaining > 0) {
@@ -85,24 +100,11 @@ Schedule list_schedule(const Layout& layout, const ListSchedulerOptions& options
     for (int r = 0; r < ranks; ++r) {
       RankState& st = state[r];
       if (st.remaining == 0 || st.free > now) continue;
-      const int chunks = layout.num_chunks(r);
-      int best_chunk = -1;
       // 1. A ready backward: oldest micro-batch, then deepest stage.
-      for (int c = 0; c < chunks; ++c) {
-        if (st.next_b[c] >= per_chunk) continue;
-        const Action& a = backward_order[st.next_b[c]];
-        const double t = backward_ready(a.microbatch, a.segment, layout.vstage(r, c));
-        if (t < 0 || t > now) continue;
-        if (best_chunk < 0) {
-          best_chunk = c;
-          continue;
-        }
-        const Action& b = backward_order[st.next_b[best_chunk]];
-        if (a.microbatch < b.microbatch ||
-            (a.microbatch == b.microbatch && layout.vstage(r, c) > layout.vstage(r, best_chunk))) {
-          best_chunk = c;
-        }
-      }
+      int best_chunk = pick(r, now, st.next_b, backward_order, backward_ready,
+                            [](const Action& a, int sa, const Action& b, int sb) {
+                              return a.microbatch < b.microbatch || (a.microbatch == b.microbatch && sa > sb);
+                            });
       Action chosen;
       double cost = 0.0;
       if (best_chunk >= 0) {
@@ -121,19 +123,11 @@ Schedule list_schedule(const Layout& layout, const ListSchedulerOptions& options
         b_end[unit(chosen.microbatch, chosen.segment, s)] = now + cost;
       } else {
         // 2. A ready forward within the memory limit: deepest stage, then oldest micro-batch.
-        const bool room = options.max_in_flight <= 0 || st.in_flight < options.max_in_flight;
-        for (int c = 0; room && c < chunks; ++c) {
-          if (st.next_f[c] >= per_chunk) continue;
-          const Action& a = forward_order[st.next_f[c]];
-          const double t = forward_ready(a.microbatch, a.segment, layout.vstage(r, c));
-          if (t < 0 || t > now) continue;
-          if (best_chunk < 0) {
-            best_chunk = c;
-            continue;
-          }
-          const Action& b = forward_order[st.next_f[best_chunk]];
-          const int sa = layout.vstage(r, c), sb = layout.vstage(r, best_chunk);
-          if (sa > sb || (sa == sb && a.microbatch < b.microbatch)) best_chunk = c;
+        if (options.max_in_flight <= 0 || st.in_flight < options.max_in_flight) {
+          best_chunk = pick(r, now, st.next_f, forward_order, forward_ready,
+                            [](const Action& a, int sa, const Action& b, int sb) {
+                              return sa > sb || (sa == sb && a.microbatch < b.microbatch);
+                            });
         }
         if (best_chunk >= 0) {
           chosen = forward_order[st.next_f[best_chunk]++];
