@@ -140,26 +140,32 @@ void register_sim(CLI::App& app) {
                   "gpt-2.7b 32/2560/32, gpt-7b 32/4096/32, gpt-13b 40/5120/40, gpt-30b 64/6144/64\n"
                   "(Seq1F1B paper, arXiv 2406.03488). Presets size max_seq to --seq.")
       ->capture_default_str();
-  cmd->add_option("--pp", o->pp, "Pipeline ranks p")->capture_default_str();
+  cmd->add_option("--pp", o->pp, "Pipeline ranks p")->type_name("INT")
+      ->capture_default_str();
   cmd->add_option("--chunks", o->chunks,
                   "Model chunks per rank v for interleaved and seq1f1b-i (zb-v always uses 2,\n"
                   "the others 1)")
+      ->type_name("INT")
       ->capture_default_str();
-  cmd->add_option("--microbatches", o->microbatches, "Micro-batches per step m")->capture_default_str();
+  cmd->add_option("--microbatches", o->microbatches, "Micro-batches per step m")->type_name("INT")
+      ->capture_default_str();
   cmd->add_option("--microbatch-size", o->microbatch_size, "Sequences per micro-batch b")
+      ->type_name("INT")
       ->capture_default_str();
   cmd->add_option("--segments", o->segments,
                   "Sequence segments k for seq1f1b, seq1f1b-i and seq-zb (the others schedule\n"
                   "whole micro-batches, k = 1)")
+      ->type_name("INT")
       ->capture_default_str();
   cmd->add_option("--split", o->split,
                   "Segment lengths: even, or flops (equal forward FLOPs per segment, Seq1F1B's\n"
                   "computation-wise partition)")
       ->capture_default_str();
-  cmd->add_option("--seq", o->seq, "Sequence length in tokens")->capture_default_str();
+  cmd->add_option("--seq", o->seq, "Sequence length in tokens")->type_name("INT")
+      ->capture_default_str();
   cmd->add_option("--schedule", o->schedule,
                   "Schedule: " + schedule::schedule_family_names() +
-                      ", or a schedule text file (one line of actions per rank, e.g.\n"
+                      ",\nor a schedule text file (one line of actions per rank, e.g.\n"
                       "'F0.0 F1.0 BW0.0 BW1.0'; docs/schedules.md)")
       ->capture_default_str();
   cmd->add_option("--device", o->device,
@@ -173,10 +179,12 @@ void register_sim(CLI::App& app) {
                 "to 1f1b, peak memory per rank); skips those whose constraints fail, with the reason");
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome trace event JSON file (Perfetto); with --compare one file per\n"
-                  "schedule, named <file stem>.<schedule>.<extension>");
+                  "schedule, named <file stem>.<schedule>.<extension>")
+      ->type_name("FILE");
   cmd->add_option("--html", o->html,
                   "Write a self-contained HTML timeline; with --compare one per schedule, named\n"
-                  "like --trace");
+                  "like --trace")
+      ->type_name("FILE");
   cmd->callback([cmd, o] { run_sim(*cmd, *o); });
 }
 
