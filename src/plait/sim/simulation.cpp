@@ -1,9 +1,9 @@
 #include "plait/sim/simulation.h"
 
-#include <chrono>
 #include <cstdio>
 
 #include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
 #include "plait/schedule/lowering.h"
 #include "plait/schedule/validator.h"
 #include "plait/sim/flops_cost_model.h"
@@ -13,14 +13,12 @@ namespace plait::sim {
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+double seconds_since(double start) { return monotonic_seconds() - start; }
 
 }  // namespace
 
 SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = monotonic_seconds();
   schedule::Schedule s = schedule::generate_schedule(family, config.shape);
   const double generate = seconds_since(start);
   SimulationReport report = simulate_schedule(config, std::move(s), family.name);
@@ -32,7 +30,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
                                    std::string name) {
   SimulationReport report;
   report.schedule_name = std::move(name);
-  auto clock = std::chrono::steady_clock::now();
+  auto clock = monotonic_seconds();
   if (auto v = schedule::validate_structure(s)) schedule::throw_violation(s, *v);
   report.seconds.validate = seconds_since(clock);
 
@@ -48,7 +46,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
                 " ranks; give one profile, or one per rank");
   }
 
-  clock = std::chrono::steady_clock::now();
+  clock = monotonic_seconds();
   schedule::LowerOptions lower_options;
   const std::vector<std::int64_t>& lengths = report.partition.lengths;
   const double per_token = static_cast<double>(config.microbatch_size) * shape.hidden * config.element_bytes;
@@ -58,7 +56,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   const schedule::LoweredSchedule lowered = schedule::lower(s, lower_options);
   report.seconds.lower = seconds_since(clock);
   // The deadlock rule runs on the program the simulator executes (receives posted ahead).
-  clock = std::chrono::steady_clock::now();
+  clock = monotonic_seconds();
   if (auto v = schedule::check_deadlock(s, lowered)) schedule::throw_violation(s, *v);
   report.seconds.validate += seconds_since(clock);
 
@@ -66,7 +64,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
                             report.devices);
   const MemoryModel memory(shape, report.vstage_layers, report.partition, config.microbatch_size,
                            config.memory);
-  clock = std::chrono::steady_clock::now();
+  clock = monotonic_seconds();
   report.result = simulate(s, lowered, cost, &memory, SimOptions{config.record_events, config.record_events});
   report.seconds.simulate = seconds_since(clock);
 
