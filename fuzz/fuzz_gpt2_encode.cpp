@@ -1,8 +1,9 @@
 // Fuzzes GPT-2 encoding (pre-tokenisation over Unicode classes, invalid UTF-8, BPE merging) with
-// a fixed vocabulary of the 256 bytes plus common English merges. Invariants: decode(encode(x))
-// == x for any bytes, and streaming in chunks (sizes taken from the input's first byte) gives
-// exactly the tokens of encoding the whole.
+// a fixed vocabulary of the 256 bytes plus common English merges (or GPT-2's own, if
+// PLAIT_GPT2_DIR names it). Invariants: decode(encode(x)) == x for any bytes, and streaming in
+// chunks (sizes taken from the input's first byte) gives exactly the tokens of the whole.
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,8 @@ std::string spell(std::string_view bytes) {
 }
 
 plait::data::Gpt2Tokenizer make_tokenizer() {
+  // With PLAIT_GPT2_DIR set (scripts/fetch-gpt2-tokenizer.sh), fuzz with the real 50,000 merges.
+  if (const char* dir = std::getenv("PLAIT_GPT2_DIR")) return plait::data::Gpt2Tokenizer::load(dir);
   const std::vector<std::pair<std::string, std::string>> merges = {
       {" ", "t"}, {"h", "e"}, {" t", "he"}, {"i", "n"}, {" ", "a"}, {"e", "r"}, {"o", "n"},
       {"\n", "\n"}, {" ", " "}, {"  ", "  "}, {"'", "s"}, {"in", "g"}, {" a", "n"}, {" an", "d"},

@@ -13,7 +13,7 @@ TokenSpanSource::TokenSpanSource(std::span<const std::uint16_t> tokens, std::str
     : tokens_(tokens), name_(std::move(name)) {}
 
 void TokenSpanSource::read(std::int64_t begin, std::span<std::uint16_t> out) const {
-  std::memcpy(out.data(), tokens_.data() + begin, out.size_bytes());
+  if (!out.empty()) std::memcpy(out.data(), tokens_.data() + begin, out.size_bytes());
 }
 
 std::string TokenSpanSource::describe() const {
