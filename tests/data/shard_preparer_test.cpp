@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "gpt2_test_vocabulary.h"
+#include "temp_dir_test.h"
 #include "plait/core/error.h"
 #include "plait/data/gpt2_tokenizer.h"
 #include "plait/data/token_source.h"
@@ -14,26 +15,19 @@ namespace plait::data {
 namespace {
 namespace fs = std::filesystem;
 
-class PrepareShards : public ::testing::Test {
+class PrepareShards : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("plait_prepare_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    TempDirTest::SetUp();
     fs::create_directories(dir_ / "in" / "sub");
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  void put(const std::string& rel, const std::string& bytes) {
-    std::ofstream(dir_ / rel, std::ios::binary) << bytes;
-  }
+  void put(const std::string& rel, const std::string& bytes) { TempDirTest::put(path(rel), bytes); }
   std::vector<std::uint16_t> stream(const std::string& split) {
     ShardSetSource src(find_token_shards((dir_ / "out").string(), split));
     std::vector<std::uint16_t> t(static_cast<std::size_t>(src.size()));
     src.read(0, t);
     return t;
   }
-  fs::path dir_;
 };
 
 TEST_F(PrepareShards, ByteTokensSplitIntoValThenTrainAtALineEnd) {

@@ -7,31 +7,15 @@
 #include <numeric>
 
 #include "plait/core/error.h"
+#include "temp_dir_test.h"
 #include "plait/data/token_source.h"
 
 namespace plait::data {
 namespace {
 namespace fs = std::filesystem;
 
-class TokenShardFiles : public ::testing::Test {
+class TokenShardFiles : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("plait_shard_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static std::string bytes_of(const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
-  static void put(const std::string& file, const std::string& bytes) {
-    std::ofstream(file, std::ios::binary) << bytes;
-  }
   std::string open_error(const std::string& file, std::optional<int> vocab = std::nullopt) {
     try {
       TokenShard s(file, vocab);
@@ -40,7 +24,6 @@ class TokenShardFiles : public ::testing::Test {
     }
     return "(no error)";
   }
-  fs::path dir_;
 };
 
 TEST_F(TokenShardFiles, WritesTheLlmcLayoutAndReadsItBack) {
