@@ -67,7 +67,7 @@ TEST(SequentialLoader, ResumesFromItsStateEvenWithOtherShares) {
   EXPECT_EQ(state["sample"], 160);
   // The resumed run uses three replicas with 1, 2 and 1 micro-batches: same stream position.
   SequentialLoader resumed(src, 8, 4, MicrobatchShares({1, 2, 1}),
-                           first.position_from_state(state, "ckpt/manifest.json"));
+                           SequentialLoader::position_from_state(state, src, 8, "ckpt/manifest.json"));
   std::vector<std::int32_t> a(32), ay(32), b(32), by(32);
   for (int g = 0; g < 4; ++g) {
     first.fill(10, g, a.data(), ay.data());
@@ -85,7 +85,7 @@ TEST(SequentialLoader, RefusesAStateFromOtherDataOrSeq) {
   nlohmann::json state = loader.state(3);
   state["seq"] = 16;
   try {
-    loader.position_from_state(state, "m.json");
+    SequentialLoader::position_from_state(state, src, 8, "m.json");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
@@ -94,10 +94,10 @@ TEST(SequentialLoader, RefusesAStateFromOtherDataOrSeq) {
   }
   state = loader.state(3);
   state["stream_tokens"] = 4999;
-  EXPECT_THROW(loader.position_from_state(state, "m.json"), InputError);
+  EXPECT_THROW(SequentialLoader::position_from_state(state, src, 8, "m.json"), InputError);
   state = loader.state(3);
   state["extra"] = 1;
-  EXPECT_THROW(loader.position_from_state(state, "m.json"), InputError);
+  EXPECT_THROW(SequentialLoader::position_from_state(state, src, 8, "m.json"), InputError);
 }
 
 TEST(ValidationSet, IsDueEveryNStepsAndOnTheLastAndAlwaysReadsTheSameBatches) {

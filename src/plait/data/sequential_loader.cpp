@@ -87,21 +87,22 @@ nlohmann::json SequentialLoader::state(std::int64_t step) const {
 }
 
 DataPosition SequentialLoader::position_from_state(const nlohmann::json& state,
-                                                   const std::string& file) const {
+                                                   const TokenSource& source, int seq_now,
+                                                   const std::string& file) {
   const JsonFields f(state, file, "data_position");
   const DataPosition p{f.integer_in("step", 0, INT64_MAX), f.integer_in("sample", 0, INT64_MAX)};
   const std::int64_t seq = f.integer("seq");
   const std::int64_t tokens = f.integer("stream_tokens");
   f.check_no_unknown_fields();
-  if (seq != seq_) {
+  if (seq != seq_now) {
     f.fail("seq", "the checkpoint was taken with seq " + std::to_string(seq) +
-                      ", this run has seq " + std::to_string(seq_) +
+                      ", this run has seq " + std::to_string(seq_now) +
                       "; resuming would read other windows");
   }
-  if (tokens != source_->size()) {
+  if (tokens != source.size()) {
     f.fail("stream_tokens", "the checkpoint's data stream had " + std::to_string(tokens) +
-                                " tokens, this run's has " + std::to_string(source_->size()) +
-                                " (" + source_->describe() + "); is it the same data?");
+                                " tokens, this run's has " + std::to_string(source.size()) +
+                                " (" + source.describe() + "); is it the same data?");
   }
   return p;
 }

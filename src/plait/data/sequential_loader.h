@@ -64,9 +64,10 @@ class SequentialLoader : public BatchSource {
   // resume against other data or another sequence length fails clearly instead of silently
   // reading different windows.
   nlohmann::json state(std::int64_t step) const;
-  // Parses a state written by state() and checks it against this loader's seq and stream;
-  // errors name `file` and the field. Returns the position to pass to a new loader.
-  DataPosition position_from_state(const nlohmann::json& state, const std::string& file) const;
+  // Parses a state written by state() and checks it against the seq and stream of the run that
+  // resumes; errors name `file` and the field. Returns the position to start the loader at.
+  static DataPosition position_from_state(const nlohmann::json& state, const TokenSource& source,
+                                          int seq, const std::string& file);
 
  private:
   const TokenSource* source_;
