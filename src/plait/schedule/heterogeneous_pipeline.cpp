@@ -1,0 +1,263 @@
+#include "plait/schedule/heterogeneous_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "plait/core/error.h"
+#include "plait/schedule/list_scheduler.h"
+#include "plait/schedule/schedule_family.h"
+
+namespace plait::schedule {
+
+namespace {
+
+// How a family runs on heterogeneous groups.
+struct Policy {
+  bool split_backward = false;
+  bool forwards_first = false;  // GPipe
+  bool v_shape = false;         // ZB-V's layout
+  bool unlimited = false;       // no in-flight limit (GPipe)
+};
+
+Policy policy_of(std::string_view family) {
+  Policy p;
+  p.split_backward = family == "zb-h1" || family == "seq-zb" || family == "zb-v";
+  p.forwards_first = p.unlimited = family == "gpipe";
+  p.v_shape = family == "zb-v";
+  return p;
+}
+
+// Seconds per micro-batch (all segments, F + B + W) of `rank` on `vstage`.
+double period(const HeterogeneousCosts& costs, int rank, std::int32_t vstage, int segments) {
+  double t = 0;
+  for (std::int32_t seg = 0; seg < segments; ++seg) {
+    t += costs.unit_seconds(rank, ActionKind::F, seg, vstage) +
+         costs.unit_seconds(rank, ActionKind::B, seg, vstage) +
+         costs.unit_seconds(rank, ActionKind::W, seg, vstage);
+  }
+  return t;
+}
+
+// The group holding each virtual stage.
+std::vector<int> group_of_vstage(const HeterogeneousPipeline& pipeline, const Layout& layout) {
+  std::vector<int> group(layout.num_vstages, -1);
+  for (int g = 0; g < pipeline.num_groups(); ++g) {
+    for (std::int32_t s : layout.rank_vstages[pipeline.stage_ranks[g][0]]) group[s] = g;
+  }
+  return group;
+}
+
+}  // namespace
+
+int HeterogeneousPipeline::num_ranks() const {
+  int n = 0;
+  for (const auto& g : stage_ranks) n += static_cast<int>(g.size());
+  return n;
+}
+
+void check_heterogeneous_pipeline(const HeterogeneousPipeline& p) {
+  const std::string who = "heterogeneous pipeline: ";
+  if (p.stage_ranks.empty()) throw Error(who + "no stage groups");
+  if (p.stage_counts.size() != p.stage_ranks.size()) {
+    throw Error(who + std::to_string(p.stage_ranks.size()) + " groups of ranks but " +
+                std::to_string(p.stage_counts.size()) + " groups of micro-batch counts");
+  }
+  if (p.num_microbatches < 1 || p.num_segments < 1 || p.chunks < 1) {
+    throw Error(who + "expected micro-batches, segments and chunks >= 1");
+  }
+  const int ranks = p.num_ranks();
+  std::vector<int> seen(ranks, -1);
+  for (int g = 0; g < p.num_groups(); ++g) {
+    const auto& members = p.stage_ranks[g];
+    if (members.empty()) throw Error(who + "group " + std::to_string(g) + " has no ranks");
+    if (p.stage_counts[g].size() != members.size()) {
+      throw Error(who + "group " + std::to_string(g) + " has " + std::to_string(members.size()) +
+                  " ranks but " + std::to_string(p.stage_counts[g].size()) + " micro-batch counts");
+    }
+    long total = 0;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const int r = members[i];
+      if (r < 0 || r >= ranks) {
+        throw Error(who + "group " + std::to_string(g) + ": rank " + std::to_string(r) +
+                    " is outside [0, " + std::to_string(ranks) + ")");
+      }
+      if (seen[r] >= 0) {
+        throw Error(who + "rank " + std::to_string(r) + " is in groups " + std::to_string(seen[r]) +
+                    " and " + std::to_string(g));
+      }
+      seen[r] = g;
+      if (p.stage_counts[g][i] < 0) {
+        throw Error(who + "rank " + std::to_string(r) + " has a negative micro-batch count");
+      }
+      total += p.stage_counts[g][i];
+    }
+    if (total != p.num_microbatches) {
+      throw Error(who + "the micro-batch counts of group " + std::to_string(g) + " add up to " +
+                  std::to_string(total) + ", expected " + std::to_string(p.num_microbatches));
+    }
+  }
+}
+
+std::string heterogeneous_unsupported(std::string_view family, const HeterogeneousPipeline& pipeline) {
+  const ScheduleFamily* f = find_schedule_family(family);
+  if (!f) {
+    return "unknown schedule '" + std::string(family) + "'; expected one of " + schedule_family_names();
+  }
+  return unsupported_reason(*f, PipelineShape{pipeline.num_groups(), pipeline.chunks,
+                                              pipeline.num_microbatches, pipeline.num_segments});
+}
+
+Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, bool v_shape) {
+  const int groups = pipeline.num_groups();
+  Layout layout;
+  layout.rank_vstages.resize(pipeline.num_ranks());
+  layout.num_vstages = groups * pipeline.chunks;
+  layout.num_microbatches = pipeline.num_microbatches;
+  layout.num_segments = pipeline.num_segments;
+  for (int g = 0; g < groups; ++g) {
+    for (int r : pipeline.stage_ranks[g]) {
+      if (v_shape) {
+        layout.rank_vstages[r] = {g, 2 * groups - 1 - g};
+      } else {
+        for (int c = 0; c < pipeline.chunks; ++c) layout.rank_vstages[r].push_back(c * groups + g);
+      }
+    }
+  }
+  return layout;
+}
+
+std::vector<std::vector<std::int32_t>> route_microbatches(const HeterogeneousPipeline& pipeline,
+                                                          const Layout& layout,
+                                                          const HeterogeneousCosts& costs) {
+  const int m = pipeline.num_microbatches, k = pipeline.num_segments;
+  const std::vector<int> group = group_of_vstage(pipeline, layout);
+  std::vector<std::vector<std::int32_t>> routing(layout.num_vstages, std::vector<std::int32_t>(m, -1));
+  std::vector<double> finish(m, 0.0);  // estimated finish of each micro-batch on the previous stage
+  std::vector<std::int32_t> arrival(m);
+
+  // Stage 0: the j-th micro-batch of rank r finishes at about j * tau_r; global ids follow that
+  // order (ties: the rank listed first), so lower ids are the ones the pipeline sees first.
+  {
+    const int g = group[0];
+    struct Completion {
+      double time;
+      int index;
+    };
+    std::vector<Completion> order;
+    for (std::size_t i = 0; i < pipeline.stage_ranks[g].size(); ++i) {
+      const double tau = period(costs, pipeline.stage_ranks[g][i], 0, k);
+      for (int j = 1; j <= pipeline.stage_counts[g][i]; ++j) order.push_back({j * tau, static_cast<int>(i)});
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Completion& a, const Completion& b) { return a.time < b.time; });
+    for (int mb = 0; mb < m; ++mb) {
+      routing[0][mb] = pipeline.stage_ranks[g][order[mb].index];
+      finish[mb] = order[mb].time;
+    }
+  }
+  // Later stages: in arrival order, each micro-batch to the rank with the most remaining work.
+  // A group met again (its later chunks) keeps each micro-batch on the rank that ran its first
+  // chunk there: the list scheduler lets a rank always continue a micro-batch it holds, which is
+  // what keeps chunked layouts from stalling (list_scheduler.h).
+  std::vector<std::int32_t> first_vstage(pipeline.num_groups(), -1);
+  first_vstage[group[0]] = 0;
+  for (std::int32_t s = 1; s < layout.num_vstages; ++s) {
+    const int g = group[s];
+    const auto& members = pipeline.stage_ranks[g];
+    if (first_vstage[g] >= 0) {
+      routing[s] = routing[first_vstage[g]];
+      for (int mb = 0; mb < m; ++mb) finish[mb] += period(costs, routing[s][mb], s, k);
+      continue;
+    }
+    first_vstage[g] = s;
+    std::vector<double> tau(members.size()), free(members.size(), 0.0);
+    std::vector<int> left(pipeline.stage_counts[g]);
+    for (std::size_t i = 0; i < members.size(); ++i) tau[i] = period(costs, members[i], s, k);
+    std::iota(arrival.begin(), arrival.end(), 0);
+    std::stable_sort(arrival.begin(), arrival.end(),
+                     [&](std::int32_t a, std::int32_t b) { return finish[a] < finish[b]; });
+    for (std::int32_t mb : arrival) {
+      int best = -1;
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (left[i] == 0) continue;
+        if (best < 0) {
+          best = static_cast<int>(i);
+          continue;
+        }
+        const double work = left[i] * tau[i], best_work = left[best] * tau[best];
+        if (work > best_work || (work == best_work && free[i] < free[best])) best = static_cast<int>(i);
+      }
+      routing[s][mb] = members[best];
+      --left[best];
+      free[best] = std::max(finish[mb], free[best]) + tau[best];
+      finish[mb] = free[best];
+    }
+  }
+  return routing;
+}
+
+std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
+                                                const HeterogeneousPipeline& pipeline,
+                                                const Layout& layout,
+                                                const HeterogeneousCosts& costs) {
+  const Policy policy = policy_of(family);
+  const int ranks = pipeline.num_ranks(), groups = pipeline.num_groups();
+  const int k = pipeline.num_segments, v = pipeline.chunks, m = pipeline.num_microbatches;
+  std::vector<int> limits(ranks, 0);
+  if (policy.unlimited) return limits;
+
+  // Unit time (F + B + W of one segment, averaged over segments and chunks) of every rank, and
+  // the mean unit time of each group weighted by the micro-batches its ranks run.
+  std::vector<double> unit(ranks, 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    for (std::int32_t s : layout.rank_vstages[r]) unit[r] += period(costs, r, s, k);
+    unit[r] /= static_cast<double>(k) * layout.num_chunks(r);
+  }
+  std::vector<double> group_unit(groups, 0.0);
+  for (int g = 0; g < groups; ++g) {
+    for (std::size_t i = 0; i < pipeline.stage_ranks[g].size(); ++i) {
+      group_unit[g] += unit[pipeline.stage_ranks[g][i]] * pipeline.stage_counts[g][i] / m;
+    }
+  }
+  double all_mean = 0;
+  for (int g = 0; g < groups; ++g) all_mean += group_unit[g] / groups;
+  for (int g = 0; g < groups; ++g) {
+    for (int r : pipeline.stage_ranks[g]) {
+      const double u = unit[r] > 0 ? unit[r] : 1.0;
+      if (v == 1) {
+        double later = 0;
+        for (int h = g + 1; h < groups; ++h) later += group_unit[h];
+        limits[r] = 1 + (k - 1) + static_cast<int>(std::ceil(later / u - 1e-9));
+      } else {
+        // Homogeneous warm-up + 1: ZB-V holds 2P chunk units; interleaved (Megatron) and
+        // Seq1F1B-I (thunlp) 2(P-g-1) + (v-1) * (units of the first group) + (k-1), the first
+        // group having ceil(P/k) micro-batches of k units (grouped_interleaving.h).
+        const int first_group_units = (groups + k - 1) / k * k;
+        const int base = policy.v_shape ? 2 * groups
+                                        : 2 * (groups - g - 1) + (v - 1) * first_group_units + (k - 1) + 1;
+        limits[r] = static_cast<int>(std::ceil(base * std::max(1.0, all_mean / u) - 1e-9));
+      }
+    }
+  }
+  return limits;
+}
+
+Schedule heterogeneous_schedule(std::string_view family, const HeterogeneousPipeline& pipeline,
+                                const HeterogeneousCosts& costs) {
+  check_heterogeneous_pipeline(pipeline);
+  if (std::string reason = heterogeneous_unsupported(family, pipeline); !reason.empty()) throw Error(reason);
+  if (!costs.unit_seconds) throw Error("heterogeneous schedule: no unit costs given");
+  const Policy policy = policy_of(family);
+  const Layout layout = heterogeneous_layout(pipeline, policy.v_shape);
+  ListSchedulerOptions options;
+  options.split_backward = policy.split_backward;
+  options.forwards_first = policy.forwards_first;
+  options.unit_seconds = costs.unit_seconds;
+  options.transfer_seconds = costs.transfer_seconds;
+  options.microbatch_rank = route_microbatches(pipeline, layout, costs);
+  options.rank_max_in_flight = heterogeneous_in_flight_limits(family, pipeline, layout, costs);
+  return list_schedule(layout, options);
+}
+
+}  // namespace plait::schedule

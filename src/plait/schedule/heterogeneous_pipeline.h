@@ -1,0 +1,89 @@
+#pragma once
+// Heterogeneous pipelines (Zorse: Guo et al., arXiv 2507.10392; ../shared/reference/zorse.md):
+// pipeline stages that are GROUPS of ranks of different sizes and speeds. Inside a group every
+// rank holds the same model chunk(s) (a data-parallel group), but each runs its own number of
+// micro-batches (Zorse: n_g about proportional to 1/(f_g + b_g)), and micro-batches travel
+// many-to-many between groups of different widths.
+//
+// The result is an ordinary Schedule with an explicit layout (several ranks per virtual stage,
+// global micro-batch ids), so the validator, lowering, simulator and runtime need nothing
+// special. It is built in two steps:
+//   1. route_microbatches(): a static equivalent of Zorse's dynamic routing ("the i-th finished
+//      micro-batch goes to the next-stage GPU with the most remaining work"). Global ids follow
+//      the estimated completion order on the first group (rank r finishes its j-th micro-batch at
+//      about j * tau_r, tau_r its forward + backward time per micro-batch); each later group takes
+//      micro-batches in their estimated arrival order and gives each to the rank with the most
+//      remaining work (micro-batches still to take x tau), then advances that rank's estimate.
+//   2. list_schedule() with per-rank costs, message times, that routing, and the family's policy:
+//      which backward (fused BW, or B with W filling gaps), GPipe's forwards-first, and an
+//      in-flight limit per rank (heterogeneous_in_flight_limits()). The order is a recorded
+//      execution under the estimated costs, so it is deadlock-free whatever the real costs are.
+//
+// Families: gpipe, 1f1b, seq1f1b, zb-h1, seq-zb (one chunk per rank), interleaved, seq1f1b-i
+// (v >= 2 chunks: group g holds virtual stages g + c*P) and zb-v (group g holds g and 2P-1-g).
+// Each is the family's policy (fused or split backward, the family's warm-up as memory limit),
+// not its homogeneous generator's exact order: with one rank per stage and equal costs the
+// 1F1B and ZB-V policies reproduce the generators action for action (tested); Seq1F1B's policy
+// runs a ready backward as soon as it can where the fixed pattern alternates strictly.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plait/schedule/schedule.h"
+
+namespace plait::schedule {
+
+struct HeterogeneousPipeline {
+  // stage_ranks[g]: the ranks of pipeline group g (g = 0 first); each rank 0..R-1 in exactly one.
+  std::vector<std::vector<int>> stage_ranks;
+  // stage_counts[g][i]: micro-batches that stage_ranks[g][i] runs (on each chunk it holds);
+  // every group sums to num_microbatches.
+  std::vector<std::vector<int>> stage_counts;
+  int num_microbatches = 1;
+  int num_segments = 1;
+  int chunks = 1;  // chunks per rank (virtual stages = groups x chunks)
+
+  int num_groups() const { return static_cast<int>(stage_ranks.size()); }
+  int num_ranks() const;
+};
+
+struct HeterogeneousCosts {
+  // Seconds of one unit (kind F, B or W) of `segment` on virtual stage `vstage` on `rank`.
+  std::function<double(int rank, ActionKind kind, std::int32_t segment, std::int32_t vstage)> unit_seconds;
+  // Seconds for a unit's activation or gradient to go from src_rank to dst_rank; null: free.
+  std::function<double(int src_rank, int dst_rank, std::int32_t segment)> transfer_seconds;
+};
+
+// Throws plait::Error naming the problem (a rank in two groups or none, counts that do not add
+// up to num_microbatches, a negative count, ...).
+void check_heterogeneous_pipeline(const HeterogeneousPipeline& pipeline);
+
+// "" when `family` can run on heterogeneous groups with this shape, else one sentence why.
+std::string heterogeneous_unsupported(std::string_view family, const HeterogeneousPipeline& pipeline);
+
+// The layout the family uses: v_shape for zb-v, else interleaved over the groups.
+Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, bool v_shape);
+
+// routing[vstage][mb]: the rank that runs micro-batch mb on vstage (step 1 above).
+std::vector<std::vector<std::int32_t>> route_microbatches(const HeterogeneousPipeline& pipeline,
+                                                          const Layout& layout,
+                                                          const HeterogeneousCosts& costs);
+
+// In-flight limit (units) of every rank for `family` (0: unlimited, GPipe). One chunk: rank r of
+// group g holds 1 + (k - 1) + ceil(sum over later groups of their mean unit time / r's unit time)
+// units: 1F1B's P - g and Seq1F1B's P - g - 1 + k when all ranks are alike, more for a rank that
+// is faster than the groups after it (its micro-batches take longer to come back). Several
+// chunks: the family's homogeneous warm-up + 1, scaled by the same speed ratio (at least 1).
+std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
+                                                const HeterogeneousPipeline& pipeline,
+                                                const Layout& layout,
+                                                const HeterogeneousCosts& costs);
+
+// Routes, list-schedules and returns the schedule (not yet validated; schedule::validate it).
+// Throws plait::Error with heterogeneous_unsupported()'s reason when the family does not fit.
+Schedule heterogeneous_schedule(std::string_view family, const HeterogeneousPipeline& pipeline,
+                                const HeterogeneousCosts& costs);
+
+}  // namespace plait::schedule
