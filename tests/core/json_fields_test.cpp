@@ -56,3 +56,20 @@ TEST(ReadJsonFile, MissingAndMalformedFilesAreInputErrors) {
 
 }  // namespace
 }  // namespace plait
+
+namespace plait {
+namespace {
+
+TEST(ParseJsonText, NumbersBeyondADoubleAreInputErrors) {
+  // Found by fuzzing: nlohmann throws out_of_range (not parse_error) for such numbers.
+  try {
+    parse_json_text("{\"a\": 1e999}", "x.json");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.json: (syntax): invalid JSON"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace plait

@@ -59,14 +59,7 @@ std::string manifest_to_text(const CheckpointManifest& m) {
 }
 
 CheckpointManifest parse_manifest(std::string_view text, const std::string& file) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
-  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
-    throw InputError(file, "(syntax)", std::string("invalid JSON: ") + e.what());
-  }
+  const nlohmann::json j = parse_json_text(text, file);
   const JsonFields f(j, file);
   if (f.string("format") != kFormat) {
     f.fail("format", "expected \"plait-checkpoint\", found \"" + f.string("format") + "\"");

@@ -20,10 +20,16 @@ nlohmann::json read_json_file(const std::string& path) {
   if (!in) throw InputError(path, "(file)", "cannot open the file");
   std::stringstream text;
   text << in.rdbuf();
+  return parse_json_text(text.str(), path);
+}
+
+nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
+    throw InputError(file, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    throw InputError(file, "(syntax)", std::string("invalid JSON: ") + e.what());
   }
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,10 @@ namespace plait {
 // Reads and parses a JSON file; a missing file or a syntax error is an InputError naming the
 // file (and the byte offset for syntax errors).
 nlohmann::json read_json_file(const std::string& path);
+
+// Parses JSON text that came from `file`; any failure (syntax, or a number beyond a double) is
+// an InputError naming the file, never a library exception.
+nlohmann::json parse_json_text(std::string_view text, const std::string& file);
 
 // A view of one JSON object at a field path inside a file. Reads fields by name, remembers which
 // were read, and check_no_unknown_fields() rejects the rest.

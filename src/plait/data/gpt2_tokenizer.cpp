@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/core/error.h"
+#include "plait/core/json_fields.h"
 #include "plait/data/gpt2_byte_alphabet.h"
 #include "plait/data/gpt2_pretokenizer.h"
 #include "plait/data/utf8_decode.h"
@@ -72,14 +73,7 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
                                    const std::string& encoder_name,
                                    const std::string& merges_name) {
   Gpt2Tokenizer tok;
-  nlohmann::json vocab;
-  try {
-    vocab = nlohmann::json::parse(encoder_json);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(encoder_name, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
-  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
-    throw InputError(encoder_name, "(syntax)", std::string("invalid JSON: ") + e.what());
-  }
+  const nlohmann::json vocab = parse_json_text(encoder_json, encoder_name);
   if (!vocab.is_object() || vocab.empty()) {
     throw InputError(encoder_name, "(top level)",
                      "expected a non-empty object {\"token\": id, ...}, found " +
