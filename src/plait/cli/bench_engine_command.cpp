@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -15,6 +14,7 @@
 #include "plait/cli/commands.h"
 #include "plait/cli/memory_summary.h"
 #include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
 #include "plait/kernels/blas.h"
 #include "plait/runtime/local_trainer.h"
 
@@ -22,8 +22,6 @@ extern "C" char* openblas_get_corename(void);
 
 namespace plait::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct BenchArgs {
   model::GPTConfig model{12, 768, 12, 50257, 0, true};
@@ -60,10 +58,6 @@ class RandomBatches : public data::BatchSource {
   int seq_, rows_, microbatches_, vocab_;
 };
 
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 // Best-of-`repeats` GFLOP/s of an n x n x n sgemm (after one untimed call).
 double sgemm_peak_gflops(int n, int repeats) {
   const std::size_t count = static_cast<std::size_t>(n) * n;
@@ -71,9 +65,9 @@ double sgemm_peak_gflops(int n, int repeats) {
   kernels::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
   double best = 1e30;
   for (int r = 0; r < repeats; ++r) {
-    const auto t0 = Clock::now();
+    const double t0 = monotonic_seconds();
     kernels::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    best = std::min(best, seconds(t0, Clock::now()));
+    best = std::min(best, monotonic_seconds() - t0);
   }
   return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
 }
@@ -150,12 +144,16 @@ void run_bench(BenchArgs args) {
   std::vector<double> times;
   std::printf("  %-6s %9s %10s %10s %8s  %s\n", "step", "time (s)", "tokens/s", "GFLOP/s",
               "of peak", "forward / backward / optimizer (s)");
+  std::size_t allocations_before = 0;
   for (int step = 0; step < t.steps; ++step) {
     const bool warm = step < args.warmup;
-    if (step == args.warmup) tracker.reset_peaks();
-    const auto t0 = Clock::now();
+    if (step == args.warmup) {
+      tracker.reset_peaks();
+      allocations_before = trainer.model().pool().system_allocations();
+    }
+    const double t0 = monotonic_seconds();
     const runtime::StepResult r = trainer.step(step, batches);
-    const double dt = seconds(t0, Clock::now());
+    const double dt = monotonic_seconds() - t0;
     if (!warm) times.push_back(dt);
     std::printf("  %-6s %9.3f %10.1f %10.1f %7.1f%%  %.3f / %.3f / %.3f  (loss %.3f)\n",
                 (warm ? "warm-up" : std::to_string(step - args.warmup + 1)).c_str(), dt, tokens / dt,
@@ -174,6 +172,9 @@ void run_bench(BenchArgs args) {
               "(median step %.3f s: %.1f%%)\n",
               best, tokens / best, step_flops / best / 1e9, 100.0 * step_flops / best / 1e9 / peak,
               median, 100.0 * step_flops / median / 1e9 / peak);
+  std::printf("  working-memory blocks newly allocated during the timed steps: %zu (the pool reuses "
+              "the warm-up's)\n",
+              trainer.model().pool().system_allocations() - allocations_before);
   print_memory_summary(stdout, tracker.report());
 }
 

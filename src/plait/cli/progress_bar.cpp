@@ -6,6 +6,8 @@
 #include <numeric>
 #include <string>
 
+#include "plait/core/monotonic_clock.h"
+
 namespace plait::cli {
 namespace {
 
@@ -28,8 +30,8 @@ ProgressBar::ProgressBar(int total_steps, std::int64_t tokens_per_step, std::FIL
       out_(out),
       tty_(isatty(fileno(out)) != 0),
       every_(std::max(1, total_steps / 20)),
-      last_time_(Clock::now()),
-      last_draw_(Clock::now() - std::chrono::seconds(1)) {}
+      last_time_(monotonic_seconds()),
+      last_draw_(last_time_ - 1.0) {}
 
 double ProgressBar::tokens_per_second() const {
   if (step_seconds_.empty()) return 0.0;
@@ -38,8 +40,8 @@ double ProgressBar::tokens_per_second() const {
 }
 
 void ProgressBar::update(int step, double loss, double lr) {
-  const auto now = Clock::now();
-  step_seconds_.push_back(std::chrono::duration<double>(now - last_time_).count());
+  const double now = monotonic_seconds();
+  step_seconds_.push_back(now - last_time_);
   if (step_seconds_.size() > 10) step_seconds_.pop_front();
   last_time_ = now;
   const int done = step + 1;
@@ -47,7 +49,7 @@ void ProgressBar::update(int step, double loss, double lr) {
   const double tps = tokens_per_second();
   const double eta = tps > 0 ? (total_ - done) * static_cast<double>(tokens_per_step_) / tps : 0;
   if (tty_) {
-    if (!last && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    if (!last && now - last_draw_ < 0.1) return;
     last_draw_ = now;
     constexpr int kWidth = 24;
     const int filled = kWidth * done / std::max(1, total_);

@@ -2,7 +2,6 @@
 // Training progress on stderr: step, loss, learning rate, tokens/s and ETA. On a terminal one
 // line is redrawn in place (at most 10 times a second); otherwise (a log file, CI) a plain line
 // is printed every `every` steps and for the last step, so logs stay readable.
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -22,14 +21,13 @@ class ProgressBar {
   double tokens_per_second() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
   int total_;
   std::int64_t tokens_per_step_;
   std::FILE* out_;
   bool tty_;
   int every_;
-  Clock::time_point last_time_;
-  Clock::time_point last_draw_;
+  double last_time_;  // monotonic_seconds()
+  double last_draw_;
   std::deque<double> step_seconds_;
   bool drawn_ = false;
 };

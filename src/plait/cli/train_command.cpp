@@ -2,7 +2,6 @@
 // --config it trains the built-in small default (configs/default.json) on the fortunes corpus.
 #include <omp.h>
 
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -12,6 +11,7 @@
 #include "plait/cli/memory_summary.h"
 #include "plait/cli/progress_bar.h"
 #include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
 #include "plait/data/batch_loader.h"
 #include "plait/data/byte_tokenizer.h"
 #include "plait/data/text_corpus.h"
@@ -50,7 +50,6 @@ std::size_t parse_bytes(const std::string& text) {
 }
 
 void run_train(const TrainArgs& args) {
-  using Clock = std::chrono::steady_clock;
   if (args.threads > 0) omp_set_num_threads(args.threads);
   runtime::RunConfig config = args.config.empty() ? runtime::default_run_config()
                                                   : runtime::load_run_config(args.config);
@@ -87,7 +86,7 @@ void run_train(const TrainArgs& args) {
   runtime::LocalTrainer trainer(m, t, tracker);
 
   ProgressBar progress(t.steps, t.tokens_per_step());
-  const auto start = Clock::now();
+  const double start = monotonic_seconds();
   double first_loss = 0, last_loss = 0;
   constexpr int kAverage = 10;  // report the loss averaged over the first and last 10 steps
   const int window = std::min(kAverage, t.steps);
@@ -98,7 +97,7 @@ void run_train(const TrainArgs& args) {
     progress.update(step, r.loss, r.lr);
   }
   progress.finish();
-  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const double secs = monotonic_seconds() - start;
   std::printf("done: %d steps in %.1f s, %.0f tokens/s; loss (mean of %d steps) %.4f at the start "
               "-> %.4f at the end\n",
               t.steps, secs, t.steps * static_cast<double>(t.tokens_per_step()) / secs, window,

@@ -66,6 +66,8 @@ class TensorPool {
 
   MemoryTracker& tracker() const { return tracker_; }
   std::size_t cached_bytes() const { return cached_bytes_; }
+  // Blocks obtained from the system so far (cache misses); flat in a steady training loop.
+  std::size_t system_allocations() const { return system_allocations_; }
   // Returns every cached block to the system.
   void release_cache();
 
@@ -78,6 +80,7 @@ class TensorPool {
   std::size_t cached_bytes_ = 0;
   std::size_t in_use_bytes_ = 0;
   std::size_t peak_in_use_bytes_ = 0;
+  std::size_t system_allocations_ = 0;
 };
 
 }  // namespace plait::model

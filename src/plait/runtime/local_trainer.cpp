@@ -1,19 +1,15 @@
 #include "plait/runtime/local_trainer.h"
 
-#include <chrono>
 #include <string>
 #include <vector>
 
 #include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
 #include "plait/kernels/grad_norm.h"
 #include "plait/optim/grad_clip.h"
 
 namespace plait::runtime {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Columns [s.start, s.end()) of a (rows, seq) array, contiguous.
 void gather_columns(const std::vector<std::int32_t>& all, int rows, int seq,
@@ -47,9 +43,9 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
                 std::to_string(m) + " of " + std::to_string(rows) + " x " + std::to_string(seq));
   }
   StepResult r;
-  auto t0 = std::chrono::steady_clock::now();
+  double t0 = monotonic_seconds();
   model_.zero_gradients();
-  r.optimizer_seconds += seconds_since(t0);
+  r.optimizer_seconds += monotonic_seconds() - t0;
 
   // Every token of the global batch weighs the same: the units' scaled losses add up to the mean.
   const double loss_scale = 1.0 / (static_cast<double>(m) * rows * seq);
@@ -57,22 +53,22 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
   std::vector<std::int32_t> seg_inputs, seg_targets;
   for (int mb = 0; mb < m; ++mb) {
     batches.fill(step, mb, inputs.data(), targets.data());
-    t0 = std::chrono::steady_clock::now();
+    t0 = monotonic_seconds();
     for (const model::Segment& s : segments_) {
       gather_columns(inputs, rows, seq, s, seg_inputs);
       gather_columns(targets, rows, seq, s, seg_targets);
       r.loss += model_.forward_loss(mb, rows, s, nullptr, seg_inputs.data(), seg_targets.data(),
                                     loss_scale);
     }
-    r.forward_seconds += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
+    r.forward_seconds += monotonic_seconds() - t0;
+    t0 = monotonic_seconds();
     for (auto it = segments_.rbegin(); it != segments_.rend(); ++it) {
       model_.backward(mb, *it, nullptr, nullptr);
     }
-    r.backward_seconds += seconds_since(t0);
+    r.backward_seconds += monotonic_seconds() - t0;
   }
 
-  t0 = std::chrono::steady_clock::now();
+  t0 = monotonic_seconds();
   const auto grads = model_.gradients();
   const double sum_sq = kernels::sum_of_squares(grads.data(), grads.size());
   const optim::ClipResult clip = optim::clip_by_global_norm({&sum_sq, 1}, train_.grad_clip);
@@ -80,7 +76,7 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
   r.clip_factor = clip.factor;
   r.lr = schedule_.at(static_cast<int>(step));
   optimizer_.step(grads, r.lr, clip.factor);
-  r.optimizer_seconds += seconds_since(t0);
+  r.optimizer_seconds += monotonic_seconds() - t0;
   return r;
 }
 

@@ -103,7 +103,7 @@ RunConfig default_run_config() {
   c.source = "built-in default";
   c.model = {4, 128, 4, 256, 128, true};
   TrainConfig& t = c.train;
-  t.steps = 300;
+  t.steps = 600;
   t.seq = 128;
   t.microbatch_size = 8;
   t.microbatches = 2;
