@@ -226,9 +226,15 @@ std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
     for (int r : pipeline.stage_ranks[g]) {
       const double u = unit[r] > 0 ? unit[r] : 1.0;
       if (v == 1) {
-        double later = 0;
-        for (int h = g + 1; h < groups; ++h) later += group_unit[h];
-        limits[r] = 1 + (k - 1) + static_cast<int>(std::ceil(later / u - 1e-9));
+        // Time a unit stays in flight after its own F + B (in units of u): the later groups'
+        // unit times, and k - 1 units of the slowest group from here on (a segment's backward
+        // waits for the later segments of its micro-batch).
+        double later = 0, slowest = u;
+        for (int h = g + 1; h < groups; ++h) {
+          later += group_unit[h];
+          slowest = std::max(slowest, group_unit[h]);
+        }
+        limits[r] = 1 + static_cast<int>(std::ceil((later + (k - 1) * slowest) / u - 1e-9));
       } else {
         // Homogeneous warm-up + 1: ZB-V holds 2P chunk units; interleaved (Megatron) and
         // Seq1F1B-I (thunlp) 2(P-g-1) + (v-1) * (units of the first group) + (k-1), the first

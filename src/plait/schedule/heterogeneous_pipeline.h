@@ -72,10 +72,11 @@ std::vector<std::vector<std::int32_t>> route_microbatches(const HeterogeneousPip
                                                           const HeterogeneousCosts& costs);
 
 // In-flight limit (units) of every rank for `family` (0: unlimited, GPipe). One chunk: rank r of
-// group g holds 1 + (k - 1) + ceil(sum over later groups of their mean unit time / r's unit time)
+// group g with unit time u (F + B + W of one segment) holds
+//   1 + ceil((sum of the later groups' mean unit times + (k - 1) x the slowest of them and u) / u)
 // units: 1F1B's P - g and Seq1F1B's P - g - 1 + k when all ranks are alike, more for a rank that
 // is faster than the groups after it (its micro-batches take longer to come back). Several
-// chunks: the family's homogeneous warm-up + 1, scaled by the same speed ratio (at least 1).
+// chunks: the family's homogeneous warm-up + 1, scaled by the mean unit time over r's (>= 1).
 std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
                                                 const HeterogeneousPipeline& pipeline,
                                                 const Layout& layout,

@@ -68,11 +68,14 @@ double FlopsCostModel::compute_seconds(int rank, ActionKind kind, std::int32_t, 
                                        std::int32_t vstage) const {
   const std::size_t d = devices_.size() == 1 ? 0 : static_cast<std::size_t>(rank);
   const std::size_t i = static_cast<std::size_t>(vstage) * segments_ + segment;
-  return seconds_[(d * flops_.size() + i) * 4 + static_cast<int>(kind)];
+  const double* s = &seconds_[(d * flops_.size() + i) * 4];
+  const double recompute = recompute_ && schedule::is_backward_input(kind) ? s[0] : 0.0;
+  return s[static_cast<int>(kind)] + recompute;
 }
 
-double FlopsCostModel::transfer_seconds(int src_rank, int, std::int64_t bytes) const {
-  // The sender's port sets the link (one NIC per device).
+double FlopsCostModel::transfer_seconds(int src_rank, int dst_rank, std::int64_t bytes) const {
+  // A cluster's per-pair link, else the sender's port (one NIC per device).
+  if (!links_.empty()) return links_.at(src_rank, dst_rank).transfer_seconds(bytes);
   return device(src_rank).link.transfer_seconds(bytes);
 }
 

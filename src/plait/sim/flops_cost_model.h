@@ -19,6 +19,7 @@
 #include "plait/schedule/sequence_partition.h"
 #include "plait/sim/cost_model.h"
 #include "plait/sim/device_profile.h"
+#include "plait/sim/link_matrix.h"
 
 namespace plait::sim {
 
@@ -41,6 +42,12 @@ class FlopsCostModel : public CostModel {
                          std::int32_t segment, std::int32_t vstage) const override;
   double transfer_seconds(int src_rank, int dst_rank, std::int64_t bytes) const override;
 
+  // Per-pair links (a cluster's); by default a message uses its sender's device link.
+  void set_links(LinkMatrix links) { links_ = std::move(links); }
+  // Full activation recomputation (activation checkpointing, Chen et al. arXiv 1604.06174): the
+  // backward first re-runs the unit's forward, so B (or BW) costs the unit's F more.
+  void set_recompute(bool recompute) { recompute_ = recompute; }
+
   const UnitFlops& unit_flops(std::int32_t segment, std::int32_t vstage) const {
     return flops_[static_cast<std::size_t>(vstage) * segments_ + segment];
   }
@@ -51,6 +58,8 @@ class FlopsCostModel : public CostModel {
   std::vector<UnitFlops> flops_;        // [vstage][segment]
   std::vector<DeviceProfile> devices_;
   std::vector<double> seconds_;         // [device][vstage][segment][kind]
+  LinkMatrix links_;
+  bool recompute_ = false;
 };
 
 }  // namespace plait::sim

@@ -8,10 +8,15 @@
 //   gpt-7b    32 / 4096 / 32   idem
 //   gpt-13b   40 / 5120 / 40   idem
 //   gpt-30b   64 / 6144 / 64   idem
+//   llama-7b  32 / 4096 / 32, vocabulary 32000, untied embeddings: the LLaMA-7B shape (Touvron
+//             et al., arXiv 2302.13971, table 2) approximated by plait's GPT block: LLaMA's
+//             SwiGLU MLP (3 x 4096 x 11008) has 202.4M parameters per layer with attention, the
+//             GPT block 12H^2 + 13H = 201.4M (0.5% fewer), and its FLOPs differ by as much; Zorse
+//             measured it as deepspeedllama_7b, which device profiles then use.
 // Presets size their learned position table to the simulated sequence length (max_seq = --seq).
-// A config file is JSON whose "model" object is {layers, hidden, heads, vocab, max_seq}; other
-// top-level sections are ignored (they belong to other tools), unknown fields inside "model"
-// are errors.
+// A config file is JSON whose "model" object is {layers, hidden, heads, vocab, max_seq,
+// tie_embeddings (optional)}; other top-level sections are ignored (they belong to other
+// tools), unknown fields inside "model" are errors.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,12 +29,17 @@ struct ModelSpec {
   std::string name;
   schedule::ModelShape shape;
   std::string source;
+  bool tie_embeddings = true;  // the LM head shares the token embedding (GPT-2)
+  std::string profile_model;   // the model Zorse's latency table measured for this shape, if any
 };
 
 struct ModelPreset {
   std::string name;
   int layers, hidden, heads;
   std::string source;
+  int vocab = 50257;  // GPT-2 byte-level BPE (Radford et al. 2019)
+  bool tie_embeddings = true;
+  std::string profile_model = {};
 };
 
 const std::vector<ModelPreset>& model_presets();

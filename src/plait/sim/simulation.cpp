@@ -37,7 +37,19 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   const schedule::Layout& layout = s.layout;
   const schedule::ModelShape& shape = config.model.shape;
   report.partition = schedule::partition_sequence(shape, config.seq, layout.num_segments, config.split);
-  report.vstage_layers = split_layers(shape.layers, layout.num_vstages);
+  if (config.vstage_layers.empty()) {
+    report.vstage_layers = split_layers(shape.layers, layout.num_vstages);
+  } else {
+    report.vstage_layers = config.vstage_layers;
+    int sum = 0;
+    for (int l : report.vstage_layers) sum += l;
+    if (static_cast<int>(report.vstage_layers.size()) != layout.num_vstages || sum != shape.layers) {
+      throw Error("simulation: " + std::to_string(report.vstage_layers.size()) +
+                  " layer counts summing to " + std::to_string(sum) + " for " +
+                  std::to_string(layout.num_vstages) + " virtual stages of a " +
+                  std::to_string(shape.layers) + "-layer model");
+    }
+  }
   report.devices = config.devices.empty() ? std::vector<DeviceProfile>{default_device_profile()}
                                           : config.devices;
   if (report.devices.size() != 1 && static_cast<int>(report.devices.size()) != s.num_ranks()) {
@@ -60,8 +72,16 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   if (auto v = schedule::check_deadlock(s, lowered)) schedule::throw_violation(s, *v);
   report.seconds.validate += seconds_since(clock);
 
-  const FlopsCostModel cost(shape, report.vstage_layers, report.partition, config.microbatch_size,
-                            report.devices);
+  FlopsCostModel cost(shape, report.vstage_layers, report.partition, config.microbatch_size,
+                      report.devices);
+  if (!config.links.empty()) {
+    if (config.links.ranks() != s.num_ranks()) {
+      throw Error("simulation: links for " + std::to_string(config.links.ranks()) + " ranks, the schedule has " +
+                  std::to_string(s.num_ranks()));
+    }
+    cost.set_links(config.links);
+  }
+  cost.set_recompute(config.recompute);
   const MemoryModel memory(shape, report.vstage_layers, report.partition, config.microbatch_size,
                            config.memory);
   clock = monotonic_seconds();

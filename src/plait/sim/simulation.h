@@ -10,6 +10,7 @@
 #include "plait/schedule/sequence_partition.h"
 #include "plait/sim/device_profile.h"
 #include "plait/sim/event_simulator.h"
+#include "plait/sim/link_matrix.h"
 #include "plait/sim/memory_model.h"
 #include "plait/sim/model_presets.h"
 #include "plait/trace/event.h"
@@ -26,6 +27,12 @@ struct SimulationConfig {
   MemoryCoefficients memory;
   double element_bytes = 2.0;  // bytes per activation/gradient element sent between stages (bf16)
   bool record_events = true;
+  // Heterogeneous clusters (all optional): layers of each virtual stage (empty: as even as
+  // possible, split_layers), per-pair links (empty: each sender's device link), and full
+  // activation recomputation (B or BW re-runs F; memory's coefficients should match).
+  std::vector<int> vstage_layers;
+  LinkMatrix links;
+  bool recompute = false;
 };
 
 struct PhaseSeconds {

@@ -12,14 +12,23 @@
 
 #include "plait/schedule/model_shape.h"
 #include "plait/sim/device_profile.h"
+#include "plait/sim/latency_table.h"
 
 namespace plait::sim {
 
 std::vector<std::string> zorse_gpu_types();
 std::string zorse_gpu_list();  // "a100x40, a100x80, ..."
+// Datasheet memory of a GPU type Zorse measured, bytes (0 if unknown).
+double zorse_memory_bytes(const std::string& gpu);
 
 // Throws plait::Error if the GPU or dtype has no usable measurement.
 DeviceProfile zorse_device_profile(const std::string& gpu, const std::string& dtype,
                                    const schedule::ModelShape& model);
+
+// The same with a preferred measured model and sequence length (latency_table.h's rules): the
+// planner asks for deepspeedllama_7b at the planned sequence for its llama-7b preset.
+DeviceProfile zorse_device_profile(const std::string& gpu, const std::string& dtype,
+                                   const schedule::ModelShape& model,
+                                   const LatencyPreference& preference);
 
 }  // namespace plait::sim

@@ -1,0 +1,223 @@
+#include "plait/sim/latency_table.h"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <set>
+
+#include "plait/core/error.h"
+#include "plait/core/json_fields.h"
+#include "plait/schedule/sequence_partition.h"
+
+namespace plait::sim {
+
+namespace {
+
+bool is_pair(const nlohmann::json& v) {
+  return v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number();
+}
+
+bool is_number_list(const nlohmann::json& v) {
+  if (!v.is_array()) return false;
+  for (const auto& x : v) {
+    if (!x.is_number()) return false;
+  }
+  return true;
+}
+
+std::vector<double> numbers(const nlohmann::json& v) {
+  std::vector<double> out;
+  for (const auto& x : v) out.push_back(x.get<double>());
+  return out;
+}
+
+// "" when `entry` is a usable measurement, else what is wrong with it.
+std::string entry_problem(const nlohmann::json& entry) {
+  if (!entry.is_array() || (entry.size() != 2 && entry.size() != 4)) {
+    return "expected [[f_slope, f_intercept], [b_slope, b_intercept], [forward ms...], [backward ms...]]";
+  }
+  if (!is_pair(entry[0])) return "expected [f_slope, f_intercept] first";
+  if (!is_pair(entry[1])) return "expected [b_slope, b_intercept] second";
+  if (entry.size() == 4 && (!is_number_list(entry[2]) || !is_number_list(entry[3]))) {
+    return "expected lists of forward and backward milliseconds third and fourth";
+  }
+  if (!(entry[0][0].get<double>() > 0) || !(entry[1][0].get<double>() > 0)) {
+    return "expected positive slopes (milliseconds per sample)";
+  }
+  return {};
+}
+
+}  // namespace
+
+LatencyTable read_latency_table(const std::string& path, bool strict) {
+  const nlohmann::json json = read_json_file(path);
+  LatencyTable table;
+  table.path = path;
+  auto require_object = [&](const nlohmann::json& v, const std::string& field) {
+    if (!v.is_object()) throw InputError(path, field, "expected a JSON object, found " + std::string(v.type_name()));
+  };
+  require_object(json, "(top level)");
+  for (const auto& [model, by_device] : json.items()) {
+    require_object(by_device, model);
+    for (const auto& [device, by_seq] : by_device.items()) {
+      require_object(by_seq, model + "." + device);
+      for (const auto& [seq_text, by_dtype] : by_seq.items()) {
+        const std::string where = model + "." + device + "." + seq_text;
+        std::int64_t seq = 0;
+        const auto res = std::from_chars(seq_text.data(), seq_text.data() + seq_text.size(), seq);
+        if (res.ec != std::errc() || res.ptr != seq_text.data() + seq_text.size() || seq < 1) {
+          throw InputError(path, where, "expected a sequence length (a positive integer) as the key");
+        }
+        require_object(by_dtype, where);
+        for (const auto& [dtype, entry] : by_dtype.items()) {
+          const std::string problem = entry_problem(entry);
+          if (!problem.empty()) {
+            if (strict) throw InputError(path, where + "." + dtype, problem);
+            continue;
+          }
+          LatencyEntry e;
+          e.model = model;
+          e.device = device;
+          e.dtype = dtype;
+          e.seq = seq;
+          e.forward_slope_ms = entry[0][0].get<double>();
+          e.forward_intercept_ms = entry[0][1].get<double>();
+          e.backward_slope_ms = entry[1][0].get<double>();
+          e.backward_intercept_ms = entry[1][1].get<double>();
+          if (entry.size() == 4) {
+            e.forward_ms = numbers(entry[2]);
+            e.backward_ms = numbers(entry[3]);
+          }
+          table.entries.push_back(std::move(e));
+        }
+      }
+    }
+  }
+  if (strict && table.entries.empty()) throw InputError(path, "(top level)", "no measurements");
+  return table;
+}
+
+nlohmann::json latency_table_json(const std::vector<LatencyEntry>& entries) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const LatencyEntry& e : entries) {
+    out[e.model][e.device][std::to_string(e.seq)][e.dtype] = {
+        {e.forward_slope_ms, e.forward_intercept_ms},
+        {e.backward_slope_ms, e.backward_intercept_ms},
+        e.forward_ms,
+        e.backward_ms,
+    };
+  }
+  return out;
+}
+
+std::pair<double, double> fit_latency_line(const std::vector<double>& ms) {
+  const double n = static_cast<double>(ms.size());
+  if (ms.empty()) return {0.0, 0.0};
+  if (ms.size() == 1) return {ms[0], 0.0};
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const double x = static_cast<double>(i + 1);
+    sx += x;
+    sy += ms[i];
+    sxx += x * x;
+    sxy += x * ms[i];
+  }
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  return {slope, (sy - slope * sx) / n};
+}
+
+DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann::json* stats,
+                                      const std::string& device, const std::string& dtype,
+                                      const schedule::ModelShape& shape,
+                                      const LatencyPreference& preference, const std::string& name) {
+  std::vector<const LatencyEntry*> candidates;
+  std::set<std::string> models, devices;
+  for (const LatencyEntry& e : table.entries) {
+    devices.insert(e.device);
+    if (e.device == device && e.dtype == dtype) {
+      candidates.push_back(&e);
+      models.insert(e.model);
+    }
+  }
+  if (candidates.empty()) {
+    std::string list;
+    for (const std::string& d : devices) list += (list.empty() ? "" : ", ") + d;
+    throw Error(name + ": " + table.path +
+                (devices.count(device) ? " has no " + dtype + " latencies for " + device
+                                       : " has no device type '" + device + "'; expected one of " + list));
+  }
+  auto has_stats = [&](const std::string& model) {
+    return stats && stats->contains(model) && (*stats)[model].contains("hidden_size") &&
+           (*stats)[model].contains("parameters_per_layer");
+  };
+  // Sequence closeness: |log(seq / wanted)|, the longer on ties; 0 wanted: the longest.
+  auto seq_better = [&](std::int64_t a, std::int64_t b) {
+    if (preference.seq > 0) {
+      const double da = std::fabs(std::log(static_cast<double>(a) / preference.seq));
+      const double db = std::fabs(std::log(static_cast<double>(b) / preference.seq));
+      if (std::fabs(da - db) > 1e-12) return da < db;
+    }
+    return a > b;
+  };
+  const LatencyEntry* best = nullptr;
+  const bool preferred = !preference.model.empty() && models.count(preference.model);
+  if (preferred || models.size() == 1) {
+    const std::string model = preferred ? preference.model : *models.begin();
+    for (const LatencyEntry* e : candidates) {
+      if (e->model == model && (!best || seq_better(e->seq, best->seq))) best = e;
+    }
+  } else {
+    double best_distance = 0;
+    for (const LatencyEntry* e : candidates) {
+      if (!has_stats(e->model)) continue;
+      const double hidden = (*stats)[e->model]["hidden_size"].get<double>();
+      const double distance = std::fabs(std::log(hidden / shape.hidden));
+      bool better = !best;
+      if (best && std::fabs(distance - best_distance) > 1e-9) {
+        better = distance < best_distance;
+      } else if (best && e->seq != best->seq) {
+        better = seq_better(e->seq, best->seq);
+      } else if (best) {
+        const bool gpt = e->model.find("gpt") != std::string::npos;
+        const bool best_gpt = best->model.find("gpt") != std::string::npos;
+        better = gpt != best_gpt ? gpt : e->model < best->model;
+      }
+      if (better) {
+        best = e;
+        best_distance = distance;
+      }
+    }
+    if (!best) {
+      throw Error(name + ": " + table.path + " holds several models for " + device +
+                  " and no model statistics to choose between them by hidden size");
+    }
+  }
+
+  MeasuredLayerTiming m;
+  m.model = best->model;
+  m.seq = best->seq;
+  m.dtype = dtype;
+  m.forward_slope = best->forward_slope_ms * 1e-3;
+  m.forward_intercept = best->forward_intercept_ms * 1e-3;
+  m.backward_slope = best->backward_slope_ms * 1e-3;
+  m.backward_intercept = best->backward_intercept_ms * 1e-3;
+  const double seq = static_cast<double>(best->seq);
+  std::string flops_source;
+  if (has_stats(best->model)) {
+    const nlohmann::json& s = (*stats)[best->model];
+    m.reference_flops = 2.0 * seq * s["parameters_per_layer"].get<double>() +
+                        2.0 * s["hidden_size"].get<double>() * seq * seq;
+  } else {
+    m.reference_flops = schedule::layer_linear_flops(shape, best->seq) +
+                        schedule::layer_attention_flops(shape, 0, best->seq);
+    flops_source = "; layer FLOPs from the planned model's shape";
+  }
+  DeviceProfile d;
+  d.name = name;
+  d.source = table.path + ": " + m.model + " on " + device + ", seq " + std::to_string(m.seq) + ", " +
+             dtype + ", per-layer latencies fitted in micro-batch size" + flops_source;
+  d.measured = m;
+  return d;
+}
+
+}  // namespace plait::sim

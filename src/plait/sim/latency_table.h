@@ -1,0 +1,69 @@
+#pragma once
+// Measured per-layer latencies in the shape of Zorse's model_latencies.json (benson-guo/zorse,
+// data/model_latencies.json; ../shared/reference/zorse.md), the one format plait uses for device
+// profiles, whether shipped (share/profiles/zorse/) or measured on this machine (`plait profile`):
+//
+//   { "<model>": { "<device type>": { "<seq>": { "<dtype>":
+//       [[f_slope, f_intercept], [b_slope, b_intercept],
+//        [forward ms at micro-batch 1..N], [backward ms at micro-batch 1..N]] } } } }
+//
+// per transformer layer, milliseconds; the fits are t(b) = slope * b + intercept; backward is B
+// and W together. The two sample lists are optional (some Zorse entries carry only the fits).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/schedule/model_shape.h"
+#include "plait/sim/device_profile.h"
+
+namespace plait::sim {
+
+struct LatencyEntry {
+  std::string model, device, dtype;
+  std::int64_t seq = 0;
+  double forward_slope_ms = 0, forward_intercept_ms = 0;
+  double backward_slope_ms = 0, backward_intercept_ms = 0;
+  std::vector<double> forward_ms, backward_ms;  // measured at micro-batch 1..N (may be empty)
+};
+
+struct LatencyTable {
+  std::string path;
+  std::vector<LatencyEntry> entries;
+};
+
+// Reads a table. strict: every entry must be well formed (an InputError names the file and the
+// entry "<model>.<device>.<seq>.<dtype>"), as for profiles users write or plait measures;
+// lenient: entries without a usable fit are skipped (some of the shipped Zorse data).
+LatencyTable read_latency_table(const std::string& path, bool strict);
+
+// The table as JSON in the format above (what `plait profile` writes).
+nlohmann::json latency_table_json(const std::vector<LatencyEntry>& entries);
+
+// Least-squares line through (b, ms) for b = 1..N: {slope, intercept} (how Zorse fits).
+std::pair<double, double> fit_latency_line(const std::vector<double>& ms);
+
+// Which measurement to prefer: the model (e.g. "deepspeedllama_7b" for plait's llama-7b preset)
+// and the sequence length being planned (0: the longest measured).
+struct LatencyPreference {
+  std::string model;
+  std::int64_t seq = 0;
+};
+
+// A device profile from `table` for `device` and `dtype`, for a model of `shape`:
+//   - the preferred model if it was measured on this device, at the measured sequence length
+//     closest to preference.seq (ratio; the longer on ties);
+//   - else the table's only model, if it holds one (a profile of this machine);
+//   - else the model whose hidden size is closest (`stats`: Zorse's model_stats.json, entries
+//     without stats skipped), then the closest (or longest) sequence, then GPT before LLaMA.
+// The unit cost is scaled by FLOPs from the measured per-sample layer FLOPs: from `stats`
+// (2 * seq * parameters_per_layer + 2 * hidden * seq^2) when the model is there, else from
+// `shape` by plait's formula (the profile is then assumed to be measured on this shape).
+// Throws plait::Error naming the table when nothing fits. `name` labels the profile.
+DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann::json* stats,
+                                      const std::string& device, const std::string& dtype,
+                                      const schedule::ModelShape& shape,
+                                      const LatencyPreference& preference, const std::string& name);
+
+}  // namespace plait::sim
