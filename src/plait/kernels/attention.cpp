@@ -51,10 +51,11 @@ void for_visible_blocks(std::span<const KVBlock<T>> blocks, int kmax, Fn&& fn) {
   }
 }
 
-// Row-wise causal softmax of the scores of query rows r0.. (row stride e): row r sees the first
-// start + r0 + r + 1 keys; the rest of the row is set to zero.
+// Row-wise causal softmax of the scores of query rows r0.. (row stride e, kmax columns
+// computed): row r sees the first start + r0 + r + 1 keys; the rest of its kmax columns is set
+// to zero. Columns from kmax on are never read (neither P v nor the backward go past kmax).
 template <typename T>
-void causal_softmax_rows(T* p, int rows, int r0, int start, int e) {
+void causal_softmax_rows(T* p, int rows, int r0, int start, int e, int kmax) {
   for (int r = 0; r < rows; ++r) {
     T* row = p + static_cast<std::size_t>(r) * e;
     const int valid = start + r0 + r + 1;
@@ -69,7 +70,7 @@ void causal_softmax_rows(T* p, int rows, int r0, int start, int e) {
     const T inv = T(1) / sum;
 #pragma omp simd
     for (int j = 0; j < valid; ++j) row[j] *= inv;
-    std::fill(row + valid, row + e, T(0));
+    std::fill(row + valid, row + kmax, T(0));
   }
 }
 
@@ -122,7 +123,7 @@ void attention_forward(T* out, T* probs, const T* q, std::span<const KVBlock<T>>
       const T* k = blk.kv + static_cast<std::size_t>(b) * blk.length * 2 * c + h * d;
       gemm<T>(false, true, rows, kl, d, scale, qq, c, k, 2 * c, T(0), p + pos, g.e);
     });
-    causal_softmax_rows(p, rows, r0, g.start, g.e);
+    causal_softmax_rows(p, rows, r0, g.start, g.e, kmax);
     // out = P v.
     for_visible_blocks(blocks, kmax, [&](const KVBlock<T>& blk, int pos, int kl) {
       const T* v = blk.kv + static_cast<std::size_t>(b) * blk.length * 2 * c + c + h * d;

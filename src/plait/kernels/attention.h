@@ -26,8 +26,10 @@ struct KVBlock {
 inline constexpr int kAttentionQueryBlock = 128;
 
 // out (B,s,C) = softmax(q k^T / sqrt(d) + causal mask) v, per head; probs (B,NH,s,e) keeps the
-// probabilities for the backward (zero where masked). The blocks' lengths must sum to e >= s;
-// the query offset is start = e - s.
+// probabilities for the backward: row r holds them for keys 0..start+r, zeros up to the end of
+// its query block's visible keys, and is not written past that (the causal triangle that
+// attention_backward never reads). The blocks' lengths must sum to e >= s; the query offset is
+// start = e - s.
 template <typename T>
 void attention_forward(T* out, T* probs, const T* q, std::span<const KVBlock<T>> blocks, int batch,
                        int s, int c, int heads);
