@@ -1,0 +1,91 @@
+#pragma once
+// One rank of a pipeline x data-parallel training job. It holds one StageModel and one AdamW per
+// chunk (virtual stage) the plan gives the rank, and runs optimizer steps:
+//   barrier -> PipelineExecutor (the rank's actions; gradient reductions start as chunks finish)
+//   -> GradientReducer::finish -> loss and squared norm all-reduced over the job -> clip factor
+//   -> AdamW with the warm-up + cosine learning rate.
+// Every rank of the job constructs one with the same plan (construction is collective: it makes
+// the stage groups). The result equals runtime::LocalTrainer on the same global batch within
+// fp32 reassociation (tests/runtime/equivalence_test.cpp).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "plait/comm/communicator.h"
+#include "plait/core/memory_tracker.h"
+#include "plait/data/batch_source.h"
+#include "plait/model/stage_model.h"
+#include "plait/optim/adamw.h"
+#include "plait/optim/lr_schedule.h"
+#include "plait/runtime/gradient_reducer.h"
+#include "plait/runtime/pipeline_executor.h"
+#include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/train_config.h"
+#include "plait/trace/event.h"
+
+namespace plait::runtime {
+
+// How receives are posted when no window is asked for: one compute action ahead (see
+// TrainerOptions::recv_lookahead).
+inline constexpr std::int32_t kDefaultRecvLookahead = 1;
+
+struct TrainerOptions {
+  // Receives are posted this many compute actions before the action that consumes them
+  // (schedule::LowerOptions::recv_lookahead; INT32_MAX posts a whole step's receives at its
+  // start). Correctness does not depend on it (sends never block); memory does: every posted
+  // receive holds a comm_buffers block. The default keeps at most two actions' inputs posted.
+  std::int32_t recv_lookahead = kDefaultRecvLookahead;
+  // Gradient all-reduce bucket size, floats.
+  std::size_t bucket_floats = std::size_t{1} << 20;
+  // Where comm buffers are charged; null: the rank's tracker (the memory benchmark passes its
+  // own, so the rank's tracker holds exactly the model's memory).
+  MemoryTracker* buffer_tracker = nullptr;
+  // Record the timed events of every step (ExecutedStep::events).
+  bool record_events = false;
+  FailureInjection failure;
+};
+
+struct DistributedStepResult {
+  double loss = 0;         // mean cross-entropy over the global batch (all-reduced)
+  double grad_norm = 0;    // global gradient norm before clipping
+  double clip_factor = 1;
+  double lr = 0;
+  double step_seconds = 0;      // this rank: barrier to the end of the optimizer step
+  double pipeline_seconds = 0;  // this rank: end of its last compute action, from the step start
+  double busy_seconds = 0;      // this rank: compute (with emulation padding)
+  std::vector<trace::Event> events;  // this rank's, when recorded
+};
+
+class DistributedTrainer {
+ public:
+  // `train` is the global train config (JobConfig::global_train()). The tracker's capacity is set
+  // from the rank's emulated device when the plan gives one.
+  DistributedTrainer(const PipelinePlan& plan, const TrainConfig& train, comm::Communicator& world,
+                     MemoryTracker& tracker, const TrainerOptions& options = {});
+  ~DistributedTrainer();
+
+  DistributedStepResult step(std::int64_t step, const data::BatchSource& batches);
+
+  int rank() const { return rank_; }
+  const PipelinePlan& plan() const { return plan_; }
+  int num_chunks() const { return static_cast<int>(models_.size()); }
+  model::StageModel& chunk(int c) { return *models_[static_cast<std::size_t>(c)]; }
+  optim::AdamW& optimizer(int c) { return *optimizers_[static_cast<std::size_t>(c)]; }
+  const schedule::LoweredSchedule& lowered() const { return lowered_; }
+
+ private:
+  PipelinePlan plan_;
+  TrainConfig train_;
+  comm::Communicator& world_;
+  int rank_;
+  TrainerOptions options_;
+  optim::LRSchedule schedule_;
+  std::vector<std::unique_ptr<model::StageModel>> models_;
+  std::vector<std::unique_ptr<optim::AdamW>> optimizers_;
+  schedule::LoweredSchedule lowered_;
+  std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<PipelineExecutor> executor_;
+};
+
+}  // namespace plait::runtime

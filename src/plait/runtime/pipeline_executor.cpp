@@ -1,0 +1,275 @@
+#include "plait/runtime/pipeline_executor.h"
+
+#include <csignal>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
+
+namespace plait::runtime {
+
+struct PipelineExecutor::MicrobatchData {
+  std::vector<std::int32_t> inputs, targets;  // (batch, seq), row-major
+  int uses_left = 0;
+};
+
+struct PipelineExecutor::Posted {
+  model::PooledBuffer buffer;
+  comm::Request request;
+};
+
+struct PipelineExecutor::Sending {
+  model::PooledBuffer buffer;
+  comm::Request request;
+  std::size_t event = 0;  // index of its trace event (end time set on completion), or npos
+};
+
+struct PipelineExecutor::State {
+  std::unordered_map<std::int32_t, Posted> posted;
+  std::unordered_map<std::int64_t, model::PooledBuffer> local;
+  std::vector<Sending> sending;
+  std::map<int, MicrobatchData> data;
+  std::vector<std::int32_t> seg_tokens, seg_targets;
+  ExecutedStep* result = nullptr;
+  bool record = false;
+  double start = 0;
+};
+
+namespace {
+
+// Columns [s.start, s.end()) of a (rows, seq) array, contiguous.
+void gather_columns(const std::vector<std::int32_t>& all, int rows, int seq,
+                    const model::Segment& s, std::vector<std::int32_t>& out) {
+  out.resize(static_cast<std::size_t>(rows) * s.length);
+  for (int r = 0; r < rows; ++r) {
+    for (int t = 0; t < s.length; ++t) {
+      out[static_cast<std::size_t>(r) * s.length + t] =
+          all[static_cast<std::size_t>(r) * seq + s.start + t];
+    }
+  }
+}
+
+}  // namespace
+
+PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program,
+                                   comm::Communicator& world, std::vector<model::StageModel*> chunks,
+                                   GradientReducer& reducer, MemoryTracker& buffers)
+    : plan_(plan),
+      program_(std::move(program)),
+      world_(world),
+      chunks_(std::move(chunks)),
+      reducer_(reducer),
+      pool_(buffers),
+      device_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
+      data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
+      state_(std::make_unique<State>()) {
+  for (const ComputeStep& s : program_.steps) {
+    const model::StageSpec& spec = chunks_[static_cast<std::size_t>(s.action.chunk)]->spec();
+    if (s.action.kind == schedule::ActionKind::F && (spec.has_embedding || spec.has_head)) {
+      ++data_uses_[static_cast<std::size_t>(s.action.microbatch)];
+    }
+  }
+}
+
+PipelineExecutor::~PipelineExecutor() = default;
+
+const PipelineExecutor::MicrobatchData& PipelineExecutor::data_for(std::int64_t step, int mb,
+                                                                   const data::BatchSource& batches) {
+  auto [it, fresh] = state_->data.try_emplace(mb);
+  if (fresh) {
+    // Micro-batch g of step s is sample block (s, g) of the loader, on whichever rank runs it.
+    const std::size_t n = static_cast<std::size_t>(plan_.microbatch_size) * plan_.seq;
+    it->second.inputs.resize(n);
+    it->second.targets.resize(n);
+    batches.fill(step, mb, it->second.inputs.data(), it->second.targets.data());
+    it->second.uses_left = data_uses_[static_cast<std::size_t>(mb)];
+  }
+  return it->second;
+}
+
+void PipelineExecutor::release_data(int mb) {
+  auto it = state_->data.find(mb);
+  if (it != state_->data.end() && --it->second.uses_left <= 0) state_->data.erase(it);
+}
+
+void PipelineExecutor::poll() {
+  auto& sending = state_->sending;
+  for (std::size_t i = 0; i < sending.size();) {
+    if (sending[i].request.test()) {
+      if (state_->record && sending[i].event != static_cast<std::size_t>(-1)) {
+        state_->result->events[sending[i].event].end = monotonic_seconds() - state_->start;
+      }
+      sending[i] = std::move(sending.back());
+      sending.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  reducer_.poll();
+}
+
+void PipelineExecutor::post(std::int32_t id) {
+  const schedule::Message& m = program_.lowered->messages[static_cast<std::size_t>(id)];
+  Posted p;
+  p.buffer = pool_.acquire(MemoryCategory::kCommBuffers,
+                           static_cast<std::size_t>(m.bytes) / sizeof(float));
+  p.request = world_.irecv(std::span<float>(p.buffer.data(), p.buffer.size()), m.src_rank,
+                           static_cast<int>(m.tag));
+  state_->posted.emplace(id, std::move(p));
+}
+
+model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
+  if (s.input_message >= 0) {
+    if (!state_->posted.contains(s.input_message)) post(s.input_message);
+    auto it = state_->posted.find(s.input_message);
+    it->second.request.wait();
+    model::PooledBuffer buffer = std::move(it->second.buffer);
+    state_->posted.erase(it);
+    return buffer;
+  }
+  if (s.input_local >= 0) {
+    auto it = state_->local.find(s.input_local);
+    if (it == state_->local.end()) {
+      throw Error("rank " + std::to_string(program_.rank) + ": " +
+                  schedule::to_string(s.action, true) +
+                  " needs a local input that no earlier action produced (invalid schedule)");
+    }
+    model::PooledBuffer buffer = std::move(it->second);
+    state_->local.erase(it);
+    return buffer;
+  }
+  return {};
+}
+
+ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& batches,
+                                   double start, bool record_events,
+                                   const FailureInjection& failure) {
+  ExecutedStep result;
+  State& st = *state_;
+  st.result = &result;
+  st.record = record_events;
+  st.start = start;
+  const int rank = program_.rank;
+  const int rows = plan_.microbatch_size, seq = plan_.seq;
+  const double loss_scale = 1.0 / static_cast<double>(plan_.global_tokens());
+  const bool inject = failure.rank == rank && failure.step == step;
+  const std::size_t fail_at = program_.steps.size() / 2;
+  const auto poll_fn = [this] { poll(); };
+
+  for (std::size_t i = 0; i < program_.steps.size(); ++i) {
+    const ComputeStep& s = program_.steps[i];
+    if (inject && i == fail_at) {
+      if (failure.kill) std::raise(SIGKILL);
+      throw Error("step " + std::to_string(step) + ": injected failure before action " +
+                  std::to_string(i) + " (" + schedule::to_string(s.action, true) + ")");
+    }
+    poll();
+    for (std::int32_t id : program_.posts[i]) {
+      if (!st.posted.contains(id)) post(id);
+    }
+    model::PooledBuffer input = take_input(s);
+    model::PooledBuffer output;
+    if (s.output_floats > 0) {
+      output = pool_.acquire(MemoryCategory::kCommBuffers, static_cast<std::size_t>(s.output_floats));
+    }
+
+    const schedule::Action& a = s.action;
+    model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
+    const model::Segment& seg = plan_.segments[static_cast<std::size_t>(a.segment)];
+    const double t0 = monotonic_seconds();
+    switch (a.kind) {
+      case schedule::ActionKind::F: {
+        const model::StageSpec& spec = m.spec();
+        const std::int32_t* tokens = nullptr;
+        const std::int32_t* targets = nullptr;
+        if (spec.has_embedding || spec.has_head) {
+          const MicrobatchData& d = data_for(step, a.microbatch, batches);
+          if (spec.has_embedding) {
+            gather_columns(d.inputs, rows, seq, seg, st.seg_tokens);
+            tokens = st.seg_tokens.data();
+          }
+          if (spec.has_head) {
+            gather_columns(d.targets, rows, seq, seg, st.seg_targets);
+            targets = st.seg_targets.data();
+          }
+        }
+        if (spec.has_head) {
+          result.loss += m.forward_loss(a.microbatch, rows, seg, input.data(), tokens, targets,
+                                        loss_scale);
+        } else {
+          m.forward(a.microbatch, rows, seg, input.data(), tokens, output.data());
+        }
+        if (spec.has_embedding || spec.has_head) release_data(a.microbatch);
+        break;
+      }
+      case schedule::ActionKind::B:
+        m.backward_input(a.microbatch, seg, input.data(), output.data());
+        break;
+      case schedule::ActionKind::BW:
+        m.backward(a.microbatch, seg, input.data(), output.data());
+        break;
+      case schedule::ActionKind::W:
+        m.backward_weight(a.microbatch, seg);
+        break;
+    }
+    const double t1 = monotonic_seconds();
+    device_.pad(t0, t1, poll_fn);
+    const double t2 = monotonic_seconds();
+    result.busy_seconds += t2 - t0;
+    result.finish_seconds = t2 - start;
+    if (record_events) {
+      trace::Event e;
+      e.rank = rank;
+      e.kind = trace::event_kind(a.kind);
+      e.microbatch = a.microbatch;
+      e.segment = a.segment;
+      e.chunk = a.chunk;
+      e.start = t0 - start;
+      e.end = t2 - start;
+      result.events.push_back(e);
+    }
+    input.reset();
+
+    if (s.output_message >= 0) {
+      const schedule::Message& msg = program_.lowered->messages[static_cast<std::size_t>(s.output_message)];
+      Sending out;
+      out.request = world_.isend(std::span<const float>(output.data(), output.size()),
+                                 msg.dst_rank, static_cast<int>(msg.tag));
+      out.buffer = std::move(output);
+      out.event = static_cast<std::size_t>(-1);
+      if (record_events) {
+        trace::Event e;
+        e.rank = rank;
+        e.kind = trace::EventKind::send;
+        e.microbatch = a.microbatch;
+        e.segment = a.segment;
+        e.chunk = a.chunk;
+        e.start = e.end = t2 - start;
+        e.peer = msg.dst_rank;
+        e.bytes = msg.bytes;
+        e.gradient = schedule::is_backward_input(a.kind);
+        out.event = result.events.size();
+        result.events.push_back(e);
+      }
+      st.sending.push_back(std::move(out));
+    } else if (s.output_local >= 0) {
+      st.local.emplace(s.output_local, std::move(output));
+    }
+    if (s.finishes_chunk) reducer_.start_chunk(a.chunk);
+  }
+
+  // Every send must complete before its buffer goes; keep the reductions moving meanwhile.
+  for (poll(); !st.sending.empty(); poll()) st.sending.front().request.wait();
+  if (!st.posted.empty() || !st.local.empty()) {
+    throw Error("rank " + std::to_string(rank) + ": step " + std::to_string(step) + " ended with " +
+                std::to_string(st.posted.size()) + " receives and " +
+                std::to_string(st.local.size()) + " local hand-offs unused (invalid schedule)");
+  }
+  st.data.clear();
+  st.result = nullptr;
+  return result;
+}
+
+}  // namespace plait::runtime

@@ -1,0 +1,83 @@
+#pragma once
+// Runs one rank's part of a training step: walks its compute actions in order (RankProgram),
+// and for each one posts the receives due (a window of `recv_lookahead` actions, lowering's
+// Message::post_op), waits for its input, runs the stage model (F, B, W or BW of a micro-batch
+// segment on one of its chunks), pads the action for an emulated slower device, and hands the
+// output on: a nonblocking send, or a local hand-off to its own next chunk. Sends complete
+// lazily (tested between actions; all waited for at the end of the step), so a rank never blocks
+// on a send, which is the validator's "receives posted ahead" semantics whatever the window.
+//
+// It contains no schedule-family logic: the order, the placement and the B/W split all come from
+// the action list. Memory: a unit's activations and K/V live in the StageModel (freed by its last
+// use, model/stage_model.h); receive and send buffers and local hand-offs are comm_buffers,
+// released as soon as the consuming action has run or the send has completed.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "plait/comm/communicator.h"
+#include "plait/data/batch_source.h"
+#include "plait/model/stage_model.h"
+#include "plait/model/tensor_pool.h"
+#include "plait/runtime/device_emulator.h"
+#include "plait/runtime/gradient_reducer.h"
+#include "plait/runtime/rank_program.h"
+#include "plait/trace/event.h"
+
+namespace plait::runtime {
+
+// A deliberate failure for the failure tests: on `rank` at `step`, after `after_actions` compute
+// actions, throw (the job must stop naming the rank) or SIGKILL the process.
+struct FailureInjection {
+  int rank = -1;  // -1: none
+  std::int64_t step = 0;
+  bool kill = false;
+};
+
+struct ExecutedStep {
+  double loss = 0;             // sum of this rank's units' scaled losses
+  double busy_seconds = 0;     // compute time including emulation padding
+  double finish_seconds = 0;   // end of the last compute action, from the step start
+  std::vector<trace::Event> events;  // compute actions and sends, times from the step start
+};
+
+class PipelineExecutor {
+ public:
+  // chunks[c]: the model of the rank's chunk c; buffers: the tracker charged for comm buffers.
+  PipelineExecutor(const PipelinePlan& plan, RankProgram program, comm::Communicator& world,
+                   std::vector<model::StageModel*> chunks, GradientReducer& reducer,
+                   MemoryTracker& buffers);
+  ~PipelineExecutor();
+
+  // Runs the rank's actions of step `step`; `start` is the step's time origin (monotonic
+  // seconds, taken after the step's barrier). Returns once every action has run and every send
+  // has completed; gradient reductions may still be in flight (GradientReducer::finish).
+  ExecutedStep run(std::int64_t step, const data::BatchSource& batches, double start,
+                   bool record_events, const FailureInjection& failure = {});
+
+  const RankProgram& program() const { return program_; }
+
+ private:
+  struct MicrobatchData;
+  struct Posted;
+  struct Sending;
+  const MicrobatchData& data_for(std::int64_t step, int microbatch, const data::BatchSource& batches);
+  void release_data(int microbatch);
+  void poll();
+  void post(std::int32_t message);
+  model::PooledBuffer take_input(const ComputeStep& s);
+
+  const PipelinePlan& plan_;
+  RankProgram program_;
+  comm::Communicator& world_;
+  std::vector<model::StageModel*> chunks_;
+  GradientReducer& reducer_;
+  model::TensorPool pool_;  // comm_buffers
+  DeviceEmulator device_;
+  // Per micro-batch: how many of this rank's forwards read its tokens or targets.
+  std::vector<int> data_uses_;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace plait::runtime

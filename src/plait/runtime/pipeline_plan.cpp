@@ -1,0 +1,165 @@
+#include "plait/runtime/pipeline_plan.h"
+
+#include <numeric>
+#include <string>
+
+#include "plait/core/error.h"
+#include "plait/schedule/replicate.h"
+#include "plait/schedule/schedule_family.h"
+#include "plait/schedule/schedule_text.h"
+#include "plait/schedule/validator.h"
+
+namespace plait::runtime {
+namespace {
+
+std::string where(const JobConfig& job, const std::string& field) {
+  return job.run.source + ": parallel." + field;
+}
+
+// Layers per virtual stage as even as possible, the first L % V stages taking one more
+// (the simulator's split_layers, so simulated and run layouts agree).
+std::vector<int> even_layers(const JobConfig& job, int vstages) {
+  const int layers = job.run.model.layers;
+  if (layers < vstages) {
+    throw Error(where(job, "layers") + ": cannot place " + std::to_string(layers) +
+                " layers on " + std::to_string(vstages) +
+                " virtual stages (each needs at least one); lower pp or chunks");
+  }
+  std::vector<int> split(static_cast<std::size_t>(vstages), layers / vstages);
+  for (int s = 0; s < layers % vstages; ++s) ++split[static_cast<std::size_t>(s)];
+  return split;
+}
+
+schedule::Schedule generated_schedule(const JobConfig& job, int segments) {
+  const ParallelConfig& p = job.parallel;
+  const schedule::ScheduleFamily* family = schedule::find_schedule_family(p.schedule);
+  if (family == nullptr) {
+    throw Error(where(job, "schedule") + ": unknown schedule '" + p.schedule + "'; expected one of " +
+                schedule::schedule_family_names());
+  }
+  schedule::PipelineShape shape;
+  shape.stages = p.pp;
+  shape.chunks = p.chunks > 0 ? p.chunks : (family->fixed_chunks > 0 ? family->fixed_chunks : 2);
+  shape.microbatches = job.run.train.microbatches;
+  shape.segments = segments;
+  if (const std::string reason = schedule::unsupported_reason(*family, shape); !reason.empty()) {
+    throw Error(where(job, "schedule") + ": " + reason);
+  }
+  return schedule::replicate(schedule::generate_schedule(*family, shape), p.dp);
+}
+
+schedule::Schedule explicit_schedule(const JobConfig& job, int segments) {
+  const ParallelConfig& p = job.parallel;
+  schedule::Schedule s;
+  s.layout.rank_vstages.reserve(p.rank_vstages.size());
+  for (const auto& stages : p.rank_vstages) s.layout.rank_vstages.emplace_back(stages.begin(), stages.end());
+  s.layout.num_vstages = static_cast<std::int32_t>(p.layers.size());
+  s.layout.num_microbatches = job.run.train.microbatches;
+  s.layout.num_segments = segments;
+  for (std::size_t r = 0; r < p.schedule_text.size(); ++r) {
+    const std::string& text = p.schedule_text[r];
+    const std::string field = "schedule_text[" + std::to_string(r) + "]";
+    if (text.find_first_not_of(" \t") == std::string::npos || text == "-") {
+      s.ranks.emplace_back();
+      continue;
+    }
+    if (text.find('\n') != std::string::npos) {
+      throw Error(where(job, field) + ": expected one line of actions for rank " +
+                  std::to_string(r) + " (no newlines)");
+    }
+    // The text form of one rank (docs/schedules.md); errors name line and column in the string.
+    schedule::Schedule one = schedule::parse_schedule(text, where(job, field));
+    s.ranks.push_back(std::move(one.ranks.front()));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<int> PipelinePlan::holders(int vstage) const {
+  std::vector<int> ranks;
+  for (int r = 0; r < num_ranks(); ++r) {
+    for (std::int32_t v : schedule.layout.rank_vstages[static_cast<std::size_t>(r)]) {
+      if (v == vstage) ranks.push_back(r);
+    }
+  }
+  return ranks;
+}
+
+std::string PipelinePlan::rank_label(int rank) const {
+  const auto& stages = schedule.layout.rank_vstages[static_cast<std::size_t>(rank)];
+  std::string label = "rank " + std::to_string(rank) + (stages.size() > 1 ? ": stages " : ": stage ");
+  for (std::size_t c = 0; c < stages.size(); ++c) {
+    label += (c ? ", " : "") + std::to_string(stages[c]);
+  }
+  const DeviceEmulation& d = devices[static_cast<std::size_t>(rank)];
+  if (d.slowdown != 1.0 || d.type != "host") {
+    char text[64];
+    std::snprintf(text, sizeof text, " (%s, x%.2g)", d.type.c_str(), d.slowdown);
+    label += text;
+  }
+  return label;
+}
+
+PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
+  const ParallelConfig& p = job.parallel;
+  if (p.world_size() != world_size) {
+    throw Error(where(job, p.form == ParallelConfig::Form::generated ? "pp" : "rank_vstages") +
+                ": the layout needs " + std::to_string(p.world_size()) + " ranks" +
+                (p.form == ParallelConfig::Form::generated
+                     ? " (pp " + std::to_string(p.pp) + " x dp " + std::to_string(p.dp) + ")"
+                     : "") +
+                " but the job has " + std::to_string(world_size) +
+                " (start it with mpirun -np " + std::to_string(p.world_size()) + ")");
+  }
+  PipelinePlan plan;
+  const TrainConfig train = job.global_train();
+  plan.model = job.run.model;
+  plan.microbatch_size = train.microbatch_size;
+  plan.seq = train.seq;
+  plan.segments = train.segments();
+  const int k = static_cast<int>(plan.segments.size());
+
+  if (p.form == ParallelConfig::Form::generated) {
+    plan.schedule = generated_schedule(job, k);
+    plan.schedule_name = p.schedule;
+  } else {
+    plan.schedule = explicit_schedule(job, k);
+    plan.schedule_name = p.schedule_name;
+  }
+  const int vstages = plan.schedule.layout.num_vstages;
+  plan.vstage_layers = p.layers.empty() ? even_layers(job, vstages) : p.layers;
+  if (static_cast<int>(plan.vstage_layers.size()) != vstages) {
+    throw Error(where(job, "layers") + ": expected one layer count per virtual stage (" +
+                std::to_string(vstages) + "), found " + std::to_string(plan.vstage_layers.size()));
+  }
+  const int total = std::accumulate(plan.vstage_layers.begin(), plan.vstage_layers.end(), 0);
+  if (total != plan.model.layers) {
+    throw Error(where(job, "layers") + ": the layers per virtual stage sum to " +
+                std::to_string(total) + ", expected model.layers " + std::to_string(plan.model.layers));
+  }
+  int first = 0;
+  for (int v = 0; v < vstages; ++v) {
+    const int n = plan.vstage_layers[static_cast<std::size_t>(v)];
+    const model::StageSpec spec{first, first + n, v == 0, v == vstages - 1};
+    if (spec.layer_count() == 0 && !spec.has_embedding && !spec.has_head) {
+      throw Error(where(job, "layers") + ": virtual stage " + std::to_string(v) +
+                  " has no layers (only the first and last stage may, holding the embedding or head)");
+    }
+    plan.vstage_specs.push_back(spec);
+    first += n;
+  }
+  plan.devices = p.devices.empty() ? std::vector<DeviceEmulation>(static_cast<std::size_t>(world_size))
+                                   : p.devices;
+
+  // Every rule of docs/schedules.md, including the deadlock check with receives posted ahead:
+  // the executor never blocks on a send (nonblocking sends, completed lazily), which is exactly
+  // the validator's "ahead" semantics whatever window of receives it keeps posted.
+  if (const auto violation = schedule::validate(plan.schedule)) {
+    throw Error(where(job, p.form == ParallelConfig::Form::generated ? "schedule" : "schedule_text") +
+                ": " + schedule::summary(plan.schedule, *violation));
+  }
+  return plan;
+}
+
+}  // namespace plait::runtime

@@ -1,0 +1,50 @@
+#pragma once
+// What a parallel job runs, resolved from its config before anything executes: the schedule (a
+// generated family replicated over data-parallel replicas, or the explicit per-rank lists), the
+// layers of every virtual stage (the embedding on virtual stage 0, the final norm + LM head +
+// loss on the last), the sequence segments, and each rank's emulated device. The schedule is
+// validated here (schedule::validate), so a plan that exists can run.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plait/model/gpt_config.h"
+#include "plait/model/segment.h"
+#include "plait/model/stage_spec.h"
+#include "plait/runtime/parallel_config.h"
+#include "plait/schedule/schedule.h"
+
+namespace plait::runtime {
+
+struct PipelinePlan {
+  std::string schedule_name;   // "seq1f1b", or the explicit form's schedule_name
+  schedule::Schedule schedule; // micro-batch ids are global (0 .. global_microbatches-1)
+  model::GPTConfig model;
+  std::vector<int> vstage_layers;
+  std::vector<model::StageSpec> vstage_specs;
+  std::vector<model::Segment> segments;
+  int microbatch_size = 1;
+  int seq = 0;
+  std::vector<DeviceEmulation> devices;  // one per rank (defaults when the config has none)
+
+  int num_ranks() const { return schedule.num_ranks(); }
+  int num_vstages() const { return static_cast<int>(vstage_layers.size()); }
+  int global_microbatches() const { return schedule.layout.num_microbatches; }
+  // Tokens in the global batch: the denominator of every unit's loss scale.
+  std::int64_t global_tokens() const {
+    return std::int64_t{global_microbatches()} * microbatch_size * seq;
+  }
+  // The ranks holding virtual stage `vstage`, ascending.
+  std::vector<int> holders(int vstage) const;
+  // The tied "wte" lives in two different virtual stages (embedding and head apart).
+  bool wte_split() const { return model.tie_embeddings && num_vstages() > 1; }
+  // "rank 3: stages 3, 4" style row labels for timelines.
+  std::string rank_label(int rank) const;
+};
+
+// Builds and validates the plan for a job on `world_size` ranks. Every problem is one
+// plait::Error line: a world size other than the layout's, a family that cannot produce the
+// shape, a layer split that does not add up, an invalid schedule (the validator's summary).
+PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size);
+
+}  // namespace plait::runtime

@@ -1,0 +1,107 @@
+#include "plait/runtime/rank_program.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "plait/core/error.h"
+
+namespace plait::runtime {
+
+schedule::LoweredSchedule lower_plan(const PipelinePlan& plan, std::int32_t recv_lookahead) {
+  schedule::LowerOptions options;
+  options.recv_lookahead = recv_lookahead;
+  const std::int64_t row = std::int64_t{plan.microbatch_size} * plan.model.hidden;
+  const std::vector<model::Segment> segments = plan.segments;
+  // fp32 activations and gradients: batch * segment length * hidden floats.
+  options.message_bytes = [row, segments](const schedule::MessageKey& key) {
+    return row * segments[static_cast<std::size_t>(key.segment)].length *
+           static_cast<std::int64_t>(sizeof(float));
+  };
+  return schedule::lower(plan.schedule, options);
+}
+
+RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredSchedule& lowered,
+                              int rank, std::int64_t max_tag) {
+  const schedule::Schedule& s = plan.schedule;
+  const std::int32_t V = s.layout.num_vstages;
+  const std::int32_t k = s.layout.num_segments;
+  RankProgram program;
+  program.rank = rank;
+  program.lowered = &lowered;
+
+  // This rank's messages by tag (a tag names the payload, micro-batch, segment and boundary).
+  std::unordered_map<std::int64_t, std::int32_t> receives, sends;
+  for (std::size_t id = 0; id < lowered.messages.size(); ++id) {
+    const schedule::Message& m = lowered.messages[id];
+    if (m.tag > max_tag) {
+      throw Error("the schedule needs message tags up to " + std::to_string(m.tag) +
+                  " but the transport allows " + std::to_string(max_tag) +
+                  " (fewer micro-batches, segments or stages per step)");
+    }
+    if (m.dst_rank == rank) receives.emplace(m.tag, static_cast<std::int32_t>(id));
+    if (m.src_rank == rank) sends.emplace(m.tag, static_cast<std::int32_t>(id));
+  }
+
+  const auto& actions = s.ranks[static_cast<std::size_t>(rank)];
+  const std::int64_t row = std::int64_t{plan.microbatch_size} * plan.model.hidden;
+  program.steps.resize(actions.size());
+  program.posts.resize(actions.size());
+  // Post positions come from the lowering (Message::post_op, an op index): translate them to
+  // compute-step indices of this rank's program.
+  std::vector<std::int32_t> compute_of_op(lowered.programs[static_cast<std::size_t>(rank)].size(), 0);
+  {
+    std::int32_t compute = 0;
+    const auto& ops = lowered.programs[static_cast<std::size_t>(rank)];
+    for (std::size_t op = 0; op < ops.size(); ++op) {
+      compute_of_op[op] = compute;
+      if (ops[op].kind == schedule::OpKind::compute) ++compute;
+    }
+  }
+
+  std::vector<std::int32_t> last_weight(static_cast<std::size_t>(s.layout.num_chunks(rank)), -1);
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    const schedule::Action& a = actions[i];
+    ComputeStep& step = program.steps[i];
+    step.action = a;
+    step.vstage = s.layout.vstage(rank, a.chunk);
+    const std::int64_t floats = row * plan.segments[static_cast<std::size_t>(a.segment)].length;
+    const bool forward = a.kind == schedule::ActionKind::F;
+    const bool backward_input = schedule::is_backward_input(a.kind);
+
+    auto resolve_input = [&](schedule::Payload payload, std::int32_t boundary) {
+      const std::int64_t tag = schedule::message_tag({payload, a.microbatch, a.segment, boundary}, k, V);
+      step.input_floats = floats;
+      if (auto it = receives.find(tag); it != receives.end()) {
+        step.input_message = it->second;
+        const schedule::Message& m = lowered.messages[static_cast<std::size_t>(it->second)];
+        program.posts[static_cast<std::size_t>(compute_of_op[static_cast<std::size_t>(m.post_op)])]
+            .push_back(it->second);
+      } else {
+        step.input_local = tag;  // produced by this rank's own earlier action (validated)
+      }
+    };
+    auto resolve_output = [&](schedule::Payload payload, std::int32_t boundary) {
+      const std::int64_t tag = schedule::message_tag({payload, a.microbatch, a.segment, boundary}, k, V);
+      step.output_floats = floats;
+      if (auto it = sends.find(tag); it != sends.end()) {
+        step.output_message = it->second;
+      } else {
+        step.output_local = tag;
+      }
+    };
+    if (forward && step.vstage > 0) resolve_input(schedule::Payload::activation, step.vstage - 1);
+    if (backward_input && step.vstage < V - 1) resolve_input(schedule::Payload::gradient, step.vstage);
+    if (forward && step.vstage < V - 1) resolve_output(schedule::Payload::activation, step.vstage);
+    if (backward_input && step.vstage > 0) resolve_output(schedule::Payload::gradient, step.vstage - 1);
+    if (a.kind == schedule::ActionKind::W || a.kind == schedule::ActionKind::BW) {
+      last_weight[static_cast<std::size_t>(a.chunk)] = static_cast<std::int32_t>(i);
+    }
+  }
+  for (std::int32_t i : last_weight) {
+    if (i >= 0) program.steps[static_cast<std::size_t>(i)].finishes_chunk = true;
+  }
+  return program;
+}
+
+}  // namespace plait::runtime

@@ -1,0 +1,58 @@
+#pragma once
+// A tiny job for the multi-rank runtime tests: an 8-layer, 32-wide GPT on 16-token sequences
+// (so a step takes milliseconds even with 8 ranks on 2 cores), random tokens, and the
+// single-process reference (runtime::LocalTrainer) on the same global batch.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plait/data/batch_loader.h"
+#include "plait/runtime/parallel_config.h"
+
+namespace plait::runtime::test {
+
+inline JobConfig tiny_job(const std::string& schedule, int pp, int dp, int microbatches,
+                          int segments) {
+  JobConfig job;
+  job.run.source = "tiny-job";
+  job.run.model = {8, 32, 4, 64, 32, true};
+  TrainConfig& t = job.run.train;
+  t.steps = 3;
+  t.seq = 16;
+  t.microbatch_size = 2;
+  t.microbatches = microbatches;
+  t.lr = 1e-2;
+  t.min_lr = 1e-3;
+  t.warmup_steps = 1;
+  t.weight_decay = 0.1;
+  t.grad_clip = 1.0;
+  t.seed = 7;
+  t.eps = 1e-3;  // why: equivalence_test.cpp's header
+  if (segments > 1) {
+    for (const model::Segment& s : model::even_segments(t.seq, segments)) {
+      t.segment_lengths.push_back(s.length);
+    }
+    job.segments_from_count = true;
+  }
+  job.parallel.schedule = schedule;
+  job.parallel.pp = pp;
+  job.parallel.dp = dp;
+  return job;
+}
+
+// A random token stream and a loader over it for `microbatches` global micro-batches per step.
+struct TinyData {
+  explicit TinyData(int vocab, std::uint64_t seed = 11) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> dist(0, vocab - 1);
+    tokens.resize(4096);
+    for (auto& t : tokens) t = static_cast<std::uint16_t>(dist(rng));
+  }
+  data::BatchLoader loader(const TrainConfig& global) const {
+    return data::BatchLoader(tokens, global.seq, global.microbatch_size, global.microbatches, 5);
+  }
+  std::vector<std::uint16_t> tokens;
+};
+
+}  // namespace plait::runtime::test
