@@ -125,8 +125,8 @@ void run_bench(BenchArgs args) {
       6.0 * m.layers * m.hidden * static_cast<double>(args.seq) * (args.seq + 1.0) * sequences;
   const double step_flops = matmul_flops + attention_flops;
 
-  std::printf("plait bench engine: L=%d C=%d H=%d V=%d seq=%d, micro-batch %d x %d, %d segment(s), "
-              "fp32, %d thread(s), OpenBLAS %s\n",
+  std::printf("plait bench engine: L=%d C=%d H=%d V=%d seq=%d, %d micro-batch(es) of %d sequences, "
+              "%d segment(s), fp32, %d thread(s), OpenBLAS %s\n",
               m.layers, m.hidden, m.heads, m.vocab, args.seq, args.microbatches, args.batch,
               args.segments, threads, openblas_get_corename());
   std::printf("  parameters %.0f (%.2fM); per step: %.0f tokens, 6*params*tokens = %.1f GFLOP, "

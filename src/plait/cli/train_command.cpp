@@ -113,7 +113,8 @@ void register_train(CLI::App& app) {
       "in a couple of minutes on 2 cores (configs/default.json).");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config,
-                  "JSON file with sections model, train and data (docs/config.md)");
+                  "JSON file with sections model, train and data (docs/config.md)")
+      ->type_name("FILE");
   cmd->add_option("--steps", args->steps, "Override train.steps (for a quick look)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", args->threads,
@@ -121,7 +122,8 @@ void register_train(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Memory capacity for the accounting (e.g. 512MiB, 2GiB): exceeding it is an\n"
-                  "out-of-memory error naming the category, as on a device of that size");
+                  "out-of-memory error naming the category, as on a device of that size")
+      ->type_name("SIZE");
   cmd->callback([args] { run_train(*args); });
 }
 
