@@ -106,7 +106,9 @@ TEST_F(TrainCommand, MemoryLimitGivesTheOutOfMemoryError) {
   const fs::path file = write("ok.json", config(kModel, kTrain));
   const Result r = run("train --config " + file.string() + " --memory-limit 200KiB");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("plait: error: out of memory: allocating"), std::string::npos) << r.err;
+  // The error says where: the step, the action and the stage whose allocation failed.
+  EXPECT_EQ(r.err.rfind("plait: error: step 0, ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(" on stage 0: out of memory: allocating"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("capacity"), std::string::npos) << r.err;
 }
 

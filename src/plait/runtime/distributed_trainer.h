@@ -66,6 +66,8 @@ class DistributedTrainer {
   ~DistributedTrainer();
 
   DistributedStepResult step(std::int64_t step, const data::BatchSource& batches);
+  // Whether the next steps record their timed events (DistributedStepResult::events).
+  void set_record_events(bool on) { options_.record_events = on; }
 
   int rank() const { return rank_; }
   const PipelinePlan& plan() const { return plan_; }

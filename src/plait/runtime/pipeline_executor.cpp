@@ -75,6 +75,10 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
 
 PipelineExecutor::~PipelineExecutor() = default;
 
+std::string PipelineExecutor::action_text(const schedule::Action& a) const {
+  return schedule::to_string(a, plan_.schedule.layout.max_chunks() > 1);
+}
+
 const PipelineExecutor::MicrobatchData& PipelineExecutor::data_for(std::int64_t step, int mb,
                                                                    const data::BatchSource& batches) {
   auto [it, fresh] = state_->data.try_emplace(mb);
@@ -133,7 +137,7 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
     auto it = state_->local.find(s.input_local);
     if (it == state_->local.end()) {
       throw Error("rank " + std::to_string(program_.rank) + ": " +
-                  schedule::to_string(s.action, true) +
+                  action_text(s.action) +
                   " needs a local input that no earlier action produced (invalid schedule)");
     }
     model::PooledBuffer buffer = std::move(it->second);
@@ -141,6 +145,54 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
     return buffer;
   }
   return {};
+}
+
+double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
+                                 const data::BatchSource& batches, const float* input, float* output) {
+  const schedule::Action& a = s.action;
+  model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
+  const model::Segment& seg = plan_.segments[static_cast<std::size_t>(a.segment)];
+  const int rows = plan_.microbatch_size, seq = plan_.seq;
+  State& st = *state_;
+  switch (a.kind) {
+    case schedule::ActionKind::F: {
+      const model::StageSpec& spec = m.spec();
+      const std::int32_t* tokens = nullptr;
+      const std::int32_t* targets = nullptr;
+      if (spec.has_embedding || spec.has_head) {
+        const MicrobatchData& d = data_for(step, a.microbatch, batches);
+        if (spec.has_embedding) {
+          gather_columns(d.inputs, rows, seq, seg, st.seg_tokens);
+          tokens = st.seg_tokens.data();
+        }
+        if (spec.has_head) {
+          gather_columns(d.targets, rows, seq, seg, st.seg_targets);
+          targets = st.seg_targets.data();
+        }
+      }
+      double loss = 0;
+      if (spec.has_head) {
+        // Every unit's loss is scaled by 1 / (tokens in the global batch), so the units' returns
+        // over all ranks add up to the global mean (parallel contract).
+        loss = m.forward_loss(a.microbatch, rows, seg, input, tokens, targets,
+                              1.0 / static_cast<double>(plan_.global_tokens()));
+      } else {
+        m.forward(a.microbatch, rows, seg, input, tokens, output);
+      }
+      if (spec.has_embedding || spec.has_head) release_data(a.microbatch);
+      return loss;
+    }
+    case schedule::ActionKind::B:
+      m.backward_input(a.microbatch, seg, input, output);
+      return 0;
+    case schedule::ActionKind::BW:
+      m.backward(a.microbatch, seg, input, output);
+      return 0;
+    case schedule::ActionKind::W:
+      m.backward_weight(a.microbatch, seg);
+      return 0;
+  }
+  return 0;
 }
 
 ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& batches,
@@ -152,8 +204,6 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   st.record = record_events;
   st.start = start;
   const int rank = program_.rank;
-  const int rows = plan_.microbatch_size, seq = plan_.seq;
-  const double loss_scale = 1.0 / static_cast<double>(plan_.global_tokens());
   const bool inject = failure.rank == rank && failure.step == step;
   const std::size_t fail_at = program_.steps.size() / 2;
   const auto poll_fn = [this] { poll(); };
@@ -163,7 +213,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     if (inject && i == fail_at) {
       if (failure.kill) std::raise(SIGKILL);
       throw Error("step " + std::to_string(step) + ": injected failure before action " +
-                  std::to_string(i) + " (" + schedule::to_string(s.action, true) + ")");
+                  std::to_string(i) + " (" + action_text(s.action) + ")");
     }
     poll();
     for (std::int32_t id : program_.posts[i]) {
@@ -176,43 +226,15 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     }
 
     const schedule::Action& a = s.action;
-    model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
-    const model::Segment& seg = plan_.segments[static_cast<std::size_t>(a.segment)];
     const double t0 = monotonic_seconds();
-    switch (a.kind) {
-      case schedule::ActionKind::F: {
-        const model::StageSpec& spec = m.spec();
-        const std::int32_t* tokens = nullptr;
-        const std::int32_t* targets = nullptr;
-        if (spec.has_embedding || spec.has_head) {
-          const MicrobatchData& d = data_for(step, a.microbatch, batches);
-          if (spec.has_embedding) {
-            gather_columns(d.inputs, rows, seq, seg, st.seg_tokens);
-            tokens = st.seg_tokens.data();
-          }
-          if (spec.has_head) {
-            gather_columns(d.targets, rows, seq, seg, st.seg_targets);
-            targets = st.seg_targets.data();
-          }
-        }
-        if (spec.has_head) {
-          result.loss += m.forward_loss(a.microbatch, rows, seg, input.data(), tokens, targets,
-                                        loss_scale);
-        } else {
-          m.forward(a.microbatch, rows, seg, input.data(), tokens, output.data());
-        }
-        if (spec.has_embedding || spec.has_head) release_data(a.microbatch);
-        break;
-      }
-      case schedule::ActionKind::B:
-        m.backward_input(a.microbatch, seg, input.data(), output.data());
-        break;
-      case schedule::ActionKind::BW:
-        m.backward(a.microbatch, seg, input.data(), output.data());
-        break;
-      case schedule::ActionKind::W:
-        m.backward_weight(a.microbatch, seg);
-        break;
+    try {
+      result.loss += compute(step, s, batches, input.data(), output.data());
+    } catch (const std::exception& e) {
+      // Where it happened: the step, the action and the stage (e.g. an emulated device's
+      // memory running out in the middle of a step).
+      throw Error("step " + std::to_string(step) + ", " +
+                  action_text(a) + " on stage " +
+                  std::to_string(s.vstage) + ": " + e.what());
     }
     const double t1 = monotonic_seconds();
     device_.pad(t0, t1, poll_fn);

@@ -13,6 +13,7 @@
 // released as soon as the consuming action has run or the send has completed.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "plait/comm/communicator.h"
@@ -66,6 +67,11 @@ class PipelineExecutor {
   void poll();
   void post(std::int32_t message);
   model::PooledBuffer take_input(const ComputeStep& s);
+  // "F3.1" (with "c<chunk>" when some rank holds several chunks), for messages.
+  std::string action_text(const schedule::Action& a) const;
+  // Runs one compute action on its chunk's model; returns its scaled loss (head stage F) or 0.
+  double compute(std::int64_t step, const ComputeStep& s, const data::BatchSource& batches,
+                 const float* input, float* output);
 
   const PipelinePlan& plan_;
   RankProgram program_;

@@ -1,0 +1,88 @@
+#include "plait/cli/parallel_flags.h"
+
+#include "plait/core/error.h"
+#include "plait/schedule/schedule_family.h"
+
+namespace plait::cli {
+
+void add_parallel_flags(CLI::App* cmd, ParallelFlags& f) {
+  cmd->add_option("--schedule", f.schedule,
+                  "Schedule family (overrides parallel.schedule): " +
+                      schedule::schedule_family_names())
+      ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--pp", f.pp, "Pipeline ranks per replica (parallel.pp)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("INT")
+      ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--dp", f.dp, "Data-parallel replicas (parallel.dp); world size = pp x dp")
+      ->check(CLI::PositiveNumber)
+      ->type_name("INT")
+      ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--chunks", f.chunks,
+                  "Model chunks per rank v for interleaved and seq1f1b-i (parallel.chunks;\n"
+                  "zb-v always uses 2, the others 1)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("INT")
+      ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--microbatches", f.microbatches,
+                  "Micro-batches per step m of each replica (train.microbatches)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("INT")
+      ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--segments", f.segments,
+                  "Sequence segments k per micro-batch (train.segments as a count); k > 1 needs a\n"
+                  "sequence-level schedule: seq1f1b, seq1f1b-i or seq-zb")
+      ->check(CLI::PositiveNumber)
+      ->type_name("INT")
+      ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--split", f.split,
+                  "Segment lengths: even, or flops (equal forward FLOPs per segment, Seq1F1B's\n"
+                  "computation-wise partition) (parallel.split)")
+      ->check(CLI::IsMember({"even", "flops"}))
+      ->group("Layout (override the config's parallel section)");
+}
+
+void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
+  runtime::ParallelConfig& p = job.parallel;
+  const bool layout_flags = f.pp > 0 || f.dp > 0 || f.chunks > 0 || !f.schedule.empty() || !f.split.empty();
+  if (layout_flags && p.form == runtime::ParallelConfig::Form::explicit_layout) {
+    throw Error(job.run.source + ": parallel: the section is in the explicit form (rank_vstages, "
+                "schedule_text); --pp, --dp, --schedule, --chunks and --split apply to the generated form");
+  }
+  if (!f.schedule.empty()) {
+    if (schedule::find_schedule_family(f.schedule) == nullptr) {
+      throw Error("--schedule: unknown schedule '" + f.schedule + "'; expected one of " +
+                  schedule::schedule_family_names());
+    }
+    p.schedule = f.schedule;
+  }
+  if (f.pp > 0) p.pp = f.pp;
+  if (f.dp > 0) p.dp = f.dp;
+  if (f.chunks > 0) p.chunks = f.chunks;
+  if (f.microbatches > 0) job.run.train.microbatches = f.microbatches;
+  if (f.segments > 0) {
+    if (f.segments > job.run.train.seq) {
+      throw Error("--segments: " + std::to_string(f.segments) + " segments of a " +
+                  std::to_string(job.run.train.seq) + "-token sequence");
+    }
+    job.run.train.segment_lengths.clear();
+    if (f.segments > 1) {
+      for (const model::Segment& s : model::even_segments(job.run.train.seq, f.segments)) {
+        job.run.train.segment_lengths.push_back(s.length);
+      }
+    }
+    job.segments_from_count = true;
+  }
+  if (!f.split.empty()) {
+    if (!job.segments_from_count && !job.run.train.segment_lengths.empty()) {
+      throw Error("--split: train.segments gives explicit lengths; give --segments K to re-cut");
+    }
+    p.split = f.split;
+  }
+  if (!p.devices.empty() && static_cast<int>(p.devices.size()) != p.world_size()) {
+    throw Error("--pp/--dp: " + std::to_string(p.world_size()) + " ranks, but parallel.devices lists " +
+                std::to_string(p.devices.size()));
+  }
+}
+
+}  // namespace plait::cli

@@ -1,0 +1,24 @@
+#pragma once
+// The layout and schedule flags `plait train`, `plait profile` and `plait bench runtime` share
+// with `plait sim` (same names): --pp, --dp, --schedule, --chunks, --microbatches, --segments,
+// --split. Given flags override the config's "parallel" and "train" sections (the generated form
+// of docs/config.md; an explicit-form config cannot be combined with layout flags).
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "plait/runtime/parallel_config.h"
+
+namespace plait::cli {
+
+struct ParallelFlags {
+  int pp = 0, dp = 0, chunks = 0, microbatches = 0, segments = 0;
+  std::string schedule, split;
+};
+
+void add_parallel_flags(CLI::App* cmd, ParallelFlags& flags);
+
+// Applies the flags that were given; errors name the flag.
+void apply_parallel_flags(const ParallelFlags& flags, runtime::JobConfig& job);
+
+}  // namespace plait::cli

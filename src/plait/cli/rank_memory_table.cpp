@@ -1,0 +1,28 @@
+#include "plait/cli/rank_memory_table.h"
+
+#include <string>
+
+namespace plait::cli {
+
+void print_rank_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
+                             const std::vector<MemoryReport>& reports) {
+  std::fprintf(out, "peak memory by rank and category (measured; total = peak of the sum):\n");
+  std::fprintf(out, "  %-5s %-8s", "rank", "stages");
+  for (std::string_view name : kMemoryCategoryNames) std::fprintf(out, " %15s", std::string(name).c_str());
+  std::fprintf(out, " %12s  %s\n", "total", "capacity");
+  for (std::size_t r = 0; r < reports.size(); ++r) {
+    std::string stages;
+    for (std::int32_t v : plan.schedule.layout.rank_vstages[r]) {
+      stages += (stages.empty() ? "" : ",") + std::to_string(v);
+    }
+    std::fprintf(out, "  %-5zu %-8s", r, stages.c_str());
+    for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+      std::fprintf(out, " %15s", format_bytes(reports[r].peak[c]).c_str());
+    }
+    const auto& capacity = plan.devices[r].memory_bytes;
+    std::fprintf(out, " %12s  %s\n", format_bytes(reports[r].peak_total).c_str(),
+                 capacity ? format_bytes(*capacity).c_str() : "-");
+  }
+}
+
+}  // namespace plait::cli

@@ -1,0 +1,112 @@
+#include "plait/runtime/unit_profiler.h"
+
+#include <algorithm>
+#include <random>
+
+#include "plait/core/memory_tracker.h"
+#include "plait/core/monotonic_clock.h"
+#include "plait/model/stage_model.h"
+
+namespace plait::runtime {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+enum class Probe { layers, embedding, head };
+
+// Times F, B and W of every segment of a stage of the given kind, `repeats` times after a
+// warm-up, and returns the medians per segment (divided by `divide`, the probe's layer count).
+std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, int layers, int batch,
+                                  const std::vector<model::Segment>& segments, int repeats) {
+  model::StageSpec spec;
+  if (probe == Probe::layers) spec = {0, layers, false, false};
+  if (probe == Probe::embedding) spec = {0, 0, true, false};
+  if (probe == Probe::head) spec = {config.layers, config.layers, false, true};
+  MemoryTracker tracker;
+  model::StageModel stage(config, spec, tracker);
+  stage.init_parameters(1);
+
+  int seq = 0;
+  for (const model::Segment& s : segments) seq = std::max(seq, s.end());
+  const std::size_t rows = static_cast<std::size_t>(batch) * seq;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> token(0, config.vocab - 1);
+  std::vector<float> in(rows * config.hidden), out(in.size()), grad(in.size()), grad_in(in.size());
+  for (float& x : in) x = normal(rng);
+  for (float& x : grad) x = 1e-3f * normal(rng);
+  std::vector<std::int32_t> tokens(rows), targets(rows);
+  for (auto& t : tokens) t = token(rng);
+  for (auto& t : targets) t = token(rng);
+
+  const std::size_t k = segments.size();
+  std::vector<std::vector<double>> f(k), b(k), w(k);
+  for (int r = 0; r <= repeats; ++r) {
+    for (std::size_t j = 0; j < k; ++j) {
+      const model::Segment& s = segments[j];
+      // Each segment reads its own columns; positions are what matters for the cost, and the
+      // buffers are large enough for any segment (rows of batch * length).
+      const double t0 = monotonic_seconds();
+      if (probe == Probe::head) {
+        stage.forward_loss(r, batch, s, in.data(), nullptr, targets.data(), 1e-3);
+      } else {
+        stage.forward(r, batch, s, probe == Probe::embedding ? nullptr : in.data(),
+                      probe == Probe::embedding ? tokens.data() : nullptr, out.data());
+      }
+      if (r > 0) f[j].push_back(monotonic_seconds() - t0);
+    }
+    for (std::size_t j = k; j-- > 0;) {
+      const double t0 = monotonic_seconds();
+      stage.backward_input(r, segments[j], probe == Probe::head ? nullptr : grad.data(),
+                           probe == Probe::embedding ? nullptr : grad_in.data());
+      if (r > 0) b[j].push_back(monotonic_seconds() - t0);
+    }
+    for (std::size_t j = k; j-- > 0;) {
+      const double t0 = monotonic_seconds();
+      stage.backward_weight(r, segments[j]);
+      if (r > 0) w[j].push_back(monotonic_seconds() - t0);
+    }
+  }
+  const double divide = probe == Probe::layers ? layers : 1;
+  std::vector<UnitTimes> times(k);
+  for (std::size_t j = 0; j < k; ++j) {
+    times[j] = {median(f[j]) / divide, median(b[j]) / divide, median(w[j]) / divide};
+  }
+  return times;
+}
+
+}  // namespace
+
+SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_size,
+                                const std::vector<model::Segment>& segments,
+                                const ProfileOptions& options) {
+  SegmentProfile p;
+  p.model = model;
+  p.microbatch_size = microbatch_size;
+  p.segments = segments;
+  const int layers = std::max(1, std::min(options.probe_layers, model.layers));
+  p.layer = time_stage(model, Probe::layers, layers, microbatch_size, segments, options.repeats);
+  p.embedding = time_stage(model, Probe::embedding, 0, microbatch_size, segments, options.repeats);
+  p.head = time_stage(model, Probe::head, 0, microbatch_size, segments, options.repeats);
+  return p;
+}
+
+BatchProfile profile_batches(const model::GPTConfig& model, int seq, int max_batch,
+                             const ProfileOptions& options) {
+  BatchProfile p;
+  p.seq = seq;
+  const std::vector<model::Segment> whole = {{0, 0, seq}};
+  const int layers = std::max(1, std::min(options.probe_layers, model.layers));
+  for (int b = 1; b <= max_batch; ++b) {
+    p.layer.push_back(time_stage(model, Probe::layers, layers, b, whole, options.repeats)[0]);
+    p.embedding.push_back(time_stage(model, Probe::embedding, 0, b, whole, options.repeats)[0]);
+    p.head.push_back(time_stage(model, Probe::head, 0, b, whole, options.repeats)[0]);
+  }
+  return p;
+}
+
+}  // namespace plait::runtime

@@ -1,0 +1,53 @@
+#pragma once
+// Measures how long the engine takes for each piece of a pipeline unit on this machine, with the
+// threads the caller has set (the runtime runs one OpenMP thread per rank when ranks share a
+// host), by running real StageModels on random data:
+//   - one transformer layer, the embedding, and the head (final LayerNorm + LM head + loss), each
+//     for every segment of a sequence partition (attention cost depends on the segment's prefix,
+//     so it is MEASURED per segment, not modelled), split into F, B and W;
+//   - one layer's F and B+W for whole sequences at micro-batch sizes 1..N, the samples of a
+//     Zorse-shaped latency table (sim/latency_table.h), with the head and embedding alike.
+// Each time is the median of `repeats` runs after one warm-up run. A layer's time is the time of
+// a probe stage of `probe_layers` layers divided by that count (one stage call per unit, as the
+// runtime makes them).
+#include <vector>
+
+#include "plait/model/gpt_config.h"
+#include "plait/model/segment.h"
+
+namespace plait::runtime {
+
+struct UnitTimes {
+  double forward = 0;          // seconds
+  double backward_input = 0;   // B
+  double backward_weight = 0;  // W
+  double backward() const { return backward_input + backward_weight; }
+};
+
+// Per segment (index = segment): one layer, the embedding, the head.
+struct SegmentProfile {
+  model::GPTConfig model;
+  int microbatch_size = 1;
+  std::vector<model::Segment> segments;
+  std::vector<UnitTimes> layer, embedding, head;
+};
+
+struct ProfileOptions {
+  int repeats = 5;
+  int probe_layers = 2;
+};
+
+SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_size,
+                                const std::vector<model::Segment>& segments,
+                                const ProfileOptions& options = {});
+
+// Whole sequences of `seq` tokens at micro-batch sizes 1..max_batch.
+struct BatchProfile {
+  int seq = 0;
+  std::vector<UnitTimes> layer, embedding, head;  // index b-1
+};
+
+BatchProfile profile_batches(const model::GPTConfig& model, int seq, int max_batch,
+                             const ProfileOptions& options = {});
+
+}  // namespace plait::runtime
