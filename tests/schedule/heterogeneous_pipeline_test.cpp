@@ -182,9 +182,15 @@ TEST(HeterogeneousPipeline, InFlightLimitsFollowTheFamilyWarmUp) {
   EXPECT_EQ(heterogeneous_in_flight_limits("seq1f1b", h, seq_layout, alike), (std::vector<int>{6, 5, 4, 3}));
   EXPECT_EQ(heterogeneous_in_flight_limits("gpipe", h, seq_layout, alike), (std::vector<int>{0, 0, 0, 0}));
   h.num_segments = 1;
-  // Rank 0 is 3x faster than the rest: three later groups of unit time 3 / its 1 -> 1 + 9.
+  // Rank 0 is 3x faster than the rest: three later groups of unit time 3 / its 1 -> 1 + 9; off
+  // lock-step every limit is doubled.
   EXPECT_EQ(heterogeneous_in_flight_limits("1f1b", h, layout, speed_costs({3, 1, 1, 1})),
-            (std::vector<int>{10, 3, 2, 1}));
+            (std::vector<int>{20, 6, 4, 2}));
+  // Alike ranks in groups of different widths are off lock-step too.
+  h.stage_ranks = {{0}, {1}, {2, 4}, {3}};
+  h.stage_counts = {{8}, {8}, {4, 4}, {8}};
+  EXPECT_EQ(heterogeneous_in_flight_limits("1f1b", h, heterogeneous_layout(h, false), speed_costs({1, 1, 1, 1, 1})),
+            (std::vector<int>{8, 6, 4, 2, 4}));
 }
 
 TEST(HeterogeneousPipeline, RejectsInconsistentPipelines) {

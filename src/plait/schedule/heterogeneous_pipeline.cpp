@@ -222,6 +222,19 @@ std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
   }
   double all_mean = 0;
   for (int g = 0; g < groups; ++g) all_mean += group_unit[g] / groups;
+  // Lock-step (every rank alike, every group as wide): the family's own warm-up is exact. Else a
+  // micro-batch also queues behind other micro-batches at every rank it visits, so its round trip
+  // is longer than the sum of unit times, and a fused-backward rank at its limit idles; twice the
+  // bound keeps it busy (measured on the 64-GPU Zorse cluster, 14 stages: 1F1B's step with the
+  // plain bound is 1.30x that with twice the bound, 4x is no better than 2x). Split-backward
+  // families keep the plain bound: at the limit their pending W's fill the wait (ZB-H1 there:
+  // 15.40 s plain, 15.31 s doubled, for twice the activation memory).
+  bool alike = true;
+  for (int g = 0; g < groups; ++g) {
+    alike = alike && pipeline.stage_ranks[g].size() == pipeline.stage_ranks[0].size();
+  }
+  for (int r = 0; r < ranks; ++r) alike = alike && std::fabs(unit[r] - unit[0]) <= 1e-9 * std::fabs(unit[0]);
+  const double slack = alike || policy.split_backward ? 1.0 : 2.0;
   for (int g = 0; g < groups; ++g) {
     for (int r : pipeline.stage_ranks[g]) {
       const double u = unit[r] > 0 ? unit[r] : 1.0;
@@ -234,7 +247,7 @@ std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
           later += group_unit[h];
           slowest = std::max(slowest, group_unit[h]);
         }
-        limits[r] = 1 + static_cast<int>(std::ceil((later + (k - 1) * slowest) / u - 1e-9));
+        limits[r] = static_cast<int>(std::ceil(slack * (1 + std::ceil((later + (k - 1) * slowest) / u - 1e-9)) - 1e-9));
       } else {
         // Homogeneous warm-up + 1: ZB-V holds 2P chunk units; interleaved (Megatron) and
         // Seq1F1B-I (thunlp) 2(P-g-1) + (v-1) * (units of the first group) + (k-1), the first
@@ -242,7 +255,7 @@ std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
         const int first_group_units = (groups + k - 1) / k * k;
         const int base = policy.v_shape ? 2 * groups
                                         : 2 * (groups - g - 1) + (v - 1) * first_group_units + (k - 1) + 1;
-        limits[r] = static_cast<int>(std::ceil(base * std::max(1.0, all_mean / u) - 1e-9));
+        limits[r] = static_cast<int>(std::ceil(slack * base * std::max(1.0, all_mean / u) - 1e-9));
       }
     }
   }

@@ -77,6 +77,8 @@ std::vector<std::vector<std::int32_t>> route_microbatches(const HeterogeneousPip
 // units: 1F1B's P - g and Seq1F1B's P - g - 1 + k when all ranks are alike, more for a rank that
 // is faster than the groups after it (its micro-batches take longer to come back). Several
 // chunks: the family's homogeneous warm-up + 1, scaled by the mean unit time over r's (>= 1).
+// For fused-backward families, unless every rank is alike and every group as wide, both are
+// doubled: off lock-step a micro-batch also queues at the ranks it visits (see the .cpp).
 std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
                                                 const HeterogeneousPipeline& pipeline,
                                                 const Layout& layout,

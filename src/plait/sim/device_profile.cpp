@@ -9,20 +9,36 @@
 
 namespace plait::sim {
 
+namespace {
+
+// One layer's seconds for x samples' worth of the measured work (x = FLOPs / measured FLOPs per
+// sample): the fit slope * x + intercept. Some Zorse fits have a negative intercept (t4 at 4096
+// tokens: its time per sample grows with the micro-batch), which would make small units (short
+// segments) cost nothing or less; below one sample such a fit is replaced by the line through
+// the origin and its value at x = 1.
+double fitted(double slope, double intercept, double x) {
+  if (intercept < 0 && x < 1) return x * (slope + intercept);
+  return slope * x + intercept;
+}
+
+}  // namespace
+
 double DeviceProfile::forward_seconds(int layers, double layer_flops, double extra_flops) const {
   if (!measured) return (layers * layer_flops + extra_flops) / sustained_flops;
   const MeasuredLayerTiming& m = *measured;
   const double per_flop = m.forward_slope / m.reference_flops;
-  return layers * (layer_flops * per_flop + m.forward_intercept) + extra_flops * per_flop;
+  return layers * fitted(m.forward_slope, m.forward_intercept, layer_flops / m.reference_flops) +
+         extra_flops * per_flop;
 }
 
 double DeviceProfile::backward_seconds(int layers, double layer_flops, double share,
                                        double extra_flops) const {
   if (!measured) return (layers * layer_flops + extra_flops) / sustained_flops;
   const MeasuredLayerTiming& m = *measured;
-  // The measured backward covers twice the forward FLOPs (B + W).
+  // The measured backward covers twice the forward FLOPs (B + W); this part is `share` of it.
   const double per_flop = m.backward_slope / (2.0 * m.reference_flops);
-  return layers * (layer_flops * per_flop + m.backward_intercept * share) + extra_flops * per_flop;
+  const double whole = share > 0 ? layer_flops / (2.0 * m.reference_flops * share) : 0.0;
+  return layers * share * fitted(m.backward_slope, m.backward_intercept, whole) + extra_flops * per_flop;
 }
 
 std::string DeviceProfile::describe() const {

@@ -54,7 +54,8 @@ struct DeviceProfile {
 
   // Forward seconds for `layers` layers of `layer_flops` each plus `extra_flops` outside them
   // (the LM head). Measured: layers * (slope * layer_flops / reference + intercept), the head at
-  // the fit's asymptotic rate reference / slope.
+  // the fit's asymptotic rate reference / slope. (A negative intercept is not extrapolated below
+  // one sample's work: there the time is proportional to the work, see device_profile.cpp.)
   double forward_seconds(int layers, double layer_flops, double extra_flops) const;
   // One part (B or W) of the backward: its FLOPs per layer and the part's share of the layer's
   // backward FLOPs (which splits the measured intercept).

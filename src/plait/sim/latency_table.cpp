@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
@@ -124,6 +125,24 @@ std::pair<double, double> fit_latency_line(const std::vector<double>& ms) {
   }
   const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   return {slope, (sy - slope * sx) / n};
+}
+
+LatencyEntry flops_latency_entry(const std::string& model, const std::string& device, const std::string& dtype,
+                                 const schedule::ModelShape& shape, std::int64_t seq, double flops_per_second,
+                                 int max_microbatch) {
+  LatencyEntry e;
+  e.model = model;
+  e.device = device;
+  e.dtype = dtype;
+  e.seq = seq;
+  const double flops = schedule::layer_linear_flops(shape, seq) + schedule::layer_attention_flops(shape, 0, seq);
+  for (int b = 1; b <= max_microbatch; ++b) {
+    e.forward_ms.push_back(1e3 * b * flops / flops_per_second);
+    e.backward_ms.push_back(2e3 * b * flops / flops_per_second);
+  }
+  std::tie(e.forward_slope_ms, e.forward_intercept_ms) = fit_latency_line(e.forward_ms);
+  std::tie(e.backward_slope_ms, e.backward_intercept_ms) = fit_latency_line(e.backward_ms);
+  return e;
 }
 
 DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann::json* stats,

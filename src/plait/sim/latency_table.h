@@ -44,6 +44,13 @@ nlohmann::json latency_table_json(const std::vector<LatencyEntry>& entries);
 // Least-squares line through (b, ms) for b = 1..N: {slope, intercept} (how Zorse fits).
 std::pair<double, double> fit_latency_line(const std::vector<double>& ms);
 
+// A provisional entry from FLOPs alone (before a device is measured): one layer's forward
+// FLOPs per sample (plait's formula, seq1f1b.md) x b at a sustained rate, backward twice that,
+// for micro-batch sizes 1..max_microbatch, with the fitted lines.
+LatencyEntry flops_latency_entry(const std::string& model, const std::string& device, const std::string& dtype,
+                                 const schedule::ModelShape& shape, std::int64_t seq, double flops_per_second,
+                                 int max_microbatch);
+
 // Which measurement to prefer: the model (e.g. "deepspeedllama_7b" for plait's llama-7b preset)
 // and the sequence length being planned (0: the longest measured).
 struct LatencyPreference {

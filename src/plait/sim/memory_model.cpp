@@ -24,7 +24,7 @@ MemoryModel::MemoryModel(const schedule::ModelShape& shape, std::vector<int> vst
                       c.attention_score_bytes * shape.heads * (static_cast<double>(start) + s));
       u.held_for_w = b * s * n * c.weight_grad_held_per_token_layer * H;
       if (v == vstages - 1) {
-        const double logits = b * s * shape.vocab * c.logits_bytes;
+        const double logits = b * s * (shape.vocab * c.logits_bytes + H * c.head_per_token);
         u.activation += logits;
         u.held_for_w += logits;
       }

@@ -40,6 +40,8 @@ struct MemoryCoefficients {
   double logits_bytes = 4;                       // per (token, vocabulary entry), head stage
   double weight_grad_held_per_token_layer = 32;  // x H bytes, from B to W
   double kv_per_token_layer = 4;                 // x H bytes of prefix, from F to B
+  double head_per_token = 0;                     // x H bytes per token on the head stage besides
+                                                 // the logits (plait's fp32 engine: 2H floats)
 };
 
 struct StaticMemory {

@@ -1,0 +1,206 @@
+// `plait plan`: plan a layout and schedule for a cluster of unlike devices (docs/planner.md):
+// search stage groups, layers, micro-batch shares, schedule family, chunks and segments under
+// every device's memory, print the chosen plan and the runner-ups, write the plan file that
+// `plait train --config` runs. Also: --evaluate predicts an existing plan file on a cluster, and
+// --flops-profile writes a provisional device profile from FLOPs alone.
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "plait/cli/commands.h"
+#include "plait/core/error.h"
+#include "plait/core/json_fields.h"
+#include "plait/plan/cluster_spec.h"
+#include "plait/plan/plan_file.h"
+#include "plait/plan/plan_report.h"
+#include "plait/plan/plan_simulation.h"
+#include "plait/plan/planner.h"
+#include "plait/sim/latency_table.h"
+#include "plait/sim/model_presets.h"
+
+namespace plait::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string cluster, model, config, out;
+  std::string global_batch, seq;
+  std::string top = "5";
+  std::string devices_of_type, schedule, microbatch_size;
+  std::string max_stages = "16", simulate = "12";
+  bool no_segments = false, no_recompute = false, even = false, verbose = false;
+  std::string evaluate;
+  std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
+};
+
+std::int64_t positive(const std::string& flag, const std::string& text, std::int64_t max) {
+  std::int64_t value = 0;
+  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || value < 1 || value > max) {
+    throw Error(flag + ": expected an integer in [1, " + std::to_string(max) + "], found '" + text + "'");
+  }
+  return value;
+}
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+void require(const std::string& flag, const std::string& value) {
+  if (value.empty()) throw Error(flag + ": required (see plait plan --help)");
+}
+
+void write_flops_profile(const PlanOptions& o) {
+  require("--model", o.model);
+  require("--seq", o.seq);
+  require("--gflops", o.gflops);
+  const std::int64_t seq = positive("--seq", o.seq, std::int64_t{1} << 24);
+  double gflops = 0;
+  try {
+    gflops = std::stod(o.gflops);
+  } catch (const std::exception&) {
+  }
+  if (!(gflops > 0)) throw Error("--gflops: expected a positive number, found '" + o.gflops + "'");
+  const sim::ModelSpec model = sim::resolve_model(o.model, seq);
+  const sim::LatencyEntry e = sim::flops_latency_entry(model.name, o.device_name, o.dtype, model.shape, seq, gflops * 1e9,
+                                                       static_cast<int>(positive("--max-microbatch", o.max_microbatch, 1024)));
+  plan::write_plan_file(o.flops_profile, sim::latency_table_json({e}));
+  std::printf("wrote %s: provisional %s profile of %s at seq %lld from FLOPs at %.1f GFLOP/s (per layer: forward "
+              "%.3f ms, backward %.3f ms per sample)\n",
+              o.flops_profile.c_str(), o.device_name.c_str(), model.name.c_str(), static_cast<long long>(seq), gflops,
+              e.forward_slope_ms, e.backward_slope_ms);
+}
+
+void evaluate(const PlanOptions& o) {
+  const plan::ClusterSpec cluster = plan::read_cluster_spec(o.cluster);
+  plan::LoadedPlan loaded = plan::read_plan_file(o.evaluate, cluster);
+  const plan::PlanningProblem problem = plan::make_problem(cluster, loaded.model, loaded.global_batch, loaded.seq);
+  plan::Plan p;
+  p.choice = loaded.choice;
+  p.schedule = std::move(loaded.schedule);
+  p.prediction = plan::simulate_plan(problem, p.choice, p.schedule);
+  std::fputs(plan::format_problem(problem).c_str(), stdout);
+  std::fputs("\n", stdout);
+  std::fputs(plan::format_plan(problem, p, o.evaluate).c_str(), stdout);
+  if (!p.prediction.fits) std::printf("  OVER MEMORY: %s\n", p.prediction.over_memory.c_str());
+}
+
+void run_plan(const PlanOptions& o) {
+  if (!o.flops_profile.empty()) return write_flops_profile(o);
+  require("--cluster", o.cluster);
+  if (!o.evaluate.empty()) return evaluate(o);
+  require("--model", o.model);
+  require("--global-batch", o.global_batch);
+  require("--seq", o.seq);
+  const std::int64_t seq = positive("--seq", o.seq, std::int64_t{1} << 24);
+  const std::int64_t batch = positive("--global-batch", o.global_batch, std::int64_t{1} << 30);
+  plan::PlannerOptions options;
+  options.top = static_cast<int>(positive("--top", o.top, 100));
+  options.max_groups = static_cast<int>(positive("--max-stages", o.max_stages, 1024));
+  options.simulate = static_cast<int>(positive("--simulate", o.simulate, 1000));
+  options.device_types = comma_list(o.devices_of_type);
+  options.families = comma_list(o.schedule);
+  for (const std::string& b : comma_list(o.microbatch_size)) {
+    options.microbatch_sizes.push_back(static_cast<int>(positive("--microbatch-size", b, 1 << 16)));
+  }
+  options.segments = !o.no_segments;
+  options.recompute = !o.no_recompute;
+  options.even = o.even;
+  nlohmann::json base;
+  if (!o.config.empty()) {
+    base = read_json_file(o.config);
+    const JsonFields top(base, o.config);  // a JSON object, or an InputError naming the file
+    if (top.has("train")) top.object("train");
+    if (top.has("data")) top.object("data");
+  }
+
+  plan::ClusterSpec cluster = plan::read_cluster_spec(o.cluster);
+  sim::ModelSpec model = sim::resolve_model(o.model, seq);
+  const plan::PlanningProblem problem = plan::make_problem(std::move(cluster), std::move(model), batch, seq);
+  const plan::PlannerResult result = plan::plan_cluster(problem, options);
+  std::fputs(plan::format_result(problem, result, o.verbose).c_str(), stdout);
+  if (!o.out.empty()) {
+    plan::write_plan_file(o.out, plan::plan_file_json(problem, result.plans[0], o.config.empty() ? nullptr : &base));
+    std::printf("\nwrote %s (run it: mpirun -np %zu plait train --config %s)\n", o.out.c_str(),
+                result.plans[0].choice.rank_devices().size(), o.out.c_str());
+  }
+}
+
+void register_plan(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "plan",
+      "Plan a heterogeneous cluster: stage groups, layers, micro-batch size and per-device shares,\n"
+      "schedule, chunks and sequence segments within every device's memory; prints the chosen plan\n"
+      "and the runner-ups and writes a plan file for plait train. See docs/planner.md.");
+  auto o = std::make_shared<PlanOptions>();
+  cmd->add_option("--cluster", o->cluster,
+                  "Cluster spec (JSON): device types (profile or tflops, memory_gib, slowdown),\n"
+                  "machines, links; see docs/planner.md and share/clusters/")
+      ->type_name("FILE");
+  cmd->add_option("--model", o->model,
+                  "Model preset (" + sim::model_preset_names() + ")\nor a JSON config whose \"model\" section is used")
+      ->type_name("PRESET|FILE");
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per optimizer step (the global batch B)")
+      ->type_name("INT");
+  cmd->add_option("--seq", o->seq, "Tokens per sequence S")->type_name("INT");
+  cmd->add_option("--config", o->config,
+                  "Base config whose \"train\" (lr, steps, ...) and \"data\" sections the plan file takes\n"
+                  "over (seq, microbatch_size, microbatches and segments are the plan's)")
+      ->type_name("FILE");
+  cmd->add_option("--out", o->out, "Write the chosen plan as a config file (plait train --config FILE)")
+      ->type_name("FILE");
+  cmd->add_option("--top", o->top, "Plans to print (the chosen one and the runner-ups)")->type_name("INT")
+      ->capture_default_str();
+  cmd->add_option("--devices-of-type", o->devices_of_type,
+                  "Use only these device types (comma-separated type names of the cluster spec),\n"
+                  "e.g. to plan a homogeneous sub-cluster")
+      ->type_name("TYPES");
+  cmd->add_option("--schedule", o->schedule,
+                  "Consider only these schedule families (comma-separated): gpipe, 1f1b, interleaved,\n"
+                  "seq1f1b, seq1f1b-i, zb-h1, zb-v, seq-zb; default all")
+      ->type_name("NAMES");
+  cmd->add_flag("--no-segments", o->no_segments,
+                "Schedule whole micro-batches only (no sequence segments, k = 1)");
+  cmd->add_flag("--no-recompute", o->no_recompute,
+                "Never plan activation recomputation (mixed16 clusters plan it when memory needs it)");
+  cmd->add_flag("--even", o->even,
+                "Baseline: plan as if every device had the median device's speed (even layers and\n"
+                "micro-batch shares, memory still respected); predictions are then on the real devices");
+  cmd->add_option("--microbatch-size", o->microbatch_size,
+                  "Micro-batch sizes to try (comma-separated); default 1, 2, 4, ..., 64 dividing B")
+      ->type_name("INTS");
+  cmd->add_option("--max-stages", o->max_stages, "Pipeline stages at most")->type_name("INT")->capture_default_str();
+  cmd->add_option("--simulate", o->simulate, "Estimated plans re-ranked by simulation")->type_name("INT")
+      ->capture_default_str();
+  cmd->add_flag("--verbose", o->verbose,
+                "Also list every simulated layout with its analytic estimate");
+  cmd->add_option("--evaluate", o->evaluate,
+                  "Predict an existing plan file (a config with a parallel section) on --cluster;\n"
+                  "rank r runs on the cluster's device r")
+      ->type_name("FILE");
+  cmd->add_option("--flops-profile", o->flops_profile,
+                  "Write a provisional device profile (Zorse's latency format) for --model at --seq\n"
+                  "from FLOPs at --gflops, and exit (until plait profile has measured the device)")
+      ->type_name("FILE");
+  cmd->add_option("--gflops", o->gflops, "Sustained GFLOP/s for --flops-profile")->type_name("NUMBER");
+  cmd->add_option("--device-name", o->device_name, "Device type name in the --flops-profile file")
+      ->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "dtype key in the --flops-profile file")->capture_default_str();
+  cmd->add_option("--max-microbatch", o->max_microbatch, "Micro-batch sizes 1..N in the --flops-profile file")
+      ->type_name("INT")
+      ->capture_default_str();
+  cmd->callback([o] { run_plan(*o); });
+}
+
+const CommandRegistration kRegistration(35, register_plan);
+
+}  // namespace
+}  // namespace plait::cli

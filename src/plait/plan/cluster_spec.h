@@ -1,0 +1,100 @@
+#pragma once
+// A cluster description (JSON, read strictly; docs/planner.md): device types with a speed and a
+// memory, machines holding devices, and the links between them.
+//
+//   {
+//     "name": "zorse-b",
+//     "precision": "mixed16",        // "mixed16" (fp16/bf16 mixed precision, GPUs) or "fp32"
+//                                    // (plait's CPU engine); default mixed16
+//     "emulated": false,             // plan files then carry one "devices" entry per rank
+//     "device_types": {
+//       "a100": {"profile": "zorse:a100x40", "memory_gib": 40},
+//       "cpu":  {"profile": "cpu-profile.json", "profile_device": "cpu", "memory_gib": 2,
+//                "slowdown": 2},
+//       "fast": {"tflops": 120, "memory_gib": 24}
+//     },
+//     "machines": [
+//       {"name": "n0", "devices": [{"type": "a100", "count": 8}],
+//        "link": {"gbyte_per_s": 300, "latency_us": 3}}
+//     ],
+//     "machine_link": {"gbyte_per_s": 16, "latency_us": 5},   // default inside a machine
+//     "network": {"gbit_per_s": 25, "latency_us": 30},        // between machines
+//     "links": [{"between": ["n0", "n1"], "gbit_per_s": 100, "latency_us": 10},
+//               {"between": ["n0:3", "n0:4"], "gbyte_per_s": 50, "latency_us": 2}]
+//   }
+//
+// A device type's speed is a profile ("zorse:<gpu>" from the shipped Zorse table, or a latency
+// file in Zorse's model_latencies.json shape, e.g. what `plait profile` writes; a relative path
+// is relative to the cluster file) or a sustained "tflops" figure. "slowdown" (>= 1) makes an
+// emulated device that many times slower (every compute time is multiplied by it). Link speeds
+// take exactly one of gbit_per_s (network convention, 25 Gb/s = 3.125 GB/s) or gbyte_per_s.
+// Devices are numbered in file order, machine by machine ("n0:3" is device 3 of machine n0).
+// Every error is an InputError naming the file and the field.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/sim/device_profile.h"
+
+namespace plait::plan {
+
+enum class Precision { mixed16, fp32 };
+
+struct DeviceType {
+  std::string name;
+  std::string profile;         // "zorse:<gpu>" or a latency file path (resolved); empty: tflops
+  std::string profile_device;  // device key inside a latency file (default: the type's name)
+  double tflops = 0;           // sustained TFLOP/s when there is no profile
+  double memory_bytes = 0;
+  double slowdown = 1.0;
+};
+
+struct ClusterDevice {
+  int machine = 0;
+  int local = 0;  // index inside its machine
+  int type = 0;   // index into ClusterSpec::types
+};
+
+struct Machine {
+  std::string name;
+  sim::LinkProfile link;  // between two devices of this machine
+  std::vector<int> devices;
+};
+
+struct ClusterSpec {
+  std::string path;
+  std::string name;
+  Precision precision = Precision::mixed16;
+  bool emulated = false;
+  std::vector<DeviceType> types;
+  std::vector<Machine> machines;
+  std::vector<ClusterDevice> devices;
+  sim::LinkProfile network;  // between machines
+
+  int num_devices() const { return static_cast<int>(devices.size()); }
+  const DeviceType& type_of(int device) const { return types[devices[device].type]; }
+  // "n0:3"
+  std::string device_name(int device) const;
+  // The link from device a to device b (a != b): a per-pair override, else a machine-pair
+  // override, else the machine's link (same machine) or the network.
+  const sim::LinkProfile& link(int a, int b) const;
+
+  // Per-pair overrides, resolved (set by the reader).
+  struct PairLink {
+    int a, b;  // devices, or machines when `machines`
+    bool machines;
+    sim::LinkProfile link;
+  };
+  std::vector<PairLink> overrides;
+};
+
+// Reads and validates a cluster file.
+ClusterSpec read_cluster_spec(const std::string& path);
+ClusterSpec parse_cluster_spec(const nlohmann::json& document, const std::string& file);
+
+// "mixed16" / "fp32".
+const char* precision_name(Precision precision);
+
+}  // namespace plait::plan

@@ -1,0 +1,50 @@
+#include "plait/plan/gradient_sync.h"
+
+#include <algorithm>
+
+namespace plait::plan {
+
+double ring_sync_seconds(const ClusterSpec& cluster, const std::vector<int>& devices, double bytes) {
+  const std::size_t n = devices.size();
+  if (n < 2 || bytes <= 0) return 0.0;
+  std::vector<int> ring(devices);
+  std::sort(ring.begin(), ring.end());
+  double bandwidth = 0, latency = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const sim::LinkProfile& l = cluster.link(ring[i], ring[(i + 1) % n]);
+    bandwidth = i == 0 ? l.bandwidth_bytes_per_second : std::min(bandwidth, l.bandwidth_bytes_per_second);
+    latency = std::max(latency, l.latency_seconds);
+  }
+  const double steps = 2.0 * static_cast<double>(n - 1);
+  return 1.15 * (static_cast<double>(n - 1) / static_cast<double>(n)) * bytes / bandwidth + steps * latency;
+}
+
+std::vector<double> group_sync_seconds(const PlanningProblem& problem, const PlanChoice& choice,
+                                       const sim::MemoryModel& memory, const MemoryPolicy& policy) {
+  const int groups = choice.num_groups();
+  std::vector<double> out(groups, 0.0);
+  const double per_parameter = policy.sync_bytes_per_parameter();
+  for (int g = 0; g < groups; ++g) {
+    std::int64_t parameters = 0;
+    for (std::int32_t s : choice.group_vstages(g)) parameters += memory.parameter_count(s);
+    out[g] = ring_sync_seconds(problem.cluster, choice.groups[g].devices, per_parameter * static_cast<double>(parameters));
+  }
+  if (problem.model.tie_embeddings && groups > 1) {
+    // The group holding the last virtual stage has the LM head's copy of the embedding.
+    const std::int32_t last_vstage = static_cast<std::int32_t>(choice.vstage_layers.size()) - 1;
+    int last = 0;
+    for (int g = 0; g < groups; ++g) {
+      const std::vector<std::int32_t> held = choice.group_vstages(g);
+      if (std::find(held.begin(), held.end(), last_vstage) != held.end()) last = g;
+    }
+    std::vector<int> holders = choice.groups[0].devices;
+    if (last != 0) holders.insert(holders.end(), choice.groups[last].devices.begin(), choice.groups[last].devices.end());
+    const double tied = per_parameter * static_cast<double>(problem.model.shape.vocab) * problem.model.shape.hidden;
+    const double t = ring_sync_seconds(problem.cluster, holders, tied);
+    out[0] += t;
+    if (last != 0) out[last] += t;
+  }
+  return out;
+}
+
+}  // namespace plait::plan

@@ -1,0 +1,62 @@
+#include "plait/plan/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace plait::plan {
+
+std::vector<int> PlanChoice::rank_devices() const {
+  std::vector<int> out;
+  for (const StageGroup& g : groups) out.insert(out.end(), g.devices.begin(), g.devices.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::int32_t> PlanChoice::group_vstages(int group) const {
+  if (!held.empty()) return held[group];
+  const int p = num_groups();
+  if (family == "zb-v") return {group, 2 * p - 1 - group};
+  std::vector<std::int32_t> out;
+  for (int c = 0; c < chunks; ++c) out.push_back(c * p + group);
+  return out;
+}
+
+std::string PlanChoice::summary(const ClusterSpec& cluster) const {
+  std::string out = family;
+  char buf[96];
+  if (chunks > 1) {
+    std::snprintf(buf, sizeof buf, " v=%d", chunks);
+    out += buf;
+  }
+  if (segments > 1) {
+    std::snprintf(buf, sizeof buf, " k=%d (%s)", segments, std::string(schedule::split_method_name(split)).c_str());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, " b=%d M=%d%s, %d stage%s [", microbatch_size, num_microbatches,
+                recompute ? " recompute" : "", num_groups(), num_groups() == 1 ? "" : "s");
+  out += buf;
+  for (int g = 0; g < num_groups(); ++g) {
+    if (g) out += " | ";
+    // Devices of a group by type: "8 a100" or "4 a10g + 2 t4".
+    std::vector<std::pair<int, int>> counts;  // (type, count)
+    for (int d : groups[g].devices) {
+      const int t = cluster.devices[d].type;
+      auto it = std::find_if(counts.begin(), counts.end(), [t](const auto& c) { return c.first == t; });
+      if (it == counts.end()) {
+        counts.push_back({t, 1});
+      } else {
+        ++it->second;
+      }
+    }
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s%d %s", i ? " + " : "", counts[i].second,
+                    cluster.types[counts[i].first].name.c_str());
+      out += buf;
+    }
+  }
+  out += "], layers ";
+  for (std::size_t i = 0; i < vstage_layers.size(); ++i) out += (i ? "," : "") + std::to_string(vstage_layers[i]);
+  return out;
+}
+
+}  // namespace plait::plan

@@ -1,0 +1,91 @@
+#pragma once
+// A plan: the choices the planner makes (stage groups of devices and their micro-batch shares,
+// layers per virtual stage, micro-batch size, schedule family, chunks, segments, recomputation)
+// and what it predicts for them. The problem it solves: a cluster, a model, a global batch and a
+// sequence length.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plait/plan/cluster_spec.h"
+#include "plait/plan/memory_policy.h"
+#include "plait/schedule/schedule.h"
+#include "plait/schedule/sequence_partition.h"
+#include "plait/sim/device_profile.h"
+#include "plait/sim/model_presets.h"
+
+namespace plait::plan {
+
+struct PlanningProblem {
+  ClusterSpec cluster;
+  sim::ModelSpec model;
+  std::int64_t global_batch = 0;  // sequences per optimizer step
+  std::int64_t seq = 0;           // tokens per sequence
+  // One per cluster device type: the real speeds (slow-downs applied).
+  std::vector<sim::DeviceProfile> type_profiles;
+  // The speeds schedules and shares are planned for: type_profiles, except when planning an
+  // even layout that ignores heterogeneity (then every type gets one reference profile).
+  std::vector<sim::DeviceProfile> planning_profiles;
+
+  const sim::DeviceProfile& profile(int device) const { return type_profiles[cluster.devices[device].type]; }
+  double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq); }
+};
+
+// One pipeline stage group: its devices (cluster device ids) and the micro-batches each runs.
+struct StageGroup {
+  std::vector<int> devices;
+  std::vector<int> microbatches;
+};
+
+struct PlanChoice {
+  std::string family = "1f1b";
+  int chunks = 1;
+  int segments = 1;
+  schedule::SplitMethod split = schedule::SplitMethod::even;
+  int microbatch_size = 1;
+  int num_microbatches = 1;  // global M: global_batch / microbatch_size
+  bool recompute = false;
+  std::vector<StageGroup> groups;  // pipeline order
+  std::vector<int> vstage_layers;  // groups x chunks entries, in virtual stage order
+  // The virtual stages each group holds, when read from a plan file whose layout is neither
+  // interleaved nor a V; empty: as the family places them.
+  std::vector<std::vector<std::int32_t>> held;
+
+  int num_groups() const { return static_cast<int>(groups.size()); }
+  // Ranks are the used devices in ascending device order: rank r runs on rank_devices()[r].
+  std::vector<int> rank_devices() const;
+  // The virtual stages group g holds, in chunk order (v_shape for zb-v, else interleaved).
+  std::vector<std::int32_t> group_vstages(int group) const;
+  // "seq1f1b k=4 (flops) b=2 M=512, 4 stages [8|16|16|24 devices], layers 11,7,9,5"
+  std::string summary(const ClusterSpec& cluster) const;
+};
+
+struct DevicePrediction {
+  int device = 0;
+  int rank = 0;
+  int group = 0;
+  int microbatches = 0;
+  double busy_seconds = 0;
+  double static_bytes = 0, activation_bytes = 0, reserve_bytes = 0, capacity_bytes = 0;
+  double total_bytes() const { return static_bytes + activation_bytes + reserve_bytes; }
+};
+
+struct PlanPrediction {
+  bool simulated = false;        // false: the analytic estimate
+  double pipeline_seconds = 0;   // until the last compute ends
+  double step_seconds = 0;       // with each stage's gradient synchronisation after it
+  double sync_seconds = 0;       // the longest stage synchronisation
+  double bubble_fraction = 0;    // idle share of ranks x pipeline time
+  double tokens_per_second = 0;
+  std::vector<DevicePrediction> devices;  // one per rank
+  bool fits = true;
+  std::string over_memory;  // the first device over its memory, when !fits
+};
+
+struct Plan {
+  PlanChoice choice;
+  PlanPrediction prediction;
+  schedule::Schedule schedule;  // set for simulated plans
+};
+
+}  // namespace plait::plan

@@ -1,0 +1,163 @@
+#include "plait/plan/plan_estimate.h"
+
+#include <algorithm>
+
+#include "plait/plan/gradient_sync.h"
+#include "plait/plan/plan_schedule.h"
+#include "plait/plan/plan_simulation.h"
+#include "plait/schedule/heterogeneous_pipeline.h"
+#include "plait/sim/flops_cost_model.h"
+#include "plait/sim/memory_model.h"
+
+namespace plait::plan {
+
+using schedule::ActionKind;
+
+UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::DeviceProfile>& type_profiles,
+                     int microbatch_size, schedule::SequencePartition partition)
+    : segments_(static_cast<int>(partition.lengths.size())),
+      microbatch_size_(microbatch_size),
+      partition_(std::move(partition)) {
+  // Two one-layer virtual stages, the second with the head: its extra time is the head's.
+  const sim::FlopsCostModel cost(problem.model.shape, {1, 1}, partition_, microbatch_size, type_profiles);
+  const int types = static_cast<int>(type_profiles.size());
+  seconds_.resize(static_cast<std::size_t>(types) * 3 * segments_ * 2);
+  for (int t = 0; t < types; ++t) {
+    for (int kind = 0; kind < 3; ++kind) {
+      for (int j = 0; j < segments_; ++j) {
+        const ActionKind k = static_cast<ActionKind>(kind);
+        const double layer = cost.compute_seconds(t, k, 0, j, 0);
+        double* out = &seconds_[((static_cast<std::size_t>(t) * 3 + kind) * segments_ + j) * 2];
+        out[0] = layer;
+        out[1] = cost.compute_seconds(t, k, 0, j, 1) - layer;
+      }
+    }
+  }
+}
+
+PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& choice, const UnitTimes& times) {
+  const int groups = choice.num_groups(), k = choice.segments;
+  const int vstages = static_cast<int>(choice.vstage_layers.size());
+  const bool split = choice.family == "zb-h1" || choice.family == "seq-zb" || choice.family == "zb-v";
+  const MemoryPolicy policy{problem.cluster.precision, choice.recompute};
+  const sim::MemoryModel memory(problem.model.shape, choice.vstage_layers, times.partition(),
+                                choice.microbatch_size, policy.coefficients());
+  const std::vector<int> devices = choice.rank_devices();
+  const int ranks = static_cast<int>(devices.size());
+  const double m = choice.num_microbatches;
+  auto type_of_rank = [&](int r) { return problem.cluster.devices[devices[r]].type; };
+  // Seconds of one unit (kind 0 F, 1 B, 2 W) on rank r; recomputation re-runs F inside B.
+  auto unit = [&](int r, int kind, int seg, std::int32_t s) {
+    const int t = type_of_rank(r);
+    auto part = [&](int kd) {
+      return choice.vstage_layers[s] * times.layer(t, kd, seg) + (s == vstages - 1 ? times.head(t, kd, seg) : 0.0);
+    };
+    return part(kind) + (choice.recompute && kind == 1 ? part(0) : 0.0);
+  };
+
+  const schedule::HeterogeneousPipeline pipeline = heterogeneous_pipeline(choice);
+  const schedule::Layout layout = schedule::heterogeneous_layout(pipeline, choice.family == "zb-v");
+  schedule::HeterogeneousCosts costs;
+  costs.unit_seconds = [&](int r, ActionKind kind, std::int32_t seg, std::int32_t s) {
+    return unit(r, static_cast<int>(kind), seg, s);
+  };
+  const std::vector<int> limits = schedule::heterogeneous_in_flight_limits(choice.family, pipeline, layout, costs);
+
+  PlanPrediction out;
+  out.devices.resize(ranks);
+  std::vector<double> e(groups, 0.0), drain_unit(groups, 0.0);  // mean unit time, and its B (+ W)
+  double work = 0, busy = 0;
+  double unit_bytes = 0;
+  for (int j = 0; j < k; ++j) unit_bytes += message_bytes(problem, choice, times.partition(), j) / k;
+  std::int64_t longest_unit = 0;
+  for (std::int64_t len : times.partition().lengths) longest_unit = std::max(longest_unit, len);
+  for (int g = 0; g < groups; ++g) {
+    const StageGroup& group = choice.groups[g];
+    const std::vector<std::int32_t> held = choice.group_vstages(g);
+    std::int64_t parameters = 0;
+    bool head = false;
+    double activation = 0;  // mean bytes of one unit on this group
+    for (std::int32_t s : held) {
+      parameters += memory.parameter_count(s);
+      head = head || s == vstages - 1;
+      for (int j = 0; j < k; ++j) activation += memory.activation_bytes(s, j) + memory.kv_prefix_bytes(s, j);
+    }
+    const double units_per_mb = static_cast<double>(k) * held.size();
+    activation /= units_per_mb;
+    // A neighbouring group, for the link the rank's messages take (activations one way,
+    // gradients the other: about two messages per unit).
+    const int next = groups == 1 ? -1 : g + 1 < groups ? g + 1 : g - 1;
+    for (std::size_t i = 0; i < group.devices.size(); ++i) {
+      const int d = group.devices[i];
+      const int r = static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+      double f = 0, b = 0, w = 0;
+      for (std::int32_t s : held) {
+        for (int j = 0; j < k; ++j) {
+          f += unit(r, 0, j, s);
+          b += unit(r, 1, j, s);
+          w += unit(r, 2, j, s);
+        }
+      }
+      const double n = group.microbatches[i];
+      const double load = n * (f + b + w);
+      double port = 0;
+      if (next >= 0) {
+        const sim::LinkProfile& link = problem.cluster.link(d, choice.groups[next].devices[0]);
+        port = n * units_per_mb * 2 * link.transfer_seconds(static_cast<std::int64_t>(unit_bytes));
+      }
+      work = std::max({work, load, port});
+      busy += load;
+      e[g] += n / m * (split ? std::max(0.0, f + b - w) : f + b + w) / units_per_mb;
+      drain_unit[g] += n / m * (b + w) / units_per_mb;
+      DevicePrediction& p = out.devices[r];
+      p.device = d;
+      p.rank = r;
+      p.group = g;
+      p.microbatches = group.microbatches[i];
+      p.busy_seconds = load;
+      p.capacity_bytes = problem.cluster.type_of(d).memory_bytes;
+      p.static_bytes = policy.static_bytes(parameters, static_cast<int>(group.devices.size()));
+      const double all_units = n * units_per_mb;
+      const double in_flight = limits[r] > 0 ? std::min<double>(limits[r], all_units) : all_units;
+      p.activation_bytes = in_flight * activation;
+      p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
+                        policy.recompute_working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
+    }
+  }
+  double sum_e = 0, max_e = 0;
+  for (double x : e) {
+    sum_e += x;
+    max_e = std::max(max_e, x);
+  }
+  double bubble = sum_e - max_e;
+  if (choice.family == "zb-v") bubble *= 0.5;
+  // Messages on the critical path: the first forward and the last backward cross every boundary.
+  double chain = 0;
+  for (std::int32_t s = 0; s + 1 < vstages; ++s) {
+    auto group_of = [&](std::int32_t v) {
+      return choice.family == "zb-v" ? (v < groups ? v : 2 * groups - 1 - v) : v % groups;
+    };
+    const int from = group_of(s), to = group_of(s + 1);
+    if (from == to) continue;
+    chain += 2 * problem.cluster.link(choice.groups[from].devices[0], choice.groups[to].devices[0])
+                     .transfer_seconds(static_cast<std::int64_t>(unit_bytes));
+  }
+  out.pipeline_seconds = work + bubble + chain;
+  const std::vector<double> sync = group_sync_seconds(problem, choice, memory, policy);
+  double step = out.pipeline_seconds, drained = 0;
+  for (int g = 0; g < groups; ++g) {
+    // With one chunk, group g's last backward comes before the backwards of the groups ahead of
+    // it; with several chunks every group works until about the end.
+    const double finish = out.pipeline_seconds - (choice.chunks == 1 && choice.family != "zb-v" ? drained : 0.0);
+    step = std::max(step, finish + sync[g]);
+    out.sync_seconds = std::max(out.sync_seconds, sync[g]);
+    drained += drain_unit[g];
+  }
+  out.step_seconds = step;
+  out.bubble_fraction = 1.0 - busy / (ranks * out.pipeline_seconds);
+  out.tokens_per_second = problem.tokens_per_step() / step;
+  check_memory(problem.cluster, out);
+  return out;
+}
+
+}  // namespace plait::plan

@@ -1,0 +1,161 @@
+#include "plait/plan/plan_report.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+
+#include "plait/plan/memory_policy.h"
+
+namespace plait::plan {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+std::string line(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string line(const char* format, ...) {
+  char buf[1024];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return std::string(buf) + "\n";
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  if (s >= 1) {
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  }
+  return buf;
+}
+
+// "n0:0-7" style lists of device names, collapsing consecutive devices of one machine.
+std::string device_list(const ClusterSpec& cluster, const std::vector<int>& devices) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < devices.size()) {
+    std::size_t j = i;
+    while (j + 1 < devices.size() && devices[j + 1] == devices[j] + 1 &&
+           cluster.devices[devices[j + 1]].machine == cluster.devices[devices[i]].machine) {
+      ++j;
+    }
+    if (!out.empty()) out += ",";
+    out += cluster.device_name(devices[i]);
+    if (j > i) out += "-" + std::to_string(cluster.devices[devices[j]].local);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_problem(const PlanningProblem& problem) {
+  const ClusterSpec& c = problem.cluster;
+  std::map<std::string, int> counts;
+  for (int d = 0; d < c.num_devices(); ++d) ++counts[c.type_of(d).name];
+  std::string types;
+  for (const auto& [name, n] : counts) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  const schedule::ModelShape& s = problem.model.shape;
+  std::string out;
+  out += line("cluster    %s: %d devices (%s) on %zu machines", c.name.c_str(), c.num_devices(), types.c_str(),
+              c.machines.size());
+  out += line("model      %s: %d layers, hidden %d, %d heads, vocab %d%s", problem.model.name.c_str(), s.layers,
+              s.hidden, s.heads, s.vocab, problem.model.tie_embeddings ? ", tied embeddings" : "");
+  out += line("batch      %lld sequences x %lld tokens = %.0f tokens per step", static_cast<long long>(problem.global_batch),
+              static_cast<long long>(problem.seq), problem.tokens_per_step());
+  out += "memory     " + MemoryPolicy{c.precision, false}.describe() + "\n";
+  for (std::size_t t = 0; t < c.types.size(); ++t) {
+    out += "device     " + problem.type_profiles[t].describe() + "\n";
+  }
+  return out;
+}
+
+std::string format_plan(const PlanningProblem& problem, const Plan& plan, const std::string& title) {
+  const ClusterSpec& c = problem.cluster;
+  const PlanChoice& ch = plan.choice;
+  const PlanPrediction& p = plan.prediction;
+  std::string out = title + ": " + ch.summary(c) + "\n";
+  out += line("  step %s (pipeline %s, longest stage gradient sync %s), %.0f tokens/s, bubble %.1f%%%s",
+              seconds(p.step_seconds).c_str(), seconds(p.pipeline_seconds).c_str(), seconds(p.sync_seconds).c_str(),
+              p.tokens_per_second, 100 * p.bubble_fraction, p.simulated ? "" : " (estimate)");
+  if (ch.segments > 1) {
+    const auto part = schedule::partition_sequence(problem.model.shape, problem.seq, ch.segments, ch.split);
+    std::string lengths;
+    for (std::int64_t len : part.lengths) lengths += (lengths.empty() ? "" : " ") + std::to_string(len);
+    out += "  segments " + lengths + "\n";
+  }
+  out += "  stage  layers  devices                         micro-batches  busy (util)          memory peak / capacity\n";
+  // Rows: one per (stage, device type, micro-batch count).
+  for (int g = 0; g < ch.num_groups(); ++g) {
+    std::string layers;
+    for (std::int32_t s : ch.group_vstages(g)) layers += (layers.empty() ? "" : "+") + std::to_string(ch.vstage_layers[s]);
+    std::map<std::pair<int, int>, std::vector<const DevicePrediction*>> rows;
+    for (const DevicePrediction& d : p.devices) {
+      if (d.group == g) rows[{c.devices[d.device].type, d.microbatches}].push_back(&d);
+    }
+    bool first = true;
+    for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
+      const auto& ds = it->second;
+      std::vector<int> ids;
+      double busy_lo = 1e300, busy_hi = 0, mem = 0, cap = 0;
+      for (const DevicePrediction* d : ds) {
+        ids.push_back(d->device);
+        busy_lo = std::min(busy_lo, d->busy_seconds);
+        busy_hi = std::max(busy_hi, d->busy_seconds);
+        if (d->total_bytes() >= mem) {
+          mem = d->total_bytes();
+          cap = d->capacity_bytes;
+        }
+      }
+      std::sort(ids.begin(), ids.end());
+      const std::string who = std::to_string(ds.size()) + " " + c.types[it->first.first].name + " " + device_list(c, ids);
+      char busy[64];
+      std::snprintf(busy, sizeof busy, "%s (%.0f%%)", seconds(busy_hi).c_str(), 100 * busy_hi / p.step_seconds);
+      out += line("  %-5s  %-6s  %-30.30s  %13d  %-19s  %6.2f / %6.2f GiB", first ? std::to_string(g).c_str() : "",
+                  first ? layers.c_str() : "", who.c_str(), it->first.second, busy, mem / kGiB, cap / kGiB);
+      first = false;
+    }
+  }
+  return out;
+}
+
+std::string format_result(const PlanningProblem& problem, const PlannerResult& result, bool verbose) {
+  std::string out = format_problem(problem);
+  out += line("search     %zu groupings, %zu layouts estimated, %zu simulated, in %.2f s", result.groupings,
+              result.estimated, result.simulated, result.seconds);
+  if (!result.reference.empty()) {
+    out += "even       planned as if every device were " + result.reference +
+           "; predictions below are on the real devices\n";
+  }
+  if (verbose) {
+    out += "shortlist  estimated -> simulated step (planning speeds)\n";
+    for (const auto& s : result.shortlist) {
+      out += line("  %-10s -> %-10s %s%s", seconds(s.estimated_step).c_str(), seconds(s.simulated_step).c_str(),
+                  s.summary.c_str(), s.over_memory.empty() ? "" : ("  OVER MEMORY: " + s.over_memory).c_str());
+    }
+  }
+  out += "\n";
+  if (result.plans.empty()) return out;
+  out += format_plan(problem, result.plans[0], "chosen plan");
+  if (!result.assumed.empty()) {
+    out += line("  (as planned on alike devices: step %s, %.0f tokens/s)", seconds(result.assumed[0].step_seconds).c_str(),
+                result.assumed[0].tokens_per_second);
+  }
+  if (result.plans.size() > 1) {
+    out += "\nrunner-ups (simulated)\n";
+    const double best = result.plans[0].prediction.tokens_per_second;
+    for (std::size_t i = 1; i < result.plans.size(); ++i) {
+      const Plan& p = result.plans[i];
+      out += line("  #%zu  step %-10s %9.0f tokens/s  %5.3fx  %s", i + 1, seconds(p.prediction.step_seconds).c_str(),
+                  p.prediction.tokens_per_second, p.prediction.tokens_per_second / best,
+                  p.choice.summary(problem.cluster).c_str());
+    }
+  }
+  return out;
+}
+
+}  // namespace plait::plan

@@ -1,0 +1,72 @@
+#include "plait/plan/plan_schedule.h"
+
+#include <algorithm>
+
+namespace plait::plan {
+
+schedule::HeterogeneousPipeline heterogeneous_pipeline(const PlanChoice& choice) {
+  const std::vector<int> devices = choice.rank_devices();
+  schedule::HeterogeneousPipeline p;
+  p.num_microbatches = choice.num_microbatches;
+  p.num_segments = choice.segments;
+  p.chunks = choice.family == "zb-v" ? 2 : choice.chunks;
+  for (const StageGroup& g : choice.groups) {
+    std::vector<int> ranks;
+    for (int d : g.devices) {
+      ranks.push_back(static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin()));
+    }
+    p.stage_ranks.push_back(std::move(ranks));
+    p.stage_counts.push_back(g.microbatches);
+  }
+  return p;
+}
+
+sim::LinkMatrix rank_links(const ClusterSpec& cluster, const std::vector<int>& rank_devices) {
+  const int n = static_cast<int>(rank_devices.size());
+  sim::LinkMatrix links(n, sim::LinkProfile{});
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      if (a != b) links.at(a, b) = cluster.link(rank_devices[a], rank_devices[b]);
+    }
+  }
+  return links;
+}
+
+std::shared_ptr<sim::FlopsCostModel> plan_cost_model(const PlanningProblem& problem, const PlanChoice& choice,
+                                                     const std::vector<sim::DeviceProfile>& type_profiles,
+                                                     const schedule::SequencePartition& partition) {
+  const std::vector<int> devices = choice.rank_devices();
+  std::vector<sim::DeviceProfile> rank_profiles;
+  for (int d : devices) rank_profiles.push_back(type_profiles[problem.cluster.devices[d].type]);
+  auto cost = std::make_shared<sim::FlopsCostModel>(problem.model.shape, choice.vstage_layers, partition,
+                                                    choice.microbatch_size, rank_profiles);
+  cost->set_links(rank_links(problem.cluster, devices));
+  cost->set_recompute(choice.recompute);
+  return cost;
+}
+
+double message_bytes(const PlanningProblem& problem, const PlanChoice& choice,
+                     const schedule::SequencePartition& partition, int segment) {
+  const double element = problem.cluster.precision == Precision::fp32 ? 4.0 : 2.0;
+  return static_cast<double>(choice.microbatch_size) * static_cast<double>(partition.lengths[segment]) *
+         problem.model.shape.hidden * element;
+}
+
+schedule::Schedule build_schedule(const PlanningProblem& problem, const PlanChoice& choice,
+                                  const std::vector<sim::DeviceProfile>& type_profiles) {
+  const schedule::SequencePartition partition =
+      schedule::partition_sequence(problem.model.shape, problem.seq, choice.segments, choice.split);
+  const auto cost = plan_cost_model(problem, choice, type_profiles, partition);
+  std::vector<double> bytes;
+  for (int j = 0; j < choice.segments; ++j) bytes.push_back(message_bytes(problem, choice, partition, j));
+  schedule::HeterogeneousCosts costs;
+  costs.unit_seconds = [cost](int rank, schedule::ActionKind kind, std::int32_t seg, std::int32_t vstage) {
+    return cost->compute_seconds(rank, kind, 0, seg, vstage);
+  };
+  costs.transfer_seconds = [cost, bytes](int src, int dst, std::int32_t seg) {
+    return cost->transfer_seconds(src, dst, static_cast<std::int64_t>(bytes[seg]));
+  };
+  return schedule::heterogeneous_schedule(choice.family, heterogeneous_pipeline(choice), costs);
+}
+
+}  // namespace plait::plan

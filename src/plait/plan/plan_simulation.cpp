@@ -1,0 +1,92 @@
+#include "plait/plan/plan_simulation.h"
+
+#include <cstdio>
+
+#include "plait/plan/gradient_sync.h"
+#include "plait/plan/plan_schedule.h"
+#include "plait/sim/simulation.h"
+
+namespace plait::plan {
+
+void check_memory(const ClusterSpec& cluster, PlanPrediction& prediction) {
+  prediction.fits = true;
+  prediction.over_memory.clear();
+  for (const DevicePrediction& d : prediction.devices) {
+    if (d.total_bytes() <= d.capacity_bytes) continue;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s (%s) needs %.2f GiB of its %.2f GiB", cluster.device_name(d.device).c_str(),
+                  cluster.type_of(d.device).name.c_str(), d.total_bytes() / (1024.0 * 1024 * 1024),
+                  d.capacity_bytes / (1024.0 * 1024 * 1024));
+    prediction.fits = false;
+    prediction.over_memory = buf;
+    return;
+  }
+}
+
+PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& choice,
+                             const schedule::Schedule& schedule) {
+  const MemoryPolicy policy{problem.cluster.precision, choice.recompute};
+  const std::vector<int> devices = choice.rank_devices();
+  sim::SimulationConfig config;
+  config.model = problem.model;
+  config.seq = problem.seq;
+  config.microbatch_size = choice.microbatch_size;
+  config.split = choice.split;
+  for (int d : devices) config.devices.push_back(problem.profile(d));
+  config.memory = policy.coefficients();
+  config.element_bytes = problem.cluster.precision == Precision::fp32 ? 4.0 : 2.0;
+  config.record_events = false;
+  config.vstage_layers = choice.vstage_layers;
+  config.links = rank_links(problem.cluster, devices);
+  config.recompute = choice.recompute;
+  const sim::SimulationReport report = sim::simulate_schedule(config, schedule, choice.family);
+
+  const sim::MemoryModel memory(problem.model.shape, choice.vstage_layers, report.partition,
+                                choice.microbatch_size, policy.coefficients());
+  std::int64_t longest_unit = 0;
+  for (std::int64_t len : report.partition.lengths) longest_unit = std::max(longest_unit, len);
+  const int last_vstage = static_cast<int>(choice.vstage_layers.size()) - 1;
+
+  PlanPrediction out;
+  out.simulated = true;
+  out.pipeline_seconds = report.result.step_time;
+  out.bubble_fraction = report.result.bubble_fraction;
+  out.devices.resize(devices.size());
+  const std::vector<double> sync = group_sync_seconds(problem, choice, memory, policy);
+  double step = out.pipeline_seconds;
+  for (int g = 0; g < choice.num_groups(); ++g) {
+    const StageGroup& group = choice.groups[g];
+    std::int64_t parameters = 0;
+    bool head = false;
+    for (std::int32_t s : choice.group_vstages(g)) {
+      parameters += memory.parameter_count(s);
+      head = head || s == last_vstage;
+    }
+    double finish = 0;
+    for (std::size_t i = 0; i < group.devices.size(); ++i) {
+      const int d = group.devices[i];
+      const int r = static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+      const sim::RankResult& rr = report.result.ranks[r];
+      DevicePrediction& p = out.devices[r];
+      p.device = d;
+      p.rank = r;
+      p.group = g;
+      p.microbatches = group.microbatches[i];
+      p.busy_seconds = rr.busy;
+      p.capacity_bytes = problem.cluster.type_of(d).memory_bytes;
+      p.static_bytes = policy.static_bytes(parameters, static_cast<int>(group.devices.size()));
+      p.activation_bytes = rr.peak_activation_bytes;
+      p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
+                        policy.recompute_working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
+      finish = std::max(finish, rr.finish);
+    }
+    step = std::max(step, finish + sync[g]);
+    out.sync_seconds = std::max(out.sync_seconds, sync[g]);
+  }
+  out.step_seconds = step;
+  out.tokens_per_second = problem.tokens_per_step() / step;
+  check_memory(problem.cluster, out);
+  return out;
+}
+
+}  // namespace plait::plan

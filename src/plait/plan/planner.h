@@ -1,0 +1,60 @@
+#pragma once
+// The planner: given a cluster, a model, a global batch and a sequence length, search
+//   (a) stage groups of devices, bandwidth-aware (stage_grouping.h),
+//   (b) layers per stage (load_balance.h: greedy fill against each stage's time and memory),
+//   (c) the micro-batch size b (dividing the global batch) and each device's micro-batch count
+//       (proportional to its speed),
+//   (d) the schedule family, chunks, the number of sequence segments k and their split (even or
+//       equal FLOPs), and activation recomputation (mixed16, fused-backward families),
+// rejecting every layout over any device's memory (memory_policy.h).
+// Three passes: a coarse pass ranks groupings by work + gradient synchronisation for each b; the
+// best groupings get every schedule option, estimated analytically (plan_estimate.h); the best
+// estimates are scheduled and simulated (plan_simulation.h), which ranks the final plans.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plait/plan/plan.h"
+
+namespace plait::plan {
+
+struct PlannerOptions {
+  std::vector<std::string> families;      // schedule families to consider; empty: all
+  std::vector<std::string> device_types;  // cluster device types to use; empty: all
+  bool segments = true;                   // false: whole micro-batches only (k = 1)
+  std::vector<int> microbatch_sizes;      // empty: 1, 2, 4, ..., 64 where they divide the batch
+  bool recompute = true;                  // may plan recomputation (mixed16 only)
+  bool even = false;                      // plan as if every device were alike (a baseline)
+  int max_groups = 16;                    // pipeline stages at most
+  int grouping_shortlist = 40;            // groupings per micro-batch size kept by the coarse pass
+  int simulate = 12;                      // estimated plans re-ranked by simulation
+  int top = 5;                            // plans returned
+};
+
+struct PlannerResult {
+  std::vector<Plan> plans;  // within memory, best first; predictions on the real devices
+  // With options.even: what the planner predicted when it assumed alike devices.
+  std::vector<PlanPrediction> assumed;
+  std::size_t groupings = 0;  // candidate groupings (all micro-batch sizes)
+  std::size_t estimated = 0;  // layouts estimated analytically
+  std::size_t simulated = 0;  // layouts scheduled and simulated
+  double seconds = 0;         // wall time of the search
+  // Every simulated layout: its estimate next to its simulation (for --verbose).
+  struct Shortlisted {
+    std::string summary;
+    double estimated_step = 0, simulated_step = 0;
+    std::string over_memory;  // simulated over a device's memory
+  };
+  std::vector<Shortlisted> shortlist;
+  std::string reference;      // with options.even: the profile every device was taken to have
+};
+
+// Resolves the cluster's device profiles for the model at `seq`.
+PlanningProblem make_problem(ClusterSpec cluster, sim::ModelSpec model, std::int64_t global_batch,
+                             std::int64_t seq);
+
+// Throws plait::Error("cannot plan: <one-line reason>") when no layout fits.
+PlannerResult plan_cluster(const PlanningProblem& problem, const PlannerOptions& options);
+
+}  // namespace plait::plan
