@@ -19,9 +19,11 @@ double median(std::vector<double> v) {
 enum class Probe { layers, embedding, head };
 
 // Times F, B and W of every segment of a stage of the given kind, `repeats` times after a
-// warm-up, and returns the medians per segment (divided by `divide`, the probe's layer count).
+// warm-up, and returns the medians per segment (divided by the probe's layer count).
 std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, int layers, int batch,
-                                  const std::vector<model::Segment>& segments, int repeats) {
+                                  const std::vector<model::Segment>& segments,
+                                  const ProfileOptions& options) {
+  const int repeats = options.repeats;
   model::StageSpec spec;
   if (probe == Probe::layers) spec = {0, layers, false, false};
   if (probe == Probe::embedding) spec = {0, 0, true, false};
@@ -89,9 +91,9 @@ SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_si
   p.microbatch_size = microbatch_size;
   p.segments = segments;
   const int layers = std::max(1, std::min(options.probe_layers, model.layers));
-  p.layer = time_stage(model, Probe::layers, layers, microbatch_size, segments, options.repeats);
-  p.embedding = time_stage(model, Probe::embedding, 0, microbatch_size, segments, options.repeats);
-  p.head = time_stage(model, Probe::head, 0, microbatch_size, segments, options.repeats);
+  p.layer = time_stage(model, Probe::layers, layers, microbatch_size, segments, options);
+  p.embedding = time_stage(model, Probe::embedding, 0, microbatch_size, segments, options);
+  p.head = time_stage(model, Probe::head, 0, microbatch_size, segments, options);
   return p;
 }
 
@@ -102,9 +104,9 @@ BatchProfile profile_batches(const model::GPTConfig& model, int seq, int max_bat
   const std::vector<model::Segment> whole = {{0, 0, seq}};
   const int layers = std::max(1, std::min(options.probe_layers, model.layers));
   for (int b = 1; b <= max_batch; ++b) {
-    p.layer.push_back(time_stage(model, Probe::layers, layers, b, whole, options.repeats)[0]);
-    p.embedding.push_back(time_stage(model, Probe::embedding, 0, b, whole, options.repeats)[0]);
-    p.head.push_back(time_stage(model, Probe::head, 0, b, whole, options.repeats)[0]);
+    p.layer.push_back(time_stage(model, Probe::layers, layers, b, whole, options)[0]);
+    p.embedding.push_back(time_stage(model, Probe::embedding, 0, b, whole, options)[0]);
+    p.head.push_back(time_stage(model, Probe::head, 0, b, whole, options)[0]);
   }
   return p;
 }

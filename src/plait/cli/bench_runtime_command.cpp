@@ -1,0 +1,437 @@
+// `plait bench runtime memory|speed` (run under mpirun): the distributed runtime measured next to
+// the simulator's prediction for the same run (docs/runtime.md, "Benchmarks").
+//   memory: p ranks (default 4), each schedule's measured peak activation + K/V bytes per stage
+//           against sim::simulate with the engine's exact memory coefficients
+//           (runtime/engine_memory_coefficients.h), and Seq1F1B's stage-0 peak against 1F1B's.
+//   speed:  p ranks (default 2), one thread each, each schedule's measured pipeline step time
+//           against sim::simulate fed with this machine's measured per-unit engine times
+//           (runtime/profile_cost_model.h) and a measured link latency.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plait/cli/commands.h"
+#include "plait/comm/abort_job.h"
+#include "plait/comm/mpi_session.h"
+#include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
+#include "plait/data/batch_loader.h"
+#include "plait/runtime/distributed_trainer.h"
+#include "plait/runtime/engine_memory_coefficients.h"
+#include "plait/runtime/measured_step.h"
+#include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/profile_cost_model.h"
+#include "plait/runtime/profile_json.h"
+#include "plait/runtime/rank_gather.h"
+#include "plait/runtime/unit_profiler.h"
+#include "plait/schedule/lowering.h"
+#include "plait/schedule/schedule_family.h"
+#include "plait/sim/event_simulator.h"
+#include "plait/sim/memory_model.h"
+
+namespace plait::cli {
+namespace {
+
+struct BenchRuntimeOptions {
+  int layers = 8, hidden = 64, heads = 4, seq = 1024, microbatch_size = 1, microbatches = 8;
+  int segments = 4, chunks = 2, steps = 1, repeats = 5;
+  std::string split = "even";
+  std::string schedules;
+  std::string profile;  // speed: a segment profile file instead of measuring
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+// A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
+// families, 1 for the others).
+runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& schedule, int world) {
+  const schedule::ScheduleFamily* family = schedule::find_schedule_family(schedule);
+  if (family == nullptr) {
+    throw Error("--schedules: unknown schedule '" + schedule + "'; expected one of " +
+                schedule::schedule_family_names());
+  }
+  runtime::JobConfig job;
+  job.run.source = "plait bench runtime";
+  job.run.model = {o.layers, o.hidden, o.heads, 256, o.seq, true};
+  runtime::TrainConfig& t = job.run.train;
+  t.steps = o.steps + 1;
+  t.seq = o.seq;
+  t.microbatch_size = o.microbatch_size;
+  t.microbatches = o.microbatches;
+  t.lr = 1e-3;
+  t.warmup_steps = 0;
+  const int k = family->sequence_level ? o.segments : 1;
+  if (k > 1) {
+    for (const model::Segment& s : model::even_segments(o.seq, k)) t.segment_lengths.push_back(s.length);
+    job.segments_from_count = true;
+    job.parallel.split = o.split;
+  }
+  job.parallel.schedule = schedule;
+  job.parallel.pp = world;
+  job.parallel.dp = 1;
+  job.parallel.chunks = family->fixed_chunks == 0 ? o.chunks : 0;
+  return job;
+}
+
+// Random tokens (the benchmarks time the engine, not the data).
+struct RandomTokens {
+  explicit RandomTokens(std::size_t n) : tokens(n) {
+    std::mt19937 rng(3);
+    std::uniform_int_distribution<int> dist(0, 255);
+    for (auto& t : tokens) t = static_cast<std::uint16_t>(dist(rng));
+  }
+  std::vector<std::uint16_t> tokens;
+};
+
+schedule::SequencePartition partition_of(const runtime::PipelinePlan& plan) {
+  schedule::SequencePartition p;
+  for (const model::Segment& s : plan.segments) {
+    p.lengths.push_back(s.length);
+    p.flops.push_back(0);
+  }
+  return p;
+}
+
+schedule::ModelShape shape_of(const model::GPTConfig& m) {
+  return {m.layers, m.hidden, m.heads, m.vocab, m.max_seq};
+}
+
+double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  const int p = world.size();
+  const bool lead = world.rank() == 0;
+  const std::vector<std::string> schedules =
+      split_list(o.schedules.empty() ? "gpipe,1f1b,seq1f1b,zb-h1" : o.schedules);
+  const RandomTokens data(1 << 20);
+  if (lead) {
+    std::printf("plait bench runtime memory: p = %d ranks, model %d layers x hidden %d, %d heads, seq %d, "
+                "micro-batch %d, m = %d, k = %d (%s split) for sequence-level schedules\n",
+                p, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches, o.segments,
+                o.split.c_str());
+    std::printf("peak activation + K/V bytes per stage during step %d (measured by the rank's memory "
+                "tracker; comm buffers on a separate tracker) vs the simulator's prediction (same "
+                "schedule, engine memory coefficients)\n",
+                o.steps);
+    std::printf("%-10s %5s %14s %14s %14s %14s %8s\n", "schedule", "stage", "measured", "activations",
+                "kv_cache", "simulated", "error");
+  }
+  std::vector<double> stage0;  // measured stage-0 peak per schedule
+  for (const std::string& name : schedules) {
+    const runtime::JobConfig job = bench_job(o, name, p);
+    const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
+    const runtime::TrainConfig t = job.global_train();
+    const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
+    MemoryTracker tracker, buffers;
+    runtime::TrainerOptions options;
+    options.buffer_tracker = &buffers;
+    runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
+    for (int s = 0; s < o.steps; ++s) trainer.step(s, loader);  // warm-up
+    tracker.reset_peaks();
+    trainer.step(o.steps, loader);
+    // Parameters, gradients and optimizer state stay put during the step, so the peak of the sum
+    // minus them is the peak of activations + K/V together.
+    const double fixed = static_cast<double>(tracker.current(MemoryCategory::kParameters) +
+                                             tracker.current(MemoryCategory::kGradients) +
+                                             tracker.current(MemoryCategory::kOptimizerState));
+    const std::vector<double> mine = {static_cast<double>(tracker.peak_total()) - fixed,
+                                      static_cast<double>(tracker.peak(MemoryCategory::kActivations)),
+                                      static_cast<double>(tracker.peak(MemoryCategory::kKVCache))};
+    const auto all = runtime::gather_all(world, mine);
+    if (!lead) continue;
+    const sim::MemoryModel memory(shape_of(plan.model), plan.vstage_layers, partition_of(plan),
+                                  plan.microbatch_size, runtime::engine_memory_coefficients(plan.model));
+    const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
+    const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
+    const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
+    for (int r = 0; r < p; ++r) {
+      const double measured = all[r][0], simulated = predicted.ranks[r].peak_activation_bytes;
+      std::printf("%-10s %5d %10.2f MiB %10.2f MiB %10.2f MiB %10.2f MiB %+7.2f%%\n", name.c_str(), r,
+                  mib(measured), mib(all[r][1]), mib(all[r][2]), mib(simulated),
+                  100 * (simulated - measured) / measured);
+    }
+    stage0.push_back(all[0][0]);
+  }
+  if (!lead) return;
+  const auto find = [&](const char* name) -> double {
+    for (std::size_t i = 0; i < schedules.size(); ++i) {
+      if (schedules[i] == name) return stage0[i];
+    }
+    return 0;
+  };
+  if (find("seq1f1b") > 0 && find("1f1b") > 0) {
+    const double k = o.segments, pp = p;
+    const double bound = (pp + k - 1) / (k * pp);
+    std::printf("Seq1F1B stage-0 peak / 1F1B stage-0 peak = %.4f (textbook (p+k-1)/(k*p) = %.4f; "
+                "limit x 1.1 = %.4f)\n",
+                find("seq1f1b") / find("1f1b"), bound, 1.1 * bound);
+  }
+}
+
+// Half the round-trip time of `floats` floats between ranks 0 and 1, best of `trips`, with
+// plait's own waits (the latency the pipeline's messages see).
+double one_way_seconds(comm::Communicator& world, std::size_t floats, int trips) {
+  std::vector<float> buffer(floats, 1.0f);
+  double best = 1e30;
+  world.barrier();
+  for (int i = 0; i < trips; ++i) {
+    const double t0 = monotonic_seconds();
+    if (world.rank() == 0) {
+      world.isend(buffer, 1, 7).wait();
+      world.irecv(buffer, 1, 8).wait();
+    } else if (world.rank() == 1) {
+      world.irecv(buffer, 0, 7).wait();
+      world.isend(buffer, 0, 8).wait();
+    }
+    best = std::min(best, (monotonic_seconds() - t0) / 2);
+  }
+  return world.allreduce(world.rank() == 0 ? best : 0.0, comm::ReduceOp::kSum);
+}
+
+// Every rank measures the segments at once (both cores busy, as during the run) and the
+// per-unit times are averaged over the ranks.
+runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime::PipelinePlan& plan,
+                                        int repeats) {
+  runtime::ProfileOptions options;
+  options.repeats = repeats;
+  // A layer is timed inside a stage of as many layers as a rank holds, so weights and
+  // activations compete for the caches as in the run.
+  options.probe_layers = plan.model.layers / plan.num_ranks();
+  runtime::SegmentProfile mine =
+      runtime::profile_segments(plan.model, plan.microbatch_size, plan.segments, options);
+  std::vector<double> packed;
+  for (const auto* list : {&mine.layer, &mine.embedding, &mine.head}) {
+    for (const runtime::UnitTimes& u : *list) {
+      packed.insert(packed.end(), {u.forward, u.backward_input, u.backward_weight});
+    }
+  }
+  const auto all = runtime::gather_all(world, packed);
+  std::size_t i = 0;
+  for (auto* list : {&mine.layer, &mine.embedding, &mine.head}) {
+    for (runtime::UnitTimes& u : *list) {
+      u = {};
+      for (const auto& r : all) {
+        u.forward += r[i] / all.size();
+        u.backward_input += r[i + 1] / all.size();
+        u.backward_weight += r[i + 2] / all.size();
+      }
+      i += 3;
+    }
+  }
+  return mine;
+}
+
+// Combines measurements of the same units: per unit, the median of the measurements.
+runtime::SegmentProfile combine(const std::vector<runtime::SegmentProfile>& all) {
+  runtime::SegmentProfile out = all.front();
+  const auto pick = [&](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (auto member : {&runtime::SegmentProfile::layer, &runtime::SegmentProfile::embedding,
+                      &runtime::SegmentProfile::head}) {
+    for (std::size_t j = 0; j < (out.*member).size(); ++j) {
+      std::vector<double> f, b, w;
+      for (const runtime::SegmentProfile& p : all) {
+        f.push_back((p.*member)[j].forward);
+        b.push_back((p.*member)[j].backward_input);
+        w.push_back((p.*member)[j].backward_weight);
+      }
+      (out.*member)[j] = {pick(f), pick(b), pick(w)};
+    }
+  }
+  return out;
+}
+
+void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  omp_set_num_threads(1);
+  const int p = world.size();
+  const bool lead = world.rank() == 0;
+  if (p < 2) throw Error("plait bench runtime speed: run it under mpirun with at least 2 ranks");
+  const std::vector<std::string> schedules =
+      split_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
+                                     : o.schedules);
+  const RandomTokens data(1 << 20);
+  // The link: latency from a one-float ping-pong, bandwidth from one of a segment's activations.
+  const std::size_t big = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden;
+  const double small_t = one_way_seconds(world, 1, 200);
+  const double big_t = one_way_seconds(world, big, 50);
+  sim::LinkProfile link;
+  link.latency_seconds = small_t;
+  link.bandwidth_bytes_per_second =
+      big_t > small_t ? static_cast<double>(big * sizeof(float)) / (big_t - small_t) : 1e12;
+  if (lead) {
+    std::printf("plait bench runtime speed: p = %d ranks x 1 thread, model %d layers x hidden %d, %d "
+                "heads, seq %d, micro-batch %d, m = %d, k = %d (%s split) for sequence-level "
+                "schedules, v = %d for interleaved ones; %d rounds of (unit profiles, one step of "
+                "every schedule) after a warm-up step\n",
+                p, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches, o.segments,
+                o.split.c_str(), o.chunks, o.steps);
+    std::printf("link (measured ping-pong with plait's waits): %.1f us latency, %.2f GB/s\n",
+                link.latency_seconds * 1e6, link.bandwidth_bytes_per_second / 1e9);
+  }
+
+  // Every schedule's trainer first; then the measured steps round-robin over the schedules, so
+  // a change in the machine's load (other programs) hits them all alike.
+  struct Run {
+    std::string name;
+    runtime::JobConfig job;
+    runtime::PipelinePlan plan;
+    std::unique_ptr<data::BatchLoader> loader;
+    std::unique_ptr<MemoryTracker> tracker;
+    std::unique_ptr<runtime::DistributedTrainer> trainer;
+    std::vector<double> makespans, bubbles;
+  };
+  std::vector<Run> runs;
+  for (const std::string& name : schedules) {
+    Run run;
+    run.name = name;
+    run.job = bench_job(o, name, p);
+    run.plan = runtime::build_pipeline_plan(run.job, p);
+    const runtime::TrainConfig t = run.job.global_train();
+    run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
+                                                     t.microbatches, 1);
+    run.tracker = std::make_unique<MemoryTracker>();
+    run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
+    run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
+    runs.push_back(std::move(run));
+  }
+  // The unit profiles, one per sequence partition, measured in every round before the round's
+  // steps (both ranks at once, as they run), so profile and steps see the same machine load:
+  // per unit the median over rounds of each round's median repeat. Or one profile from --profile.
+  struct Profiles {
+    std::size_t run;  // a run with this partition
+    std::vector<runtime::SegmentProfile> typical;
+  };
+  std::vector<Profiles> profiles;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const bool known = std::any_of(profiles.begin(), profiles.end(), [&](const Profiles& e) {
+      return runs[e.run].plan.segments == runs[i].plan.segments;
+    });
+    if (!known) profiles.push_back({i, {}});
+  }
+  auto measure_profiles = [&] {
+    for (Profiles& e : profiles) {
+      e.typical.push_back(o.profile.empty() ? measure_profile(world, runs[e.run].plan, o.repeats)
+                                            : runtime::read_segment_profile(o.profile));
+    }
+  };
+  // Rounds: the profiles, then one step of every schedule.
+  for (int s = 1; s <= o.steps; ++s) {
+    if (s == 1 || o.profile.empty()) measure_profiles();
+    for (Run& run : runs) {
+      const runtime::MeasuredStep m = runtime::gather_step(world, run.trainer->step(s, *run.loader));
+      run.makespans.push_back(m.makespan());
+      run.bubbles.push_back(m.bubble_fraction());
+    }
+  }
+  if (!lead) return;
+
+  std::printf("prediction: sim::simulate of the same schedule with per-unit costs from the engine's "
+              "measured per-layer F/B/W times per segment%s (per unit the median over rounds of "
+              "each round's median repeat)\n",
+              o.profile.empty() ? "" : (" (" + o.profile + ")").c_str());
+  std::printf("%-12s %2s %2s | %10s %21s | %10s %7s | %7s %7s\n", "schedule", "v", "k", "measured",
+              "(fastest - slowest)", "simulated", "error", "bubble", "sim");
+  for (const Run& run : runs) {
+    const Profiles& e = *std::find_if(profiles.begin(), profiles.end(), [&](const Profiles& x) {
+      return runs[x.run].plan.segments == run.plan.segments;
+    });
+    const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link);
+    const schedule::LoweredSchedule lowered = runtime::lower_plan(run.plan, INT32_MAX);
+    const sim::SimResult typical = sim::simulate(run.plan.schedule, lowered, cost, nullptr, {false, false});
+    std::vector<double> sorted = run.makespans;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    double bubble = 0;
+    for (double b : run.bubbles) bubble += b / static_cast<double>(run.bubbles.size());
+    std::printf("%-12s %2d %2zu | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
+                run.name.c_str(), run.plan.schedule.layout.max_chunks(), run.plan.segments.size(),
+                1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
+                100 * (typical.step_time - median) / median, 100 * bubble,
+                100 * typical.bubble_fraction);
+  }
+  std::printf("measured = median over rounds of the pipeline makespan (first compute start to last compute end over all ranks; the "
+              "gradient all-reduce and optimizer step are not simulated); bubble = measured mean and "
+              "simulated idle share\n");
+}
+
+void run_bench(const BenchRuntimeOptions& o, bool speed) {
+  comm::MpiSession session;
+  try {
+    if (speed) {
+      run_speed(session.world(), o);
+    } else {
+      run_memory(session.world(), o);
+    }
+  } catch (const std::exception& e) {
+    comm::abort_job(e.what());
+  }
+}
+
+void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
+  cmd->add_option("--layers", o.layers, "Transformer layers")->capture_default_str();
+  cmd->add_option("--hidden", o.hidden, "Hidden size")->capture_default_str();
+  cmd->add_option("--heads", o.heads, "Attention heads")->capture_default_str();
+  cmd->add_option("--seq", o.seq, "Sequence length")->capture_default_str();
+  cmd->add_option("--microbatch-size", o.microbatch_size, "Sequences per micro-batch")->capture_default_str();
+  cmd->add_option("--microbatches", o.microbatches, "Micro-batches per step m")->capture_default_str();
+  cmd->add_option("--segments", o.segments, "Segments k of the sequence-level schedules")->capture_default_str();
+  cmd->add_option("--split", o.split, "Segment lengths: even or flops")
+      ->check(CLI::IsMember({"even", "flops"}))
+      ->capture_default_str();
+  cmd->add_option("--chunks", o.chunks, "Chunks v of interleaved and seq1f1b-i")->capture_default_str();
+  cmd->add_option("--steps", o.steps, "Measured steps (after one warm-up step)")->capture_default_str();
+  cmd->add_option("--schedules", o.schedules, "Comma-separated schedule families (default: see above)");
+}
+
+void register_bench_runtime(CLI::App& app) {
+  CLI::App* bench = command_group(app, "bench", "Benchmarks that print figures");
+  auto* runtime_cmd = bench->add_subcommand(
+      "runtime", "The distributed runtime against the simulator (run under mpirun)");
+  runtime_cmd->require_subcommand(1);
+  auto mem = std::make_shared<BenchRuntimeOptions>();
+  auto* memory = runtime_cmd->add_subcommand(
+      "memory",
+      "Measured peak activation + K/V bytes per stage against the simulator's prediction\n"
+      "(default schedules gpipe, 1f1b, seq1f1b, zb-h1; `mpirun -np 4 plait bench runtime memory`)");
+  add_options(memory, *mem);
+  memory->callback([mem] { run_bench(*mem, false); });
+
+  auto speed_options = std::make_shared<BenchRuntimeOptions>();
+  speed_options->hidden = 128;
+  speed_options->seq = 256;
+  speed_options->microbatch_size = 2;
+  speed_options->steps = 5;
+  auto* speed = runtime_cmd->add_subcommand(
+      "speed",
+      "Measured step time of every schedule against the simulator fed with the engine's measured\n"
+      "per-layer times (`mpirun -np 2 plait bench runtime speed`; one thread per rank)");
+  add_options(speed, *speed_options);
+  speed->add_option("--repeats", speed_options->repeats, "Runs per profiled unit (median kept)")
+      ->capture_default_str();
+  speed->add_option("--profile", speed_options->profile,
+                    "Segment profile written by plait profile (instead of measuring here)")
+      ->type_name("FILE");
+  speed->callback([speed_options] { run_bench(*speed_options, true); });
+}
+
+const CommandRegistration kRegistration(220, register_bench_runtime);
+
+}  // namespace
+}  // namespace plait::cli
