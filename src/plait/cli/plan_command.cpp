@@ -172,8 +172,9 @@ void register_plan(CLI::App& app) {
   cmd->add_flag("--no-recompute", o->no_recompute,
                 "Never plan activation recomputation (mixed16 clusters plan it when memory needs it)");
   cmd->add_flag("--even", o->even,
-                "Baseline: plan as if every device had the median device's speed (even layers and\n"
-                "micro-batch shares, memory still respected); predictions are then on the real devices");
+                "Baseline: plan as if every device had the median device's speed, with stages of equal\n"
+                "width (pp x dp; even layers and micro-batch shares; memory still respected); the\n"
+                "predictions printed are then on the real devices");
   cmd->add_option("--microbatch-size", o->microbatch_size,
                   "Micro-batch sizes to try (comma-separated); default 1, 2, 4, ..., 64 dividing B")
       ->type_name("INTS");

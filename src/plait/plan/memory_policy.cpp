@@ -15,7 +15,7 @@ sim::MemoryCoefficients MemoryPolicy::coefficients() const {
     c.activation_per_token_layer = 64;
     c.attention_score_bytes = 4;
     c.logits_bytes = 4;
-    c.weight_grad_held_per_token_layer = 36;
+    c.weight_grad_held_per_token_layer = 80;
     c.kv_per_token_layer = 0;  // each unit's own K/V is in its activations
     c.head_per_token = 8;
   } else if (recompute) {

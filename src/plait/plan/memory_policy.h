@@ -19,9 +19,12 @@
 //   AdamW moments, not sharded (the runtime keeps the full optimizer state on every rank).
 //   Activations 64H bytes per token and layer (14H floats of layer activations and the unit's
 //   own K and V, 2H floats), 4 bytes per materialised attention probability, the logits in fp32
-//   and 2H floats of the head's inputs, 36H bytes kept from B to W (9H floats). The reserve is
-//   10% of the device's capacity: the dK/dV accumulators, attention workspaces and
-//   communication buffers the coefficients leave out.
+//   and 2H floats of the head's inputs, 80H bytes kept from B to W (18H floats and the unit's
+//   dK/dV accumulator, 2H): the values runtime::engine_memory_coefficients derives from the
+//   engine's exact unit sizes, up to a few bytes per token (plan/ cannot depend on the runtime;
+//   tests/plan checks they agree). The reserve is 10% of the device's capacity: transient
+//   buffers inside a layer's backward, other segments' dK/dV accumulators, communication
+//   buffers.
 #include <cstdint>
 #include <string>
 

@@ -21,6 +21,17 @@ std::vector<std::int32_t> PlanChoice::group_vstages(int group) const {
   return out;
 }
 
+std::string bytes_text(double bytes) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  char buf[32];
+  if (bytes >= 4 * kGiB) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024));
+  }
+  return buf;
+}
+
 std::string PlanChoice::summary(const ClusterSpec& cluster) const {
   std::string out = family;
   char buf[96];

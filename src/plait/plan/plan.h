@@ -82,6 +82,9 @@ struct PlanPrediction {
   std::string over_memory;  // the first device over its memory, when !fits
 };
 
+// "31.20 GiB", or "35.29 MiB" below 4 GiB (emulated devices), for reports and errors.
+std::string bytes_text(double bytes);
+
 struct Plan {
   PlanChoice choice;
   PlanPrediction prediction;

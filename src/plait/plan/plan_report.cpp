@@ -115,8 +115,12 @@ std::string format_plan(const PlanningProblem& problem, const Plan& plan, const 
       const std::string who = std::to_string(ds.size()) + " " + c.types[it->first.first].name + " " + device_list(c, ids);
       char busy[64];
       std::snprintf(busy, sizeof busy, "%s (%.0f%%)", seconds(busy_hi).c_str(), 100 * busy_hi / p.step_seconds);
-      out += line("  %-5s  %-6s  %-30.30s  %13d  %-19s  %6.2f / %6.2f GiB", first ? std::to_string(g).c_str() : "",
-                  first ? layers.c_str() : "", who.c_str(), it->first.second, busy, mem / kGiB, cap / kGiB);
+      // GiB for GPUs, MiB for the small memories of emulated devices.
+      const bool small = cap < 4 * kGiB;
+      const double unit = small ? 1024.0 * 1024 : kGiB;
+      out += line("  %-5s  %-6s  %-30.30s  %13d  %-19s  %7.2f / %7.2f %s", first ? std::to_string(g).c_str() : "",
+                  first ? layers.c_str() : "", who.c_str(), it->first.second, busy, mem / unit, cap / unit,
+                  small ? "MiB" : "GiB");
       first = false;
     }
   }

@@ -1,6 +1,5 @@
 #include "plait/plan/plan_simulation.h"
 
-#include <cstdio>
 
 #include "plait/plan/gradient_sync.h"
 #include "plait/plan/plan_schedule.h"
@@ -13,12 +12,9 @@ void check_memory(const ClusterSpec& cluster, PlanPrediction& prediction) {
   prediction.over_memory.clear();
   for (const DevicePrediction& d : prediction.devices) {
     if (d.total_bytes() <= d.capacity_bytes) continue;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s (%s) needs %.2f GiB of its %.2f GiB", cluster.device_name(d.device).c_str(),
-                  cluster.type_of(d.device).name.c_str(), d.total_bytes() / (1024.0 * 1024 * 1024),
-                  d.capacity_bytes / (1024.0 * 1024 * 1024));
     prediction.fits = false;
-    prediction.over_memory = buf;
+    prediction.over_memory = cluster.device_name(d.device) + " (" + cluster.type_of(d.device).name + ") needs " +
+                             bytes_text(d.total_bytes()) + " of its " + bytes_text(d.capacity_bytes);
     return;
   }
 }

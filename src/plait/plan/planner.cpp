@@ -22,8 +22,6 @@ namespace plait::plan {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
-
 struct FamilyOption {
   const schedule::ScheduleFamily* family;
   int chunks;
@@ -62,12 +60,6 @@ struct Closest {
     }
   }
 };
-
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / kGiB);
-  return buf;
-}
 
 }  // namespace
 
@@ -206,7 +198,15 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
     }
     std::vector<double> speed(cluster.num_devices());
     for (int d = 0; d < cluster.num_devices(); ++d) speed[d] = 1.0 / per_layer[cluster.devices[d].type];
-    const std::vector<Grouping> groupings = stage_groupings(cluster, devices, speed, std::min(o.max_groups, L));
+    std::vector<Grouping> groupings = stage_groupings(cluster, devices, speed, std::min(o.max_groups, L));
+    if (o.even) {
+      // A homogeneous layout: every stage as wide (pp x dp).
+      groupings.erase(std::remove_if(groupings.begin(), groupings.end(),
+                                     [](const Grouping& g) {
+                                       return std::any_of(g.begin(), g.end(), [&](const auto& x) { return x.size() != g[0].size(); });
+                                     }),
+                      groupings.end());
+    }
     result.groupings += groupings.size();
 
     // Coarse pass: work + synchronisation + a fill/drain term with static memory only.
@@ -239,7 +239,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
           if (need + static_policy.reserve_bytes(cap) > cap) {
             closest.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
               return cluster.device_name(d) + " (" + cluster.type_of(d).name + ") would need " +
-                     gib(need + static_policy.reserve_bytes(cap)) + " of its " + gib(cap) +
+                     bytes_text(need + static_policy.reserve_bytes(cap)) + " of its " + bytes_text(cap) +
                      " for the weights, gradients and optimizer state of " + std::to_string(l) +
                      " layer(s) in a " + std::to_string(P) + "-stage layout";
             });

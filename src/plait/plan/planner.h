@@ -25,7 +25,8 @@ struct PlannerOptions {
   bool segments = true;                   // false: whole micro-batches only (k = 1)
   std::vector<int> microbatch_sizes;      // empty: 1, 2, 4, ..., 64 where they divide the batch
   bool recompute = true;                  // may plan recomputation (mixed16 only)
-  bool even = false;                      // plan as if every device were alike (a baseline)
+  bool even = false;                      // plan as if every device were alike, stages of
+                                          // equal width (a pp x dp baseline)
   int max_groups = 16;                    // pipeline stages at most
   int grouping_shortlist = 40;            // groupings per micro-batch size kept by the coarse pass
   int simulate = 12;                      // estimated plans re-ranked by simulation

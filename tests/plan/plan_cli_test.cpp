@@ -1,0 +1,94 @@
+// `plait plan` as a user runs it (PLAIT_BINARY): a plan printed and written, --evaluate of the
+// file it wrote, a provisional profile, and one-line errors for bad files and unplannable
+// requests.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "plait/sim/latency_table.h"
+#include "test_files.h"
+
+namespace plait::plan {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Outcome plait(const std::string& args) {
+  static int calls = 0;
+  const std::string stem = test_file(std::to_string(++calls));
+  const std::string cmd = std::string(PLAIT_BINARY) + " " + args + " >" + stem + ".out 2>" + stem + ".err";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(stem + ".out"), slurp(stem + ".err")};
+}
+
+const std::string kCpu4 = "--cluster " + shared_cluster("cpu4-emulated.json") + " --model " +
+                          shared_cluster("cpu4-base.json") + " --global-batch 32 --seq 256 --simulate 4 ";
+
+TEST(PlanCli, PlansWritesAndEvaluates) {
+  const std::string out = test_file("plan.json");
+  const Outcome o = plait("plan " + kCpu4 + "--config " + shared_cluster("cpu4-base.json") + " --out " + out);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("chosen plan: "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tokens/s"), std::string::npos);
+  EXPECT_NE(o.out.find("wrote " + out), std::string::npos);
+  const Outcome e = plait("plan --cluster " + shared_cluster("cpu4-emulated.json") + " --evaluate " + out);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find(out + ": "), std::string::npos) << e.out;
+  // The evaluation predicts the step the plan printed.
+  const std::size_t at = o.out.find("  step "), eat = e.out.find("  step ");
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_NE(eat, std::string::npos);
+  EXPECT_EQ(o.out.substr(at, o.out.find(' ', at + 8) - at), e.out.substr(eat, e.out.find(' ', eat + 8) - eat));
+}
+
+TEST(PlanCli, ProvisionalProfile) {
+  const std::string out = test_file("profile.json");
+  const Outcome o = plait("plan --flops-profile " + out + " --model " + shared_cluster("cpu4-base.json") +
+                          " --seq 256 --gflops 40 --device-name host --max-microbatch 4");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const sim::LatencyTable t = sim::read_latency_table(out, true);
+  ASSERT_EQ(t.entries.size(), 1u);
+  EXPECT_EQ(t.entries[0].device, "host");
+  EXPECT_EQ(t.entries[0].forward_ms.size(), 4u);
+  EXPECT_NEAR(t.entries[0].backward_ms[0], 2 * t.entries[0].forward_ms[0], 1e-9);
+}
+
+TEST(PlanCli, OneLineErrors) {
+  const std::string bad = write_test_file("cluster.json", R"({"device_types": {"x": {"tflops": 1, "memory_gib": 8}},
+    "machines": [{"name": "m", "devices": [{"type": "x", "count": 0}]}]})");
+  struct Case {
+    std::string args, expected;
+  };
+  const Case cases[] = {
+      {"plan --model gpt-7b --global-batch 8 --seq 1024", "plait: error: --cluster: required"},
+      {"plan --cluster " + bad + " --model gpt-7b --global-batch 8 --seq 1024",
+       "plait: error: " + bad + ": machines[0].devices[0].count: expected an integer in [1, 65536], found 0"},
+      {"plan --cluster " + shared_cluster("cpu4-emulated.json") + " --model gpt-7b --global-batch 8 --seq 1024",
+       "plait: error: cannot plan: no layout fits in memory; the closest: "},
+      {"plan " + kCpu4 + "--schedule 1f1b --devices-of-type fast --microbatch-size 3",
+       "plait: error: cannot plan: no micro-batch size tried divides the global batch of 32 sequences"},
+      {"plan " + kCpu4 + "--top 0", "plait: error: --top: expected an integer in [1, 100], found '0'"},
+  };
+  for (const Case& c : cases) {
+    const Outcome o = plait(c.args);
+    EXPECT_EQ(o.code, 1) << c.args;
+    EXPECT_EQ(o.err.rfind(c.expected, 0), 0u) << "got: " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
+}
+
+}  // namespace
+}  // namespace plait::plan

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "plait/core/error.h"
+#include "plait/core/json_fields.h"
+#include "plait/plan/plan_file.h"
+#include "plait/plan/plan_simulation.h"
+#include "plait/plan/planner.h"
+#include "plait/runtime/parallel_config.h"
+#include "test_files.h"
+
+namespace plait::plan {
+namespace {
+
+struct Planned {
+  PlanningProblem problem;
+  PlannerResult result;
+};
+
+Planned plan_cpu4() {
+  const std::string base = shared_cluster("cpu4-base.json");
+  Planned p{make_problem(read_cluster_spec(shared_cluster("cpu4-emulated.json")), sim::resolve_model(base, 256), 32, 256), {}};
+  PlannerOptions o;
+  o.simulate = 4;
+  o.top = 1;
+  p.result = plan_cluster(p.problem, o);
+  return p;
+}
+
+// A plan file is the config plait train runs: the runtime's own reader accepts it as the
+// explicit form, with the plan's layout, global micro-batches, segments and emulated devices.
+TEST(PlanFile, TheRuntimeReadsIt) {
+  const Planned p = plan_cpu4();
+  const Plan& plan = p.result.plans[0];
+  const nlohmann::json base = read_json_file(shared_cluster("cpu4-base.json"));
+  const nlohmann::json doc = plan_file_json(p.problem, plan, &base);
+  const std::string path = test_file("plan.json");
+  write_plan_file(path, doc);
+  const runtime::JobConfig job = runtime::load_job_config(path);
+  EXPECT_EQ(job.parallel.form, runtime::ParallelConfig::Form::explicit_layout);
+  EXPECT_EQ(job.parallel.world_size(), 4);
+  EXPECT_EQ(job.parallel.layers, plan.choice.vstage_layers);
+  EXPECT_EQ(job.parallel.schedule_name, plan.choice.family);
+  EXPECT_EQ(job.global_microbatches(), plan.choice.num_microbatches);
+  EXPECT_EQ(job.run.train.microbatch_size, plan.choice.microbatch_size);
+  EXPECT_EQ(job.run.train.seq, 256);
+  EXPECT_EQ(job.run.train.lr, 0.002);  // from the base config
+  EXPECT_EQ(job.run.data.paths, (std::vector<std::string>{"/usr/share/games/fortunes"}));
+  EXPECT_EQ(static_cast<int>(job.run.train.segments().size()), plan.choice.segments);
+  ASSERT_EQ(job.parallel.devices.size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    const DeviceType& t = p.problem.cluster.type_of(plan.choice.rank_devices()[r]);
+    EXPECT_EQ(job.parallel.devices[r].type, t.name);
+    EXPECT_DOUBLE_EQ(job.parallel.devices[r].slowdown, t.slowdown);
+    EXPECT_EQ(job.parallel.devices[r].memory_bytes.value(), static_cast<std::size_t>(t.memory_bytes));
+  }
+}
+
+// Read back, a plan file predicts exactly what the planner predicted.
+TEST(PlanFile, RoundTripPredictsTheSame) {
+  const Planned p = plan_cpu4();
+  const Plan& plan = p.result.plans[0];
+  const std::string path = test_file("plan.json");
+  write_plan_file(path, plan_file_json(p.problem, plan, nullptr));
+  const LoadedPlan loaded = read_plan_file(path, p.problem.cluster);
+  EXPECT_EQ(loaded.schedule, plan.schedule);
+  EXPECT_EQ(loaded.global_batch, 32);
+  EXPECT_EQ(loaded.choice.vstage_layers, plan.choice.vstage_layers);
+  EXPECT_EQ(loaded.choice.segments, plan.choice.segments);
+  EXPECT_EQ(loaded.choice.split, plan.choice.split);
+  const PlanPrediction again = simulate_plan(p.problem, loaded.choice, loaded.schedule);
+  EXPECT_DOUBLE_EQ(again.step_seconds, plan.prediction.step_seconds);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_DOUBLE_EQ(again.devices[r].total_bytes(), plan.prediction.devices[r].total_bytes());
+  }
+  // The generated form 1 is read too: 2 x 2 with 1F1B.
+  const std::string generated = write_test_file("form1.json", R"({
+    "model": {"layers": 8, "hidden": 128, "heads": 4, "vocab": 256, "max_seq": 256},
+    "train": {"steps": 1, "seq": 256, "microbatch_size": 2, "microbatches": 8},
+    "parallel": {"schedule": "1f1b", "pp": 2, "dp": 2}})");
+  const LoadedPlan g = read_plan_file(generated, p.problem.cluster);
+  EXPECT_EQ(g.global_batch, 32);
+  EXPECT_EQ(g.choice.num_groups(), 2);
+  EXPECT_EQ(g.choice.groups[0].devices, (std::vector<int>{0, 2}));
+  EXPECT_EQ(g.choice.groups[0].microbatches, (std::vector<int>{8, 8}));
+  EXPECT_TRUE(simulate_plan(p.problem, g.choice, g.schedule).step_seconds > 0);
+}
+
+std::string error_of(const std::string& text, const ClusterSpec& cluster) {
+  try {
+    read_plan_file(write_test_file("bad.json", text), cluster);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(PlanFile, ErrorsNameFileAndField) {
+  const ClusterSpec cluster = read_cluster_spec(shared_cluster("cpu4-emulated.json"));
+  const std::string head = R"("model": {"layers": 2, "hidden": 128, "heads": 4, "vocab": 256, "max_seq": 256},
+    "train": {"steps": 1, "seq": 256, "microbatch_size": 1, "microbatches": 2}, )";
+  struct Case {
+    std::string parallel, expected;
+  };
+  const Case cases[] = {
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0"]})",
+       "parallel.schedule_text: expected one line per rank (2), found 1"},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW1.0 F1.0 BW0.0"]})",
+       "parallel.schedule_text: schedule rule"},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 2], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0"]})",
+       "parallel.layers: expected 2 layer counts summing to model.layers 2"},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 X", "-"]})",
+       "parallel.schedule_text[0]: 'X'"},
+      {R"({"rank_vstages": [[0], []], "layers": [1, 1], "schedule_text": ["-", "-"]})",
+       "parallel.rank_vstages[1]: expected at least one virtual stage"},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["-", "-"], "colour": 1})",
+       "parallel.colour: unknown field"},
+      {R"({"schedule": "2f2b"})", "parallel.schedule: unknown schedule '2f2b'"},
+      {R"({"rank_vstages": [[0], [1], [1], [1], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0", "-", "-", "-"]})",
+       "parallel.rank_vstages: the plan has 5 ranks but"},
+  };
+  for (const Case& c : cases) {
+    const std::string error = error_of("{" + head + "\"parallel\": " + c.parallel + "}", cluster);
+    EXPECT_NE(error.find("bad.json: " + c.expected), std::string::npos) << "got: " << error;
+  }
+}
+
+}  // namespace
+}  // namespace plait::plan

@@ -1,0 +1,176 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "plait/core/error.h"
+#include "plait/plan/cluster_spec.h"
+#include "plait/plan/planner.h"
+#include "test_files.h"
+
+namespace plait::plan {
+namespace {
+
+// Two fast and two slow devices on one machine.
+const char* kMixed = R"({
+  "device_types": {"fast": {"tflops": 200, "memory_gib": 80}, "slow": {"tflops": 100, "memory_gib": 80},
+                   "tiny": {"tflops": 200, "memory_gib": 9}},
+  "machines": [{"name": "m", "devices": [{"type": "fast", "count": 2}, {"type": "slow", "count": 2}],
+                "link": {"gbyte_per_s": 100, "latency_us": 5}}]})";
+
+PlanningProblem problem(const std::string& cluster, const std::string& model, std::int64_t batch, std::int64_t seq) {
+  return make_problem(read_cluster_spec(cluster), sim::resolve_model(model, seq), batch, seq);
+}
+
+// Work (micro-batches x layers) per device of a plan, indexed by device.
+std::vector<double> work(const Plan& plan) {
+  std::vector<double> out(64, 0.0);
+  for (int g = 0; g < plan.choice.num_groups(); ++g) {
+    int layers = 0;
+    for (std::int32_t s : plan.choice.group_vstages(g)) layers += plan.choice.vstage_layers[s];
+    for (std::size_t i = 0; i < plan.choice.groups[g].devices.size(); ++i) {
+      out[plan.choice.groups[g].devices[i]] += plan.choice.groups[g].microbatches[i] * layers;
+    }
+  }
+  return out;
+}
+
+// Faster devices get more work, every device is kept busy, and the plan beats the even layout
+// that ignores the difference (predicted on the real devices).
+TEST(Planner, GivesFastDevicesMoreWork) {
+  const PlanningProblem p = problem(write_test_file("mixed.json", kMixed), "gpt-1.3b", 64, 2048);
+  PlannerOptions o;
+  o.simulate = 6;
+  const PlannerResult r = plan_cluster(p, o);
+  ASSERT_FALSE(r.plans.empty());
+  const Plan& best = r.plans[0];
+  EXPECT_TRUE(best.prediction.simulated);
+  EXPECT_TRUE(best.prediction.fits);
+  EXPECT_EQ(best.choice.rank_devices().size(), 4u);
+  const std::vector<double> w = work(best);
+  EXPECT_GT(std::min(w[0], w[1]), 1.5 * std::max(w[2], w[3])) << best.choice.summary(p.cluster);
+  for (const DevicePrediction& d : best.prediction.devices) {
+    EXPECT_GT(d.busy_seconds / best.prediction.step_seconds, 0.7) << p.cluster.device_name(d.device);
+    EXPECT_LE(d.total_bytes(), d.capacity_bytes);
+  }
+  for (std::size_t i = 1; i < r.plans.size(); ++i) {
+    EXPECT_GE(r.plans[i].prediction.step_seconds, best.prediction.step_seconds);  // best first
+  }
+  EXPECT_NEAR(best.prediction.tokens_per_second * best.prediction.step_seconds, 64.0 * 2048, 1e-6);
+  o.even = true;
+  const PlannerResult even = plan_cluster(p, o);
+  ASSERT_FALSE(even.plans.empty());
+  ASSERT_EQ(even.assumed.size(), even.plans.size());
+  for (int g = 1; g < even.plans[0].choice.num_groups(); ++g) {
+    EXPECT_EQ(even.plans[0].choice.groups[g].devices.size(), even.plans[0].choice.groups[0].devices.size());
+  }
+  EXPECT_GT(even.plans[0].prediction.step_seconds, 1.2 * best.prediction.step_seconds);
+  // Every device was taken to be the median one (a slow one here): even layers, even shares.
+  EXPECT_NE(even.reference.find("slow"), std::string::npos);
+  for (const StageGroup& g : even.plans[0].choice.groups) {
+    EXPECT_EQ(*std::max_element(g.microbatches.begin(), g.microbatches.end()),
+              *std::min_element(g.microbatches.begin(), g.microbatches.end()));
+  }
+}
+
+// A device with little memory holds what fits: the predictions stay within every capacity, and
+// the plan it is in carries fewer layers per device than a plan for the same speeds without
+// the cap would give it.
+TEST(Planner, RespectsEveryDevicesMemory) {
+  const PlanningProblem p = problem(write_test_file("capped.json", R"({
+    "device_types": {"fast": {"tflops": 200, "memory_gib": 80}, "slow": {"tflops": 100, "memory_gib": 80},
+                     "tiny": {"tflops": 200, "memory_gib": 9}},
+    "machines": [{"name": "m", "devices": [{"type": "tiny"}, {"type": "fast"}, {"type": "slow", "count": 2}],
+                  "link": {"gbyte_per_s": 100, "latency_us": 5}}]})"), "gpt-1.3b", 64, 2048);
+  ASSERT_EQ(p.cluster.type_of(0).name, "tiny");
+  PlannerOptions o;
+  o.simulate = 6;
+  const PlannerResult r = plan_cluster(p, o);
+  for (const Plan& plan : r.plans) {
+    for (const DevicePrediction& d : plan.prediction.devices) EXPECT_LE(d.total_bytes(), d.capacity_bytes);
+  }
+  const PlanChoice& c = r.plans[0].choice;
+  int tiny_layers = 0;
+  for (int g = 0; g < c.num_groups(); ++g) {
+    if (std::find(c.groups[g].devices.begin(), c.groups[g].devices.end(), 0) == c.groups[g].devices.end()) continue;
+    for (std::int32_t s : c.group_vstages(g)) tiny_layers += c.vstage_layers[s];
+  }
+  // 9 GiB minus the 2 GiB reserve holds the 18 bytes of static state per parameter of at most
+  // 7 GiB / (18 x 50.3M) = 8.3 layers (less with the optimizer sharded only over its group).
+  EXPECT_LE(tiny_layers, 8) << c.summary(p.cluster);
+}
+
+// Restricted searches do what they say.
+TEST(Planner, RestrictedSearches) {
+  const PlanningProblem p = problem(write_test_file("mixed.json", kMixed), "gpt-1.3b", 64, 2048);
+  PlannerOptions o;
+  o.simulate = 4;
+  o.families = {"1f1b"};
+  o.segments = false;
+  for (const Plan& plan : plan_cluster(p, o).plans) {
+    EXPECT_EQ(plan.choice.family, "1f1b");
+    EXPECT_EQ(plan.choice.segments, 1);
+  }
+  o.families = {"seq1f1b"};
+  o.segments = true;
+  for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_GT(plan.choice.segments, 1);
+  o.families.clear();
+  o.device_types = {"slow"};
+  for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.rank_devices(), (std::vector<int>{2, 3}));
+  o.microbatch_sizes = {4};
+  for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.microbatch_size, 4);
+}
+
+std::string cannot_plan(const PlanningProblem& p, const PlannerOptions& o) {
+  try {
+    plan_cluster(p, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(planned)";
+}
+
+// Unplannable requests say why in one line.
+TEST(Planner, ExplainsWhyItCannotPlan) {
+  const PlanningProblem big = problem(write_test_file("mixed.json", kMixed), "gpt-30b", 64, 2048);
+  const std::string memory = cannot_plan(big, {});
+  EXPECT_EQ(memory.rfind("cannot plan: no layout fits in memory; the closest: ", 0), 0u) << memory;
+  EXPECT_NE(memory.find("GiB"), std::string::npos) << memory;
+  EXPECT_EQ(memory.find('\n'), std::string::npos);
+  const PlanningProblem p = problem(write_test_file("mixed.json", kMixed), "gpt-1.3b", 63, 2048);
+  PlannerOptions o;
+  o.microbatch_sizes = {2, 4};
+  EXPECT_NE(cannot_plan(p, o).find("no micro-batch size tried divides the global batch of 63"), std::string::npos);
+  o = {};
+  o.device_types = {"gpu"};
+  EXPECT_NE(cannot_plan(p, o).find("has no device type 'gpu' (it has fast, slow, tiny)"), std::string::npos);
+  o = {};
+  o.families = {"2f2b"};
+  EXPECT_NE(cannot_plan(p, o).find("unknown schedule '2f2b'"), std::string::npos);
+}
+
+// Acceptance on Zorse's measurements (issue 5): 8 A100-40GB + 16 A10G + 16 V100-16GB + 24 T4,
+// LLaMA-7B shape, 1M tokens per step at 1024 tokens: the plan beats the best single-type
+// sub-cluster and the best plan with 1F1B and no segments. (4096 tokens: docs/planner.md.)
+TEST(Planner, ZorseClusterBeatsHomogeneousAndOneFOneB) {
+  const PlanningProblem p = problem(shared_cluster("zorse-64gpu.json"), "llama-7b", 1024, 1024);
+  PlannerOptions o;
+  o.top = 1;
+  o.simulate = 8;
+  const double best = plan_cluster(p, o).plans[0].prediction.tokens_per_second;
+  double homogeneous = 0;
+  for (const char* type : {"a100x40", "a10g", "v100x16", "t4"}) {
+    PlannerOptions h = o;
+    h.device_types = {type};
+    homogeneous = std::max(homogeneous, plan_cluster(p, h).plans[0].prediction.tokens_per_second);
+  }
+  PlannerOptions f = o;
+  f.families = {"1f1b"};
+  f.segments = false;
+  const double one_f_one_b = plan_cluster(p, f).plans[0].prediction.tokens_per_second;
+  EXPECT_GT(best, 2.0 * homogeneous);
+  EXPECT_GT(best, 1.05 * one_f_one_b);
+}
+
+}  // namespace
+}  // namespace plait::plan
