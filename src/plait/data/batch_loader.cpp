@@ -3,19 +3,9 @@
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/core/splitmix64.h"
 
 namespace plait::data {
-namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014): a full-period mixer; good enough to spread windows.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 BatchLoader::BatchLoader(std::span<const std::uint16_t> tokens, int seq, int microbatch_size,
                          int microbatches_per_step, std::uint64_t seed)

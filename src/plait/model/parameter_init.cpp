@@ -3,16 +3,10 @@
 #include <cmath>
 #include <string_view>
 
+#include "plait/core/splitmix64.h"
+
 namespace plait::model {
 namespace {
-
-// SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", 2014).
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // FNV-1a, 64-bit.
 std::uint64_t fnv1a(std::string_view s) {
