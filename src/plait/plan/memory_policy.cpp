@@ -1,5 +1,7 @@
 #include "plait/plan/memory_policy.h"
 
+#include <algorithm>
+
 namespace plait::plan {
 
 namespace {
@@ -47,11 +49,17 @@ double MemoryPolicy::sync_bytes_per_parameter() const {
   return precision == Precision::mixed16 ? 4.0 + 2.0 : 4.0 + 4.0;
 }
 
-double MemoryPolicy::recompute_working_bytes(const schedule::ModelShape& shape, int microbatch_size,
-                                             std::int64_t unit_tokens, bool head) const {
-  if (!recompute) return 0.0;
+double MemoryPolicy::working_bytes(const schedule::ModelShape& shape, int microbatch_size, std::int64_t unit_tokens,
+                                   bool head) const {
   const double tokens = static_cast<double>(microbatch_size) * static_cast<double>(unit_tokens);
-  return tokens * (34.0 * shape.hidden + (head ? 4.0 * shape.vocab : 0.0));
+  const double H = shape.hidden, V = shape.vocab;
+  if (precision == Precision::fp32) {
+    const double keys = static_cast<double>(shape.max_seq);
+    const double workspace = std::min<double>(static_cast<double>(unit_tokens), 128.0) * keys;
+    return 4.0 * (tokens * (11.0 * H + (head ? V + 2.0 * H : 0.0)) + workspace + 2.0 * tokens * H);
+  }
+  if (!recompute) return 0.0;
+  return tokens * (34.0 * H + (head ? 4.0 * V : 0.0));
 }
 
 std::string MemoryPolicy::describe() const {

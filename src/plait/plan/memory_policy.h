@@ -50,9 +50,16 @@ struct MemoryPolicy {
   // mixed16 reduce-scatters fp32 gradients and all-gathers the bf16 weights (4 + 2), fp32
   // all-reduces fp32 gradients (reduce-scatter + all-gather of 4 bytes each).
   double sync_bytes_per_parameter() const;
-  // Recomputation's working set: one layer of the largest unit (b tokens of `unit_tokens`).
-  double recompute_working_bytes(const schedule::ModelShape& shape, int microbatch_size,
-                                 std::int64_t unit_tokens, bool head) const;
+  // Bytes a rank needs beyond its static state and the units it holds, for its largest unit
+  // (b sequences of `unit_tokens` tokens; `head`: the rank holds the LM head).
+  //   mixed16: recomputation's working set, one layer of that unit rebuilt (34H bytes per token,
+  //     plus the fp32 logits on the head stage); the 2 GiB reserve covers the rest.
+  //   fp32: the engine's transients (model/unit_memory.cpp's backward walk): a layer's backward
+  //     temporaries, 11H floats per token, the attention backward's workspace (min(s, 128) x
+  //     keys floats per thread, one thread), on the head stage the dlogits and the head's
+  //     gradients (V + 2H floats per token), and two posted receive buffers (b s H floats each).
+  double working_bytes(const schedule::ModelShape& shape, int microbatch_size, std::int64_t unit_tokens,
+                       bool head) const;
   // One line for reports.
   std::string describe() const;
 };

@@ -121,7 +121,7 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
       const double in_flight = limits[r] > 0 ? std::min<double>(limits[r], all_units) : all_units;
       p.activation_bytes = in_flight * activation;
       p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
-                        policy.recompute_working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
+                        policy.working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
     }
   }
   double sum_e = 0, max_e = 0;

@@ -73,7 +73,7 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
       p.static_bytes = policy.static_bytes(parameters, static_cast<int>(group.devices.size()));
       p.activation_bytes = rr.peak_activation_bytes;
       p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
-                        policy.recompute_working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
+                        policy.working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
       finish = std::max(finish, rr.finish);
     }
     step = std::max(step, finish + sync[g]);

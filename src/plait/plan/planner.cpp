@@ -171,7 +171,9 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
   const double H = shape.hidden;
   const ParameterCounts params{12 * H * H + 13 * H, (static_cast<double>(shape.vocab) + static_cast<double>(shape.max_seq)) * H,
                                2 * H + static_cast<double>(shape.vocab) * H};
-  Closest closest;
+  // The closest layouts to fitting: those over memory with their activations (estimated or
+  // simulated), else those whose weights and optimizer state alone do not fit.
+  Closest closest, closest_static;
   std::vector<Candidate> pool;
   std::map<std::tuple<int, int, int>, UnitTimes> times_cache;  // (b, k, split)
   auto times_for = [&](int b, const SegmentOption& so) -> const UnitTimes& {
@@ -237,7 +239,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         for (int d : groups[g]) {
           const double cap = cluster.type_of(d).memory_bytes;
           if (need + static_policy.reserve_bytes(cap) > cap) {
-            closest.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
+            closest_static.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
               return cluster.device_name(d) + " (" + cluster.type_of(d).name + ") would need " +
                      bytes_text(need + static_policy.reserve_bytes(cap)) + " of its " + bytes_text(cap) +
                      " for the weights, gradients and optimizer state of " + std::to_string(l) +
@@ -318,7 +320,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
                 const double need = policy.static_bytes(static_cast<std::int64_t>(params.of(l, g == 0, last)),
                                                         static_cast<int>(gc.groups[g].size())) +
                                     in_flight(g, most) * (l * act_layer + (last ? act_head : 0.0)) +
-                                    policy.recompute_working_bytes(shape, b, longest, last);
+                                    policy.working_bytes(shape, b, longest, last);
                 for (int d : gc.groups[g]) {
                   const double capacity = cluster.type_of(d).memory_bytes;
                   if (need + policy.reserve_bytes(capacity) > capacity) return false;
@@ -365,8 +367,8 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
   }
 
   if (pool.empty()) {
-    throw Error("cannot plan: no layout fits in memory" +
-                (closest.message.empty() ? std::string() : "; the closest: " + closest.message));
+    const std::string& why = closest.message.empty() ? closest_static.message : closest.message;
+    throw Error("cannot plan: no layout fits in memory" + (why.empty() ? std::string() : "; the closest: " + why));
   }
   // Shortlist for simulation: the best estimate of each family first, then the best overall.
   std::sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) {
