@@ -1,0 +1,168 @@
+// The "parallel" section (both forms of the contract) and the plan built from it: what is read,
+// what the global batch is, and that every bad layout is one line naming the file and field.
+#include "plait/runtime/parallel_config.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "plait/core/error.h"
+#include "plait/runtime/pipeline_plan.h"
+#include "plait/schedule/schedule_family.h"
+
+namespace plait::runtime {
+namespace {
+
+const std::string kHead = R"({"model": {"layers": 6, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 64},
+  "train": {"steps": 2, "seq": 32, "microbatch_size": 2, "microbatches": 4, "segments": 4})";
+
+JobConfig job(const std::string& parallel) {
+  return parse_job_config(nlohmann::json::parse(kHead + R"(, "parallel": )" + parallel + "}"), "p.json");
+}
+
+std::string error_of(const std::string& parallel, int world) {
+  try {
+    build_pipeline_plan(job(parallel), world);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ParallelConfig, GeneratedFormDefaultsAndGlobalBatch) {
+  const JobConfig j = job(R"({"schedule": "seq1f1b", "pp": 2, "dp": 3})");
+  EXPECT_EQ(j.parallel.form, ParallelConfig::Form::generated);
+  EXPECT_EQ(j.parallel.world_size(), 6);
+  EXPECT_EQ(j.global_microbatches(), 12);  // m = 4 per replica
+  EXPECT_EQ(j.global_train().microbatches, 12);
+  const PipelinePlan plan = build_pipeline_plan(j, 6);
+  EXPECT_EQ(plan.vstage_layers, (std::vector<int>{3, 3}));
+  EXPECT_EQ(plan.holders(0), (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(plan.global_tokens(), 12 * 2 * 32);
+  EXPECT_TRUE(plan.vstage_specs[0].has_embedding);
+  EXPECT_TRUE(plan.vstage_specs[1].has_head);
+  EXPECT_TRUE(plan.wte_split());
+  // No section at all: one rank, Seq1F1B (which is 1F1B for one segment).
+  const JobConfig none = parse_job_config(nlohmann::json::parse(kHead + "}"), "p.json");
+  EXPECT_EQ(none.parallel.world_size(), 1);
+  EXPECT_EQ(build_pipeline_plan(none, 1).schedule_name, "seq1f1b");
+}
+
+TEST(ParallelConfig, FlopsSplitRecutsACountedSegmentation) {
+  // Narrow heads and a long sequence, so attention (which grows with the prefix) matters.
+  auto make = [](const std::string& split) {
+    return parse_job_config(
+        nlohmann::json::parse(
+            R"({"model": {"layers": 2, "hidden": 16, "heads": 2, "vocab": 256, "max_seq": 256},
+                "train": {"steps": 1, "seq": 256, "microbatch_size": 1, "segments": 4},
+                "parallel": {"pp": 2)" + split + "}}"),
+        "p.json");
+  };
+  const auto e = make("").global_train().segment_lengths;
+  const auto f = make(R"(, "split": "flops")").global_train().segment_lengths;
+  EXPECT_EQ(e, (std::vector<int>{64, 64, 64, 64}));
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(std::accumulate(f.begin(), f.end(), 0), 256);
+  // Equal FLOPs: earlier segments attend to fewer keys, so they are longer.
+  EXPECT_TRUE(std::is_sorted(f.rbegin(), f.rend())) << f[0] << " " << f[1] << " " << f[2] << " " << f[3];
+  EXPECT_GT(f.front(), f.back());
+}
+
+TEST(ParallelConfig, ExplicitFormIsReadAndValidated) {
+  const JobConfig j = job(R"({"rank_vstages": [[0], [0], [1]], "layers": [4, 2],
+      "schedule_text": ["F0.0 F0.1 F0.2 F0.3 BW0.3 BW0.2 BW0.1 BW0.0 F1.0 F1.1 F1.2 F1.3 BW1.3 BW1.2 BW1.1 BW1.0",
+                        "F2.0 F2.1 F2.2 F2.3 BW2.3 BW2.2 BW2.1 BW2.0 F3.0 F3.1 F3.2 F3.3 BW3.3 BW3.2 BW3.1 BW3.0",
+                        "F0.0 F0.1 F0.2 F0.3 BW0.3 BW0.2 BW0.1 BW0.0 F2.0 F2.1 F2.2 F2.3 BW2.3 BW2.2 BW2.1 BW2.0 F1.0 F1.1 F1.2 F1.3 BW1.3 BW1.2 BW1.1 BW1.0 F3.0 F3.1 F3.2 F3.3 BW3.3 BW3.2 BW3.1 BW3.0"],
+      "schedule_name": "hand-made",
+      "devices": [{"type": "a", "slowdown": 2}, {"type": "b", "memory_bytes": 1000000}, {}]})");
+  EXPECT_EQ(j.parallel.form, ParallelConfig::Form::explicit_layout);
+  EXPECT_EQ(j.global_microbatches(), 4);  // train.microbatches is global here
+  const PipelinePlan plan = build_pipeline_plan(j, 3);
+  EXPECT_EQ(plan.schedule_name, "hand-made");
+  EXPECT_EQ(plan.vstage_layers, (std::vector<int>{4, 2}));
+  EXPECT_EQ(plan.devices[0].slowdown, 2.0);
+  EXPECT_EQ(plan.devices[1].memory_bytes, 1000000u);
+  EXPECT_EQ(plan.rank_label(0), "rank 0: stage 0 (a, x2)");
+}
+
+TEST(ParallelConfig, BadLayoutsAreOneLineNamingFileAndField) {
+  EXPECT_EQ(error_of(R"({"pp": 4})", 2),
+            "p.json: parallel.pp: the layout needs 4 ranks (pp 4 x dp 1) but the job has 2 (start it "
+            "with mpirun -np 4)");
+  EXPECT_EQ(error_of(R"({"pp": 2, "layers": [4, 1]})", 2),
+            "p.json: parallel.layers: the layers per virtual stage sum to 5, expected model.layers 6");
+  EXPECT_EQ(error_of(R"({"pp": 2, "layers": [6]})", 2),
+            "p.json: parallel.layers: expected one layer count per virtual stage (2), found 1");
+  EXPECT_EQ(error_of(R"({"pp": 3, "layers": [3, 0, 3]})", 3),
+            "p.json: parallel.layers: virtual stage 1 has no layers (only the first and last stage "
+            "may, holding the embedding or head)");
+  EXPECT_EQ(error_of(R"({"schedule": "1f1b", "pp": 2})", 2),
+            "p.json: parallel.schedule: 1f1b: schedules whole micro-batches, so segments must be 1 "
+            "(got 4); the sequence-level families are seq1f1b, seq1f1b-i and seq-zb");
+  EXPECT_TRUE(error_of(R"({"schedule": "interleaved", "pp": 2, "chunks": 2})", 2)
+                  .starts_with("p.json: parallel.schedule: interleaved: schedules whole micro-batches"));
+  // The explicit form: the validator's one-line summary.
+  EXPECT_EQ(error_of(R"({"rank_vstages": [[0], [1]], "layers": [3, 3],
+                         "schedule_text": ["F0.0 F0.1 F0.2 F0.3", "F0.0 F0.1 F0.2 F0.3"]})", 2)
+                .substr(0, 60),
+            "p.json: parallel.schedule_text: schedule rule exactly-once: ");
+  EXPECT_NE(error_of(R"({"rank_vstages": [[0], [1]], "layers": [3, 3],
+                         "schedule_text": ["F0.0 X", "-"]})", 2)
+                .find("p.json: parallel.schedule_text[0]: line 1, column 6: "),
+            std::string::npos);
+}
+
+TEST(ParallelConfig, BadSectionsAreInputErrors) {
+  auto parse_error = [](const std::string& parallel) {
+    try {
+      job(parallel);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(parse_error(R"({"pp": 2, "pipeline": 2})"), "p.json: parallel.pipeline: unknown field");
+  EXPECT_TRUE(parse_error(R"({"schedule": "2f2b"})")
+                  .starts_with("p.json: parallel.schedule: unknown schedule '2f2b'; expected one of gpipe"));
+  EXPECT_EQ(parse_error(R"({"pp": 2, "devices": [{}]})"),
+            "p.json: parallel.devices: expected one device per rank (2), found 1");
+  EXPECT_EQ(parse_error(R"({"pp": 1, "devices": [{"slowdown": 0.5}]})"),
+            "p.json: parallel.devices[0].slowdown: expected a slow-down factor in [1, 1000], found "
+            "0.500000");
+  EXPECT_EQ(parse_error(R"({"pp": 1, "split": "fast"})"),
+            "p.json: parallel.split: expected \"even\" or \"flops\", found \"fast\"");
+  EXPECT_EQ(parse_error(R"({"rank_vstages": [[0]], "layers": [6], "schedule_text": ["F0.0"], "pp": 1})"),
+            "p.json: parallel.pp: belongs to the generated form; the explicit form (rank_vstages, "
+            "schedule_text) gives the layout and schedule itself");
+  EXPECT_EQ(parse_error(R"({"rank_vstages": [[0], [2]], "layers": [3, 3], "schedule_text": ["-", "-"]})"),
+            "p.json: parallel.rank_vstages[1]: expected virtual stages in [0, 2) (one per entry of "
+            "layers), found 2");
+  EXPECT_EQ(parse_error(R"({"rank_vstages": [[0], [1]], "layers": [3, 3], "schedule_text": ["-"]})"),
+            "p.json: parallel.schedule_text: expected one string per rank (2 in rank_vstages), found 1");
+  EXPECT_EQ(parse_error(R"({"rank_vstages": [[0]], "schedule_text": ["-"]})"),
+            "p.json: parallel.layers: required in the explicit form (layers per virtual stage)");
+  // A split re-cuts only a segment count, not explicit lengths.
+  try {
+    parse_job_config(nlohmann::json::parse(
+                         R"({"model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 64},
+                             "train": {"steps": 1, "seq": 8, "microbatch_size": 1, "segments": [5, 3]},
+                             "parallel": {"split": "flops"}})"),
+                     "p.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "p.json: parallel.split: applies when train.segments is a count; "
+                           "train.segments gives the lengths");
+  }
+}
+
+TEST(ParallelConfig, TheShippedConfigsParseAndPlan) {
+  for (const char* name : {"seq1f1b-pp4.json", "heterogeneous-explicit.json"}) {
+    const JobConfig j = load_job_config(std::string(PLAIT_SOURCE_DIR "/configs/") + name);
+    EXPECT_NO_THROW(build_pipeline_plan(j, j.parallel.world_size())) << name;
+  }
+}
+
+}  // namespace
+}  // namespace plait::runtime

@@ -1,0 +1,144 @@
+// Profiles and the simulator inputs derived from the engine: the unit profiler measures every
+// piece, its files read back (the latency table through the simulator's strict reader), the
+// profile-fed cost model composes units from layers, and the engine memory coefficients make
+// the simulator's memory model reproduce model::unit_memory_bytes exactly.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "plait/model/unit_memory.h"
+#include "plait/runtime/engine_memory_coefficients.h"
+#include "plait/runtime/profile_cost_model.h"
+#include "plait/runtime/profile_json.h"
+#include "plait/runtime/unit_profiler.h"
+#include "plait/sim/latency_table.h"
+#include "plait/sim/memory_model.h"
+
+namespace plait::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+const model::GPTConfig kModel{4, 32, 4, 256, 64, true};
+
+fs::path temp_file(const std::string& name) {
+  return fs::temp_directory_path() / ("plait_profile_test_" + std::to_string(::getpid()) + "_" + name);
+}
+
+TEST(UnitProfiler, MeasuresEveryPieceOfEverySegment) {
+  const std::vector<model::Segment> segments = model::even_segments(32, 3);
+  const SegmentProfile p = profile_segments(kModel, 2, segments, {3, 2});
+  ASSERT_EQ(p.layer.size(), 3u);
+  for (const auto* list : {&p.layer, &p.embedding, &p.head}) {
+    for (const UnitTimes& u : *list) {
+      EXPECT_GT(u.forward, 0);
+      EXPECT_GT(u.backward_input, 0);
+      EXPECT_GT(u.backward_weight, 0);
+    }
+  }
+  const BatchProfile b = profile_batches(kModel, 16, 3, {3, 2});
+  EXPECT_EQ(b.layer.size(), 3u);
+  EXPECT_EQ(b.seq, 16);
+}
+
+TEST(ProfileFiles, LatencyTableAndSegmentProfileReadBack) {
+  const BatchProfile b = profile_batches(kModel, 16, 3, {3, 1});
+  const fs::path table = temp_file("table.json");
+  std::ofstream(table) << sim::latency_table_json(latency_entries(b, profile_model_name(kModel), "host")).dump();
+  const sim::LatencyTable read = sim::read_latency_table(table.string(), /*strict=*/true);
+  ASSERT_EQ(read.entries.size(), 3u);
+  bool layer = false;
+  for (const sim::LatencyEntry& e : read.entries) {
+    EXPECT_EQ(e.model, "plait_l4_h32_a4_v256");
+    EXPECT_EQ(e.seq, 16);
+    EXPECT_EQ(e.forward_ms.size(), 3u);
+    if (e.dtype == "float32") {
+      layer = true;
+      EXPECT_NEAR(e.forward_ms[1], b.layer[1].forward * 1e3, 1e-9);
+      EXPECT_NEAR(e.backward_ms[2], b.layer[2].backward() * 1e3, 1e-9);
+    }
+  }
+  EXPECT_TRUE(layer);
+  fs::remove(table);
+
+  const SegmentProfile p = profile_segments(kModel, 2, model::even_segments(32, 2), {3, 1});
+  const fs::path file = temp_file("segments.json");
+  std::ofstream(file) << to_json(p, 1).dump();
+  const SegmentProfile back = read_segment_profile(file.string());
+  EXPECT_EQ(back.model, p.model);
+  EXPECT_EQ(back.segments, p.segments);
+  EXPECT_NEAR(back.head[1].backward_weight, p.head[1].backward_weight, 1e-12);
+  std::ofstream(file) << R"({"model": {"layers": 4, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 64},
+    "microbatch_size": 2, "segments": [{"start": 0, "length": 8}, {"start": 9, "length": 8}],
+    "layer": [], "embedding": [], "head": []})";
+  try {
+    read_segment_profile(file.string());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), file.string() + ": segments[1]: expected contiguous segments from position 0");
+  }
+  fs::remove(file);
+}
+
+TEST(ProfileCostModel, UnitsAreLayersPlusEmbeddingAndHeadTimesSlowdown) {
+  PipelinePlan plan;
+  plan.model = kModel;
+  plan.microbatch_size = 1;
+  plan.segments = model::even_segments(16, 2);
+  plan.vstage_layers = {1, 3};
+  plan.vstage_specs = {{0, 1, true, false}, {1, 4, false, true}};
+  plan.devices = {DeviceEmulation{}, DeviceEmulation{"slow", 2.5, {}}};
+  SegmentProfile p;
+  p.model = kModel;
+  p.microbatch_size = 1;
+  p.segments = plan.segments;
+  p.layer = {{1, 2, 3}, {10, 20, 30}};
+  p.embedding = {{0.5, 0.25, 0.125}, {0.5, 0.25, 0.125}};
+  p.head = {{100, 200, 300}, {1000, 2000, 3000}};
+  const ProfileCostModel cost(p, plan, {});
+  using K = schedule::ActionKind;
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::F, 0, 0, 0), 1 + 0.5);
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::BW, 3, 1, 0), 20 + 30 + 0.25 + 0.125);
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(1, K::B, 0, 1, 1), 2.5 * (3 * 20 + 2000));
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(1, K::W, 0, 0, 1), 2.5 * (3 * 3 + 300));
+  p.segments = model::even_segments(16, 4);
+  EXPECT_THROW(ProfileCostModel(p, plan, {}), Error);
+}
+
+TEST(EngineMemoryCoefficients, TheSimulatorReproducesTheEngineBytesOfAUnit) {
+  const model::GPTConfig m{6, 48, 6, 300, 128, true};
+  const sim::MemoryCoefficients c = engine_memory_coefficients(m);
+  const schedule::ModelShape shape{m.layers, m.hidden, m.heads, m.vocab, m.max_seq};
+  schedule::SequencePartition partition;
+  partition.lengths = {40, 24, 32};
+  partition.flops = {0, 0, 0};
+  const int batch = 3;
+  // Stages: 2 layers + embedding, 3 layers, 1 layer + head.
+  const sim::MemoryModel memory(shape, {2, 3, 1}, partition, batch, c);
+  const std::vector<model::StageSpec> specs = {{0, 2, true, false}, {2, 5, false, false}, {5, 6, false, true}};
+  const std::vector<model::Segment> segments = model::segments_from_lengths(96, {40, 24, 32});
+  for (int v = 0; v < 3; ++v) {
+    for (int j = 0; j < 3; ++j) {
+      const model::UnitMemory u = model::unit_memory_bytes(m, specs[v], batch, segments[j], 1);
+      // F: the unit's activations and its own K/V (the embedding's token ids, N floats, are the
+      // one term the simulator leaves out).
+      const double embedding_ids = specs[v].has_embedding ? 4.0 * batch * segments[j].length : 0;
+      EXPECT_NEAR(memory.activation_bytes(v, j), static_cast<double>(u.forward_activations + u.forward_kv) - embedding_ids,
+                  1e-6)
+          << "stage " << v << " segment " << j;
+      EXPECT_EQ(memory.kv_prefix_bytes(v, j), 0.0);
+      // Between B and W: what B keeps plus the dK/dV accumulator (the head keeps one more NC and
+      // the embedding its gradient, which the simulator does not count).
+      const double head_kept = specs[v].has_head ? 4.0 * batch * segments[j].length * m.hidden : 0;
+      const double embedding_kept = specs[v].has_embedding ? 4.0 * batch * segments[j].length * (m.hidden + 1) : 0;
+      EXPECT_NEAR(memory.held_for_weight_bytes(v, j),
+                  static_cast<double>(u.activations_after_b() + u.dkv) - head_kept - embedding_kept, 1e-6)
+          << "stage " << v << " segment " << j;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace plait::runtime
