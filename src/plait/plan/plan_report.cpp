@@ -61,15 +61,27 @@ std::string format_problem(const PlanningProblem& problem) {
   for (const auto& [name, n] : counts) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
   const schedule::ModelShape& s = problem.model.shape;
   std::string out;
-  out += line("cluster    %s: %d devices (%s) on %zu machines", c.name.c_str(), c.num_devices(), types.c_str(),
-              c.machines.size());
+  out += line("cluster    %s: %d devices (%s) on %zu machine%s", c.name.c_str(), c.num_devices(), types.c_str(),
+              c.machines.size(), c.machines.size() == 1 ? "" : "s");
   out += line("model      %s: %d layers, hidden %d, %d heads, vocab %d%s", problem.model.name.c_str(), s.layers,
               s.hidden, s.heads, s.vocab, problem.model.tie_embeddings ? ", tied embeddings" : "");
   out += line("batch      %lld sequences x %lld tokens = %.0f tokens per step", static_cast<long long>(problem.global_batch),
               static_cast<long long>(problem.seq), problem.tokens_per_step());
   out += "memory     " + MemoryPolicy{c.precision, false}.describe() + "\n";
+  // Device types (their links come from the cluster, not from the profile).
   for (std::size_t t = 0; t < c.types.size(); ++t) {
-    out += "device     " + problem.type_profiles[t].describe() + "\n";
+    const sim::DeviceProfile& p = problem.type_profiles[t];
+    std::string speed;
+    if (p.measured) {
+      speed = "per-layer latencies of " + p.measured->model + " at seq " + std::to_string(p.measured->seq) + ", " +
+              p.measured->dtype;
+    } else {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f TFLOP/s sustained", p.sustained_flops / 1e12);
+      speed = buf;
+    }
+    out += "device     " + c.types[t].name + ": " + speed + ", " + bytes_text(c.types[t].memory_bytes) +
+           " (source: " + p.source + ")\n";
   }
   return out;
 }
