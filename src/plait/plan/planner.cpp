@@ -33,7 +33,16 @@ struct GroupingCandidate {
   double score;
   Grouping groups;
   std::vector<std::vector<int>> counts;
+  bool lockstep = false;  // every stage as wide, every device of one type
 };
+
+// seq1f1b -> 1f1b, seq-zb -> zb-h1, seq1f1b-i -> interleaved: what a sequence family is at k = 1.
+std::string twin(const std::string& family) {
+  if (family == "seq1f1b") return "1f1b";
+  if (family == "seq-zb") return "zb-h1";
+  if (family == "seq1f1b-i") return "interleaved";
+  return family;
+}
 
 struct Candidate {
   PlanChoice choice;
@@ -110,8 +119,11 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
       throw Error("cannot plan: unknown schedule '" + name + "'; expected one of " + schedule::schedule_family_names());
     }
   }
+  auto has_family = [&](const std::string& name) {
+    return o.families.empty() || std::find(o.families.begin(), o.families.end(), name) != o.families.end();
+  };
   for (const schedule::ScheduleFamily& f : schedule::schedule_families()) {
-    if (!o.families.empty() && std::find(o.families.begin(), o.families.end(), f.name) == o.families.end()) continue;
+    if (!has_family(f.name)) continue;
     const bool split = f.name == "zb-h1" || f.name == "seq-zb" || f.name == "zb-v";
     families.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2, split});
   }
@@ -217,6 +229,11 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
     for (const Grouping& groups : groupings) {
       const int P = static_cast<int>(groups.size());
       GroupingCandidate c{0.0, groups, {}};
+      c.lockstep = true;
+      for (const auto& g : groups) {
+        c.lockstep = c.lockstep && g.size() == groups[0].size();
+        for (int d : g) c.lockstep = c.lockstep && cluster.devices[d].type == cluster.devices[groups[0][0]].type;
+      }
       bool ok = true;
       for (const auto& g : groups) {
         std::vector<double> s;
@@ -284,17 +301,21 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
           }
           for (const FamilyOption& fo : families) {
             const schedule::ScheduleFamily& f = *fo.family;
-            if (so.k > 1 ? !f.sequence_level : f.sequence_level) continue;  // k = 1 sequence families repeat others
+            if (so.k > 1 && !f.sequence_level) continue;
+            // With k = 1 a sequence family is its micro-batch twin, when that one is tried.
+            if (so.k == 1 && f.sequence_level && has_family(twin(f.name))) continue;
             if (recompute && fo.split_backward) continue;
             const int v = fo.chunks;
             const bool gpipe = f.name == "gpipe";
             // Units in flight on group g (the homogeneous warm-up + 1; the estimate then uses the
             // heterogeneous limits).
+            // Fused-backward families get twice that off lock-step (heterogeneous_pipeline.h).
+            const double slack = fo.split_backward || gc.lockstep ? 1.0 : 2.0;
             auto in_flight = [&](int g, int most) {
               if (gpipe) return static_cast<double>(most) * so.k * v;
               if (f.name == "zb-v") return 2.0 * P;
-              if (v > 1) return 2.0 * (P - g - 1) + (v - 1) * ((P + so.k - 1) / so.k * so.k) + so.k;
-              return static_cast<double>(P - g - 1 + so.k);
+              if (v > 1) return slack * (2.0 * (P - g - 1) + (v - 1) * ((P + so.k - 1) / so.k * so.k) + so.k);
+              return slack * (P - g - 1 + so.k);
             };
             std::vector<int> cap(P, L);
             for (int attempt = 0; attempt < 4; ++attempt) {
