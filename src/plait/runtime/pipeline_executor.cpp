@@ -1,6 +1,7 @@
 #include "plait/runtime/pipeline_executor.h"
 
 #include <csignal>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -211,7 +212,13 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   for (std::size_t i = 0; i < program_.steps.size(); ++i) {
     const ComputeStep& s = program_.steps[i];
     if (inject && i == fail_at) {
-      if (failure.kill) std::raise(SIGKILL);
+      if (failure.kill) {
+        // Said first so a test can time the failure; the process then dies without a word.
+        std::fprintf(stderr, "plait: rank %d: step %lld: killing itself with SIGKILL (injected failure)\n",
+                     rank, static_cast<long long>(step));
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      }
       throw Error("step " + std::to_string(step) + ": injected failure before action " +
                   std::to_string(i) + " (" + action_text(s.action) + ")");
     }

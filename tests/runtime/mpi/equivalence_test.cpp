@@ -30,6 +30,7 @@
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/local_trainer.h"
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/schedule/heterogeneous_pipeline.h"
 #include "plait/schedule/schedule_family.h"
 #include "tiny_job.h"
 
@@ -206,6 +207,59 @@ TEST(Equivalence, ExplicitHeterogeneousLayout) {
   EXPECT_EQ(plan.schedule.ranks[1].size(), 2u * 2 * 2);
   expect_equivalent(plan, job.global_train());
 }
+
+
+// Every family's heterogeneous schedule as the planner builds it (schedule/heterogeneous_pipeline.h:
+// Zorse-style stage groups of widths 2, 1, 1, rank 1 twice as slow and running 2 of the 5
+// micro-batches, routing many-to-many), written as the explicit form's text and run by the
+// runtime: the same parameters as one process.
+class HeterogeneousEquivalence : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HeterogeneousEquivalence, PlannerScheduleTrainsExactly) {
+  if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  const std::string family = GetParam();
+  const schedule::ScheduleFamily* f = schedule::find_schedule_family(family);
+  schedule::HeterogeneousPipeline pipeline;
+  pipeline.stage_ranks = {{0, 1}, {2}, {3}};
+  pipeline.stage_counts = {{3, 2}, {5}, {5}};
+  pipeline.num_microbatches = 5;
+  pipeline.num_segments = f->sequence_level ? 2 : 1;
+  pipeline.chunks = f->fixed_chunks == 1 ? 1 : 2;
+  schedule::HeterogeneousCosts costs;
+  costs.unit_seconds = [](int rank, schedule::ActionKind, std::int32_t, std::int32_t) {
+    return rank == 1 ? 2.0 : 1.0;
+  };
+  const schedule::Schedule s = schedule::heterogeneous_schedule(family, pipeline, costs);
+  JobConfig job = test::tiny_job(family, 1, 1, 5, pipeline.num_segments);
+  job.parallel.form = ParallelConfig::Form::explicit_layout;
+  job.parallel.schedule_name = family + " (heterogeneous)";
+  job.parallel.layers.assign(static_cast<std::size_t>(s.layout.num_vstages), 0);
+  for (int l = 0; l < job.run.model.layers; ++l) ++job.parallel.layers[l % s.layout.num_vstages];
+  for (int r = 0; r < s.num_ranks(); ++r) {
+    job.parallel.rank_vstages.emplace_back(s.layout.rank_vstages[r].begin(), s.layout.rank_vstages[r].end());
+    std::string text;
+    for (const schedule::Action& a : s.ranks[r]) {
+      text += (text.empty() ? "" : " ") + schedule::to_string(a, s.layout.max_chunks() > 1);
+    }
+    job.parallel.schedule_text.push_back(text.empty() ? "-" : text);
+  }
+  job.parallel.devices = {DeviceEmulation{}, DeviceEmulation{"slow", 2.0, {}}, DeviceEmulation{},
+                          DeviceEmulation{}};
+  const PipelinePlan plan = build_pipeline_plan(job, world().size());
+  EXPECT_EQ(plan.holders(0), (std::vector<int>{0, 1}));
+  expect_equivalent(plan, job.global_train());
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, HeterogeneousEquivalence,
+                         ::testing::Values("gpipe", "1f1b", "interleaved", "seq1f1b", "seq1f1b-i",
+                                           "zb-h1", "zb-v", "seq-zb"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (c == '-') c = '_';
+                           }
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace plait::runtime
