@@ -64,6 +64,9 @@ class DistributedTrainer {
   DistributedTrainer(const PipelinePlan& plan, const TrainConfig& train, comm::Communicator& world,
                      MemoryTracker& tracker, const TrainerOptions& options = {});
   ~DistributedTrainer();
+  // The executor refers to the plan held here: neither copied nor moved.
+  DistributedTrainer(const DistributedTrainer&) = delete;
+  DistributedTrainer& operator=(const DistributedTrainer&) = delete;
 
   DistributedStepResult step(std::int64_t step, const data::BatchSource& batches);
   // Whether the next steps record their timed events (DistributedStepResult::events).

@@ -36,6 +36,8 @@ class GradientReducer {
                   std::vector<model::StageModel*> chunks, std::size_t bucket_floats,
                   MemoryTracker& buffers);
   ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
 
   // Starts the reduction of chunk `chunk` (its gradients are final). Idempotent per step.
   void start_chunk(int chunk);

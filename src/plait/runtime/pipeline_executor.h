@@ -49,6 +49,8 @@ class PipelineExecutor {
                    std::vector<model::StageModel*> chunks, GradientReducer& reducer,
                    MemoryTracker& buffers);
   ~PipelineExecutor();
+  PipelineExecutor(const PipelineExecutor&) = delete;
+  PipelineExecutor& operator=(const PipelineExecutor&) = delete;
 
   // Runs the rank's actions of step `step`; `start` is the step's time origin (monotonic
   // seconds, taken after the step's barrier). Returns once every action has run and every send
