@@ -205,10 +205,22 @@ double one_way_seconds(comm::Communicator& world, std::size_t floats, int trips)
 
 // Every rank measures the segments at once (both cores busy, as during the run) and the
 // per-unit times are averaged over the ranks.
+// The most micro-batches any rank of the plan holds at once (the simulator's peak in flight,
+// rounded up): how far from the caches a unit's backward finds its activations.
+int peak_in_flight(const runtime::PipelinePlan& plan) {
+  const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
+  const sim::SimResult r =
+      sim::simulate(plan.schedule, schedule::lower(plan.schedule), uniform, nullptr, {false, false});
+  double peak = 1;
+  for (const sim::RankResult& rank : r.ranks) peak = std::max(peak, rank.peak_in_flight);
+  return static_cast<int>(std::ceil(peak - 1e-9));
+}
+
 runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime::PipelinePlan& plan,
-                                        int repeats) {
+                                        int repeats, int in_flight) {
   runtime::ProfileOptions options;
   options.repeats = repeats;
+  options.in_flight = in_flight;
   // A layer is timed inside a stage of as many layers as a rank holds, so weights and
   // activations compete for the caches as in the run.
   options.probe_layers = plan.model.layers / plan.num_ranks();
@@ -311,24 +323,31 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
     runs.push_back(std::move(run));
   }
-  // The unit profiles, one per sequence partition, measured in every round before the round's
-  // steps (both ranks at once, as they run), so profile and steps see the same machine load:
+  // The unit profiles, one per sequence partition and number of micro-batches the schedule holds
+  // at once (a unit is slower when its activations have left the caches: GPipe holds all m),
+  // measured in every round before the round's steps (both ranks at once, as they run), so
+  // profile and steps see the same machine load:
   // per unit the median over rounds of each round's median repeat. Or one profile from --profile.
   struct Profiles {
-    std::size_t run;  // a run with this partition
+    std::size_t run;  // a run with this partition and in-flight count
+    int in_flight;
     std::vector<runtime::SegmentProfile> typical;
   };
   std::vector<Profiles> profiles;
+  std::vector<std::size_t> profile_of(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const bool known = std::any_of(profiles.begin(), profiles.end(), [&](const Profiles& e) {
-      return runs[e.run].plan.segments == runs[i].plan.segments;
+    const int in_flight = peak_in_flight(runs[i].plan);
+    const auto known = std::find_if(profiles.begin(), profiles.end(), [&](const Profiles& e) {
+      return runs[e.run].plan.segments == runs[i].plan.segments && e.in_flight == in_flight;
     });
-    if (!known) profiles.push_back({i, {}});
+    profile_of[i] = static_cast<std::size_t>(known - profiles.begin());
+    if (known == profiles.end()) profiles.push_back({i, in_flight, {}});
   }
   auto measure_profiles = [&] {
     for (Profiles& e : profiles) {
-      e.typical.push_back(o.profile.empty() ? measure_profile(world, runs[e.run].plan, o.repeats)
-                                            : runtime::read_segment_profile(o.profile));
+      e.typical.push_back(o.profile.empty()
+                              ? measure_profile(world, runs[e.run].plan, o.repeats, e.in_flight)
+                              : runtime::read_segment_profile(o.profile));
     }
   };
   // Rounds: the profiles, then one step of every schedule.
@@ -346,12 +365,23 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
               "measured per-layer F/B/W times per segment%s (per unit the median over rounds of "
               "each round's median repeat)\n",
               o.profile.empty() ? "" : (" (" + o.profile + ")").c_str());
+  for (const Profiles& e : profiles) {
+    const runtime::SegmentProfile p = combine(e.typical);
+    std::printf("  unit times, %zu segment(s), %d micro-batch(es) in flight, ms F / B / W: layer",
+                p.segments.size(), e.in_flight);
+    for (const runtime::UnitTimes& u : p.layer) {
+      std::printf(" %.2f/%.2f/%.2f", 1e3 * u.forward, 1e3 * u.backward_input, 1e3 * u.backward_weight);
+    }
+    std::printf("; head");
+    for (const runtime::UnitTimes& u : p.head) {
+      std::printf(" %.2f/%.2f/%.2f", 1e3 * u.forward, 1e3 * u.backward_input, 1e3 * u.backward_weight);
+    }
+    std::printf("\n");
+  }
   std::printf("%-12s %2s %2s | %10s %21s | %10s %7s | %7s %7s\n", "schedule", "v", "k", "measured",
               "(fastest - slowest)", "simulated", "error", "bubble", "sim");
   for (const Run& run : runs) {
-    const Profiles& e = *std::find_if(profiles.begin(), profiles.end(), [&](const Profiles& x) {
-      return runs[x.run].plan.segments == run.plan.segments;
-    });
+    const Profiles& e = profiles[profile_of[static_cast<std::size_t>(&run - runs.data())]];
     const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link);
     const schedule::LoweredSchedule lowered = runtime::lower_plan(run.plan, INT32_MAX);
     const sim::SimResult typical = sim::simulate(run.plan.schedule, lowered, cost, nullptr, {false, false});

@@ -47,11 +47,15 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
 
   const std::size_t k = segments.size();
   std::vector<std::vector<double>> f(k), b(k), w(k);
-  for (int r = 0; r <= repeats; ++r) {
+  // Micro-batch r's forwards run before micro-batch r - lag's backwards, so `in_flight`
+  // micro-batches are held at once and a unit's backward finds its activations as far out of
+  // the caches as in a pipeline's steady state (1F1B holds 2 on its last stage, more earlier).
+  // Micro-batch 0 is the warm-up and not timed.
+  const int lag = std::max(1, options.in_flight) - 1;
+  const auto forward = [&](int r) {
     for (std::size_t j = 0; j < k; ++j) {
       const model::Segment& s = segments[j];
-      // Each segment reads its own columns; positions are what matters for the cost, and the
-      // buffers are large enough for any segment (rows of batch * length).
+      // Positions are what matter for the cost; the buffers fit any segment.
       const double t0 = monotonic_seconds();
       if (probe == Probe::head) {
         stage.forward_loss(r, batch, s, in.data(), nullptr, targets.data(), 1e-3);
@@ -61,6 +65,8 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
       }
       if (r > 0) f[j].push_back(monotonic_seconds() - t0);
     }
+  };
+  const auto backward = [&](int r) {
     for (std::size_t j = k; j-- > 0;) {
       const double t0 = monotonic_seconds();
       stage.backward_input(r, segments[j], probe == Probe::head ? nullptr : grad.data(),
@@ -72,6 +78,10 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
       stage.backward_weight(r, segments[j]);
       if (r > 0) w[j].push_back(monotonic_seconds() - t0);
     }
+  };
+  for (int r = 0; r <= repeats + lag; ++r) {
+    if (r <= repeats) forward(r);
+    if (r - lag >= 0) backward(r - lag);
   }
   const double divide = probe == Probe::layers ? layers : 1;
   std::vector<UnitTimes> times(k);

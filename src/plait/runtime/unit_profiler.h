@@ -35,6 +35,9 @@ struct SegmentProfile {
 struct ProfileOptions {
   int repeats = 5;
   int probe_layers = 2;
+  // Micro-batches held at once: micro-batch r's forwards run before the backwards of
+  // r - (in_flight - 1), as in a 1F1B steady state (1: each backward right after its forward).
+  int in_flight = 2;
 };
 
 SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_size,
