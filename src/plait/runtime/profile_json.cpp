@@ -34,6 +34,17 @@ std::vector<UnitTimes> read_times(const JsonFields& top, const std::string& key,
   return times;
 }
 
+// Zorse's least-squares line in the micro-batch size; when the times are too small for the
+// batch dependence to show (the embedding: microseconds of noise) and the slope comes out <= 0,
+// the line through the origin and the mean time per sample instead (slopes must be positive).
+std::pair<double, double> positive_fit(const std::vector<double>& ms) {
+  const auto fit = sim::fit_latency_line(ms);
+  if (fit.first > 0) return fit;
+  double per_sample = 0;
+  for (std::size_t b = 0; b < ms.size(); ++b) per_sample += ms[b] / static_cast<double>(b + 1);
+  return {std::max(per_sample / static_cast<double>(ms.size()), 1e-9), 0.0};
+}
+
 sim::LatencyEntry entry(const std::vector<UnitTimes>& times, const std::string& model,
                         const std::string& device, const std::string& dtype, int seq) {
   sim::LatencyEntry e;
@@ -45,8 +56,8 @@ sim::LatencyEntry entry(const std::vector<UnitTimes>& times, const std::string& 
     e.forward_ms.push_back(t.forward * 1e3);
     e.backward_ms.push_back(t.backward() * 1e3);
   }
-  std::tie(e.forward_slope_ms, e.forward_intercept_ms) = sim::fit_latency_line(e.forward_ms);
-  std::tie(e.backward_slope_ms, e.backward_intercept_ms) = sim::fit_latency_line(e.backward_ms);
+  std::tie(e.forward_slope_ms, e.forward_intercept_ms) = positive_fit(e.forward_ms);
+  std::tie(e.backward_slope_ms, e.backward_intercept_ms) = positive_fit(e.backward_ms);
   return e;
 }
 
