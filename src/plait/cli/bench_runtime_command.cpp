@@ -128,7 +128,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 "tracker; comm buffers on a separate tracker) vs the simulator's prediction (same "
                 "schedule, engine memory coefficients)\n",
                 o.steps);
-    std::printf("%-10s %5s %14s %14s %14s %14s %8s\n", "schedule", "stage", "measured", "activations",
+    std::printf("%-12s %5s %14s %14s %14s %14s %8s\n", "schedule", "stage", "measured", "activations",
                 "kv_cache", "simulated", "error");
   }
   std::vector<double> stage0;  // measured stage-0 peak per schedule
@@ -161,7 +161,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
     for (int r = 0; r < p; ++r) {
       const double measured = all[r][0], simulated = predicted.ranks[r].peak_activation_bytes;
-      std::printf("%-10s %5d %10.2f MiB %10.2f MiB %10.2f MiB %10.2f MiB %+7.2f%%\n", name.c_str(), r,
+      std::printf("%-12s %5d %10.2f MiB %10.2f MiB %10.2f MiB %10.2f MiB %+7.2f%%\n", name.c_str(), r,
                   mib(measured), mib(all[r][1]), mib(all[r][2]), mib(simulated),
                   100 * (simulated - measured) / measured);
     }
