@@ -271,6 +271,7 @@ void register_train(CLI::App& app) {
                   "Post each receive this many compute actions before the action that needs it,\n"
                   "or 'all' (a whole step's receives at its start). Sends never block, so any\n"
                   "value is deadlock-free; larger values hold more comm_buffers memory")
+      ->type_name("N|all")
       ->capture_default_str();
   cmd->add_option("--trace", args->trace,
                   "Write the measured per-rank timeline of one step as Chrome trace events (the\n"
