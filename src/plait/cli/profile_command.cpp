@@ -127,8 +127,9 @@ void register_profile(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "profile",
       "Measure this machine's per-layer forward/backward times for a config's model and write a\n"
-      "device profile in Zorse's model_latencies.json shape (what plait sim and plait plan read),\n"
-      "plus per-segment F/B/W times of the config's sequence partition (docs/runtime.md).");
+      "device profile in Zorse's model_latencies.json shape (what a cluster spec's\n"
+      "device_types.<t>.profile names for plait plan), plus per-segment F/B/W times of the config's\n"
+      "sequence partition (docs/runtime.md).");
   auto a = std::make_shared<ProfileArgs>();
   cmd->add_option("--config", a->config, "Config file (model, train; default: the built-in default)")
       ->type_name("FILE");
