@@ -94,6 +94,7 @@ TEST(MemoryProfile, TheReceiveWindowChangesCommBuffersNotResults) {
   const test::TinyData data(plan.model.vocab);
   const data::BatchLoader loader = data.loader(t);
   std::vector<double> losses, peaks;
+  double receives = 0;  // bytes of all of this rank's receives in a step
   for (std::int32_t window : {0, 1, INT32_MAX}) {
     MemoryTracker tracker;
     TrainerOptions options;
@@ -101,13 +102,19 @@ TEST(MemoryProfile, TheReceiveWindowChangesCommBuffersNotResults) {
     DistributedTrainer trainer(plan, t, world(), tracker, options);
     losses.push_back(trainer.step(0, loader).loss);
     peaks.push_back(static_cast<double>(tracker.peak(MemoryCategory::kCommBuffers)));
+    receives = 0;
+    for (const schedule::Message& m : trainer.lowered().messages) {
+      if (m.dst_rank == world().rank()) receives += static_cast<double>(m.bytes);
+    }
   }
   // Same arithmetic in the same order: bitwise equal.
   EXPECT_EQ(losses[0], losses[1]);
   EXPECT_EQ(losses[0], losses[2]);
-  // Posting a whole step's receives at its start holds all of their buffers at once.
-  EXPECT_GT(peaks[2], peaks[1]) << "rank " << world().rank();
-  EXPECT_GE(peaks[1], peaks[0]);
+  // Posting a whole step's receives at its start holds all of their buffers at once (the other
+  // windows' peaks also hold send buffers until the sender sees them complete, which depends on
+  // timing, so only this one is compared).
+  ASSERT_GT(receives, 0);
+  EXPECT_GE(peaks[2], receives) << "rank " << world().rank();
 }
 
 }  // namespace
