@@ -54,6 +54,7 @@ std::string manifest_to_text(const CheckpointManifest& m) {
   j["config"] = m.config;
   j["data_position"] = m.data_position;
   j["rng_state"] = m.rng_state;
+  j["optimizer"] = m.optimizer;
   j["files"] = files;
   return j.dump(2) + "\n";
 }
@@ -70,6 +71,7 @@ CheckpointManifest parse_manifest(std::string_view text, const std::string& file
   m.config = f.raw("config");
   m.data_position = f.raw("data_position");
   m.rng_state = f.raw("rng_state");
+  if (f.has("optimizer")) m.optimizer = f.raw("optimizer");
   const nlohmann::json& files = f.raw("files");
   if (!files.is_array()) f.fail("files", "expected an array of files");
   std::map<std::string, std::string> owner;  // tensor -> field of its first listing

@@ -1,11 +1,11 @@
 #pragma once
 // A checkpoint's manifest (manifest.json in the checkpoint's directory): what was saved and how
-// to check it. config, data_position and rng_state are opaque JSON values owned by the runtime
-// (this module knows nothing of models); files lists each tensor file with its size, CRC-32C
-// and the global tensor names it holds.
+// to check it. config, data_position, rng_state and optimizer are opaque JSON values owned by
+// the runtime (this module knows nothing of models); files lists each tensor file with its size,
+// CRC-32C and the global tensor names it holds.
 //
 //   {"format": "plait-checkpoint", "version": 1, "step": 100,
-//    "config": {...}, "data_position": {...}, "rng_state": {...},
+//    "config": {...}, "data_position": {...}, "rng_state": {...}, "optimizer": {...},
 //    "files": [{"path": "stage_0.safetensors", "bytes": 123, "crc32c": "0x1a2b3c4d",
 //               "tensors": ["wte", "h.0.attn.c_attn.weight", ...]}, ...]}
 #include <cstdint>
@@ -29,6 +29,7 @@ struct CheckpointManifest {
   nlohmann::json config = nlohmann::json::object();
   nlohmann::json data_position = nlohmann::json::object();
   nlohmann::json rng_state = nlohmann::json::object();
+  nlohmann::json optimizer = nlohmann::json::object();  // optional in the file (default {})
   std::vector<ManifestFile> files;
 };
 

@@ -78,10 +78,14 @@ std::string checkpoint_dir_name(std::int64_t step) {
   return buf;
 }
 
+std::string checkpoint_staging_dir(const std::string& root, std::int64_t step) {
+  return (fs::path(root) / (checkpoint_dir_name(step) + kPartial)).string();
+}
+
 std::string begin_checkpoint(const std::string& root, std::int64_t step) {
   if (step < 0) throw Error("checkpoint: step must be >= 0, found " + std::to_string(step));
   fs::create_directories(root);
-  const fs::path staging = fs::path(root) / (checkpoint_dir_name(step) + kPartial);
+  const fs::path staging = checkpoint_staging_dir(root, step);
   fs::remove_all(staging);  // left by a crashed attempt
   fs::create_directory(staging);
   fsync_directory(root);

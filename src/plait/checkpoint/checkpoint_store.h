@@ -34,6 +34,8 @@ std::string checkpoint_dir_name(std::int64_t step);
 
 // Step 1 (coordinator): creates <root>/step_<s>.partial/ afresh and returns its path.
 std::string begin_checkpoint(const std::string& root, std::int64_t step);
+// The path begin_checkpoint returns (for writers on other ranks of a shared file system).
+std::string checkpoint_staging_dir(const std::string& root, std::int64_t step);
 
 // Step 2 (any writer): writes one tensor file into the staging directory; the returned record
 // goes into the manifest. file_name is a plain name such as "stage_0.safetensors".

@@ -66,6 +66,12 @@ void ProgressBar::update(int step, double loss, double lr) {
   std::fflush(out_);
 }
 
+void ProgressBar::note(const std::string& line) {
+  if (tty_ && drawn_) std::fprintf(out_, "\r\x1b[K");
+  std::fprintf(out_, "%s\n", line.c_str());
+  std::fflush(out_);
+}
+
 void ProgressBar::finish() {
   if (tty_ && drawn_) std::fprintf(out_, "\n");
   drawn_ = false;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <string>
 
 namespace plait::cli {
 
@@ -16,6 +17,9 @@ class ProgressBar {
   void update(int step, double loss, double lr);
   // Ends the redrawn line (no-op when not on a terminal).
   void finish();
+  // Prints a line of its own (a validation loss, a skipped step) without breaking the redrawn
+  // progress line, which the next update draws again.
+  void note(const std::string& line);
 
   // Tokens per second over the recent steps (a sliding window of 10).
   double tokens_per_second() const;

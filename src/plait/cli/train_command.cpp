@@ -1,18 +1,24 @@
-// `plait train`: train a GPT on a text corpus with pipeline and data parallelism over MPI ranks
-// (docs/runtime.md). `mpirun -np N plait train --config FILE` runs the layout and schedule of the
-// config's "parallel" section (or the layout flags); without mpirun it is a job of one rank.
+// `plait train`: train a GPT on a text corpus or token shards with pipeline and data
+// parallelism over MPI ranks (docs/runtime.md), with validation, checkpoints and --resume
+// (docs/checkpoints.md). `mpirun -np N plait train --config FILE` runs the layout and schedule of
+// the config's "parallel" section (or the layout flags); without mpirun it is a job of one rank.
 // Without --config it trains the built-in small default (configs/default.json) in one process.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "plait/cli/byte_size.h"
 #include "plait/cli/commands.h"
@@ -23,14 +29,15 @@
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
-#include "plait/data/batch_loader.h"
-#include "plait/data/byte_tokenizer.h"
-#include "plait/data/text_corpus.h"
+#include "plait/runtime/collective_error.h"
 #include "plait/runtime/distributed_trainer.h"
+#include "plait/runtime/failure_injection.h"
 #include "plait/runtime/measured_step.h"
 #include "plait/runtime/memory_reports.h"
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/training_checkpoint.h"
+#include "plait/runtime/training_run.h"
 #include "plait/trace/chrome_trace.h"
 #include "plait/trace/html_timeline.h"
 
@@ -46,8 +53,41 @@ struct TrainArgs {
   std::string recv_lookahead = std::to_string(runtime::kDefaultRecvLookahead);
   std::string trace, html;
   int trace_step = -1;
+  std::optional<std::string> resume;  // set when --resume was given ("" without DIR)
+  std::string resume_dir;
+  long long stop_at = 0;
+  std::string metrics;
   std::string inject_failure;
 };
+
+// Threads per rank and why: --threads; else OMP_NUM_THREADS; else, under an MPI launcher, the
+// machine's hardware threads shared among the ranks on this node (at most the cores this rank
+// may run on); else every core this process may use.
+struct ThreadChoice {
+  int threads = 1;
+  std::string why;
+};
+
+ThreadChoice choose_threads(int flag) {
+  if (flag > 0) return {flag, "--threads"};
+  if (const char* env = std::getenv("OMP_NUM_THREADS"); env && *env) {
+    return {omp_get_max_threads(), "OMP_NUM_THREADS"};
+  }
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int local = 0;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    if (const char* env = std::getenv(var); env && std::atoi(env) > 0) {
+      local = std::atoi(env);
+      break;
+    }
+  }
+  if (local > 0) {
+    const int share = std::max(1, std::min(omp_get_num_procs(), hardware / local));
+    return {share, std::to_string(hardware) + " hardware threads / " + std::to_string(local) +
+                       " ranks on this node"};
+  }
+  return {std::max(1, omp_get_num_procs()), "all cores"};
+}
 
 std::int32_t parse_lookahead(const std::string& text) {
   if (text == "all") return INT32_MAX;
@@ -61,23 +101,6 @@ std::int32_t parse_lookahead(const std::string& text) {
               text + "'");
 }
 
-// "R:S" or "R:S:kill" (tests only).
-runtime::FailureInjection parse_failure(const std::string& text) {
-  runtime::FailureInjection f;
-  if (text.empty()) return f;
-  int rank = -1;
-  long long step = -1;
-  char how[8] = {0};
-  const int n = std::sscanf(text.c_str(), "%d:%lld:%7s", &rank, &step, how);
-  if (n < 2 || rank < 0 || step < 0 || (n == 3 && std::string(how) != "kill")) {
-    throw Error("--inject-failure: expected RANK:STEP or RANK:STEP:kill, found '" + text + "'");
-  }
-  f.rank = rank;
-  f.step = step;
-  f.kill = n == 3;
-  return f;
-}
-
 std::string join(const std::vector<int>& values, const char* sep) {
   std::string out;
   for (std::size_t i = 0; i < values.size(); ++i) out += (i ? sep : "") + std::to_string(values[i]);
@@ -86,7 +109,7 @@ std::string join(const std::vector<int>& values, const char* sep) {
 
 void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                   const runtime::PipelinePlan& plan, const runtime::TrainConfig& t,
-                  std::int32_t lookahead) {
+                  std::int32_t lookahead, const ThreadChoice& threads) {
   const model::GPTConfig& m = job.run.model;
   std::printf("plait train: config %s\n", args.config.empty()
                                               ? "built-in default (the same as configs/default.json)"
@@ -96,10 +119,12 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
               m.layers, m.hidden, m.heads, m.vocab, m.max_seq, m.tie_embeddings ? "tied" : "untied",
               m.parameter_count() / 1e6);
   std::printf("  train: %d steps of %d x %d sequences of %d tokens (%lld tokens/step), %zu "
-              "segment(s), lr %.2e -> %.2e (warm-up %d), AdamW wd %.2f, clip %.2f, %d threads/rank\n",
+              "segment(s), lr %.2e -> %.2e (warm-up %d), AdamW wd %.2f, clip %.2f, non-finite "
+              "steps: %s\n",
               t.steps, t.microbatches, t.microbatch_size, t.seq,
               static_cast<long long>(t.tokens_per_step()), t.segments().size(), t.lr, t.min_lr,
-              t.warmup_steps, t.weight_decay, t.grad_clip, omp_get_max_threads());
+              t.warmup_steps, t.weight_decay, t.grad_clip, runtime::to_string(t.on_nonfinite));
+  std::printf("  threads: %d per rank (%s)\n", omp_get_max_threads(), threads.why.c_str());
   std::vector<int> lengths;
   for (const model::Segment& s : plan.segments) lengths.push_back(s.length);
   std::printf("  parallel: %s on %d rank(s), %d virtual stage(s) of %s layers, segments %s, "
@@ -141,88 +166,191 @@ void write_timelines(const TrainArgs& args, const runtime::PipelinePlan& plan,
   }
 }
 
-void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args) {
+// Errors every rank finds alike (a bad plan, data or checkpoint: the same files and values):
+// rank 0 reports them alone; the others wait a little, which rank 0's abort cuts short (if only
+// some rank found it, that rank still reports it after the wait).
+// `Collective` is the error type found alike: any plait::Error while setting up (plan, data,
+// checkpoint), only runtime::CollectiveError while training (a failure of one rank, such as an
+// emulated device running out of memory, must stop the job at once).
+template <typename Collective, typename F>
+auto reported_by_lead(bool lead, F&& f) {
+  try {
+    return f();
+  } catch (const Collective&) {
+    if (!lead) std::this_thread::sleep_for(std::chrono::seconds(3));
+    throw;
+  }
+}
+
+void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& job,
+                     const TrainArgs& args) {
+  std::printf("  data: %s\n", run.data().describe().c_str());
+  if (run.data().validation()) {
+    std::printf("  validation: %s\n", run.data().describe_validation().c_str());
+  }
+  if (job.run.checkpoint) {
+    const runtime::CheckpointConfig& c = *job.run.checkpoint;
+    std::printf("  checkpoints: into %s, %s%s\n", c.dir.c_str(),
+                c.every > 0 ? ("every " + std::to_string(c.every) + " steps and after the last").c_str()
+                            : "after the last step",
+                c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
+  }
+  if (!run.resumed_from().empty()) {
+    std::printf("  resumed from %s: step %lld\n", run.resumed_from().c_str(),
+                static_cast<long long>(run.start_step()));
+  } else if (args.resume) {
+    std::printf("  resume: no complete checkpoint in %s yet; starting at step 0\n",
+                args.resume->empty() && job.run.checkpoint ? job.run.checkpoint->dir.c_str()
+                                                           : args.resume->c_str());
+  }
+  if (run.stop_step() < run.train().steps) {
+    std::printf("  stopping before step %lld (--stop-at; train.steps %d sets the schedule)\n",
+                static_cast<long long>(run.stop_step()), run.train().steps);
+  }
+}
+
+// One JSON object per line: {"step", "loss", "grad_norm", "lr", "skipped"} per training step and
+// {"step", "val_loss"} per validation. Doubles are written in their shortest round-trip form, so
+// two runs can be compared bit for bit.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path) {
+    if (path.empty()) return;
+    out_.open(path, std::ios::app);
+    if (!out_) throw InputError(path, "(file)", "cannot open the metrics file for writing");
+  }
+  void write(const nlohmann::json& record) {
+    if (!out_.is_open()) return;
+    out_ << record.dump() << "\n";
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args,
+                 const ThreadChoice& threads) {
   comm::Communicator& world = session.world();
   const int rank = world.rank();
   const bool lead = rank == 0;
   const std::int32_t lookahead = parse_lookahead(args.recv_lookahead);
-  runtime::PipelinePlan plan;
-  try {
-    plan = runtime::build_pipeline_plan(job, world.size());
-  } catch (const Error&) {
-    // Every rank finds the same problem; let rank 0 report it alone (its abort ends the others).
-    if (!lead) std::this_thread::sleep_for(std::chrono::seconds(3));
-    throw;
-  }
+  const runtime::PipelinePlan plan =
+      reported_by_lead<Error>(lead, [&] { return runtime::build_pipeline_plan(job, world.size()); });
   const runtime::TrainConfig t = job.global_train();
-  if (lead) print_header(args, job, plan, t, lookahead);
-
-  const data::TextCorpus corpus = data::read_text_corpus(job.run.data.paths);
-  const std::vector<std::uint16_t> tokens = data::ByteTokenizer::encode(corpus.text);
-  if (lead) {
-    std::printf("  data: %zu file(s) under %s%s, %zu tokens (byte-level)\n", corpus.files.size(),
-                job.run.data.paths.front().c_str(), job.run.data.paths.size() > 1 ? " ..." : "",
-                tokens.size());
-  }
-  const data::BatchLoader batches(tokens, t.seq, t.microbatch_size, t.microbatches, t.seed);
-  std::fflush(stdout);  // the header before the progress lines on stderr
+  if (lead) print_header(args, job, plan, t, lookahead, threads);
 
   std::optional<std::size_t> capacity;
   if (!args.memory_limit.empty()) capacity = parse_byte_size("--memory-limit", args.memory_limit);
   MemoryTracker tracker(capacity);
-  runtime::TrainerOptions options;
-  options.recv_lookahead = lookahead;
-  options.failure = parse_failure(args.inject_failure);
-  runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
+  runtime::TrainingRunOptions options;
+  options.trainer.recv_lookahead = lookahead;
+  options.trainer.failure = runtime::parse_failure_injection(args.inject_failure, "--inject-failure");
+  options.resume = args.resume;
+  options.stop_at = args.stop_at;
+  std::unique_ptr<runtime::TrainingRun> run = reported_by_lead<Error>(lead, [&] {
+    return std::make_unique<runtime::TrainingRun>(job, plan, world, tracker, options);
+  });
+  std::unique_ptr<MetricsLog> metrics;
+  if (lead) {
+    print_run_setup(*run, job, args);
+    metrics = std::make_unique<MetricsLog>(args.metrics);
+  }
+  std::fflush(stdout);  // the header before the progress lines on stderr
 
+  const int first = static_cast<int>(run->start_step());
+  const int stop = static_cast<int>(run->stop_step());
+  const int steps = stop - first;
   const bool timeline = !args.trace.empty() || !args.html.empty();
-  const int trace_step = std::clamp(args.trace_step >= 0 ? args.trace_step : t.steps - 1, 0, t.steps - 1);
+  const int trace_step = std::clamp(args.trace_step >= 0 ? args.trace_step : stop - 1, first,
+                                    std::max(first, stop - 1));
   std::unique_ptr<ProgressBar> progress;
   if (lead) progress = std::make_unique<ProgressBar>(t.steps, t.tokens_per_step());
   const double start = monotonic_seconds();
   double first_loss = 0, last_loss = 0, bubble_sum = 0, makespan_sum = 0, step_sum = 0;
-  int measured_steps = 0;
+  int measured_steps = 0, skipped = 0;
   constexpr int kAverage = 10;  // report the loss averaged over the first and last 10 steps
-  const int window = std::min(kAverage, t.steps);
+  const int window = std::max(1, std::min(kAverage, steps));
   runtime::MeasuredStep traced;
-  for (int step = 0; step < t.steps; ++step) {
-    trainer.set_record_events(timeline && step == trace_step);
-    const runtime::DistributedStepResult r = trainer.step(step, batches);
+  char line[512];
+  while (!run->done()) {
+    const int step = static_cast<int>(run->next_step());
+    run->trainer().set_record_events(timeline && step == trace_step);
+    const runtime::TrainingStep rec = reported_by_lead<runtime::CollectiveError>(lead, [&] { return run->next(); });
+    if (rec.val_loss && lead) {
+      std::snprintf(line, sizeof line, "  step %d: validation loss %.4f", step, *rec.val_loss);
+      progress->note(line);
+      metrics->write({{"step", step}, {"val_loss", *rec.val_loss}});
+    }
+    if (!rec.result) continue;  // the final validation
+    const runtime::DistributedStepResult& r = *rec.result;
     const runtime::MeasuredStep measured = runtime::gather_step(world, r);
     // The first step warms caches and the buffer pools; time the rest (unless it is the only one).
-    if (step > 0 || t.steps == 1) {
+    if (step > first || steps == 1) {
       bubble_sum += measured.bubble_fraction();
       makespan_sum += measured.makespan();
       step_sum += measured.step_seconds;
       ++measured_steps;
     }
     if (timeline && step == trace_step) traced = measured;
-    if (step < window) first_loss += r.loss / window;
-    if (step >= t.steps - window) last_loss += r.loss / window;
-    if (lead) progress->update(step, r.loss, r.lr);
+    if (step - first < window) first_loss += r.loss / window;
+    if (step >= stop - window) last_loss += r.loss / window;
+    if (r.skipped) ++skipped;
+    if (!lead) continue;
+    if (r.skipped) {
+      progress->note("plait: warning: " + r.nonfinite +
+                     "; skipped its update (train.on_nonfinite is \"skip\")");
+    }
+    progress->update(step, r.loss, r.lr);
+    nlohmann::json m = {{"step", step}, {"loss", r.loss}, {"grad_norm", r.grad_norm}, {"lr", r.lr},
+                        {"skipped", r.skipped}};
+    if (r.skipped) m["nonfinite"] = r.nonfinite;
+    metrics->write(m);
+    if (!rec.checkpoint.empty()) {
+      progress->note("  checkpoint: " + rec.checkpoint + " (step " + std::to_string(step + 1) + ")");
+    }
   }
   const double secs = monotonic_seconds() - start;
   const std::vector<MemoryReport> memory = runtime::gather_memory_reports(world, tracker.report());
   if (!lead) return;
   progress->finish();
-  std::printf("done: %d steps in %.1f s, %.0f tokens/s; loss (mean of %d steps) %.4f at the start "
-              "-> %.4f at the end\n",
-              t.steps, secs, t.steps * static_cast<double>(t.tokens_per_step()) / secs, window,
-              first_loss, last_loss);
-  std::printf("pipeline (measured, mean of %d step(s)%s): step %.4f s, pipeline makespan %.4f s, "
-              "bubble %.2f%% (1 - busy / (ranks x makespan))\n",
-              measured_steps, t.steps > 1 ? " after the first" : "", step_sum / measured_steps,
-              makespan_sum / measured_steps, 100 * bubble_sum / measured_steps);
+  if (steps == 0) {
+    std::printf("done: no steps to train (the checkpoint is at step %d of %d)\n", first, t.steps);
+    return;
+  }
+  std::printf("done: %d steps (%d..%d) in %.1f s, %.0f tokens/s; loss (mean of %d steps) %.4f at "
+              "the start -> %.4f at the end%s\n",
+              steps, first, stop - 1, secs, steps * static_cast<double>(t.tokens_per_step()) / secs,
+              window, first_loss, last_loss,
+              skipped ? (" (" + std::to_string(skipped) + " non-finite step(s) skipped)").c_str() : "");
+  if (measured_steps > 0) {
+    std::printf("pipeline (measured, mean of %d step(s)%s): step %.4f s, pipeline makespan %.4f s, "
+                "bubble %.2f%% (1 - busy / (ranks x makespan))\n",
+                measured_steps, steps > 1 ? " after the first" : "", step_sum / measured_steps,
+                makespan_sum / measured_steps, 100 * bubble_sum / measured_steps);
+  }
   print_rank_memory_table(stdout, plan, memory);
   write_timelines(args, plan, traced, trace_step);
 }
 
 void run_train(const TrainArgs& args) {
-  if (args.threads > 0) omp_set_num_threads(args.threads);
+  const ThreadChoice threads = choose_threads(args.threads);
+  omp_set_num_threads(threads.threads);
   // The configuration is read before MPI starts, so a bad file is one line from each process.
-  runtime::JobConfig job = args.config.empty()
-                               ? runtime::job_from_run_config(runtime::default_run_config())
-                               : runtime::load_job_config(args.config);
+  // --resume DIR without --config continues with the config the checkpoint recorded.
+  runtime::JobConfig job;
+  if (!args.config.empty()) {
+    job = runtime::load_job_config(args.config);
+  } else if (args.resume && !args.resume->empty()) {
+    const std::optional<std::string> dir = runtime::find_checkpoint(*args.resume);
+    if (!dir) {
+      throw InputError(*args.resume, "latest",
+                       "no complete checkpoint to resume from, and no --config to start one");
+    }
+    job = runtime::job_config_of_checkpoint(*dir);
+  } else {
+    job = runtime::job_from_run_config(runtime::default_run_config());
+  }
   if (args.steps > 0) {
     job.run.train.steps = args.steps;
     job.run.train.warmup_steps = std::min(job.run.train.warmup_steps, args.steps);
@@ -232,7 +360,7 @@ void run_train(const TrainArgs& args) {
   {
     comm::MpiSession session;
     try {
-      train_ranks(session, job, args);
+      train_ranks(session, job, args, threads);
     } catch (const std::exception& e) {
       // With several ranks, stop them all at once naming this rank (docs/comm.md); a job of one
       // rank finalizes MPI normally and reports the error like any other command.
@@ -246,11 +374,13 @@ void run_train(const TrainArgs& args) {
 void register_train(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "train",
-      "Train a GPT on a text corpus (byte-level tokens, AdamW, warm-up + cosine learning rate,\n"
-      "gradient clipping) with pipeline and data parallelism: `mpirun -np N plait train --config\n"
-      "FILE` runs the layout and schedule of the config's \"parallel\" section (docs/runtime.md);\n"
-      "without mpirun it is one rank. Without --config: a small built-in default that runs in a\n"
-      "couple of minutes on 2 cores (configs/default.json).");
+      "Train a GPT on a text corpus or token shards (plait data prepare) with AdamW, warm-up +\n"
+      "cosine learning rate and gradient clipping, with pipeline and data parallelism: `mpirun -np\n"
+      "N plait train --config FILE` runs the layout and schedule of the config's \"parallel\"\n"
+      "section (docs/runtime.md); without mpirun it is one rank. The config's \"checkpoint\"\n"
+      "section saves checkpoints that --resume continues exactly (docs/checkpoints.md). Without\n"
+      "--config: a small built-in default that runs in a couple of minutes on 2 cores\n"
+      "(configs/default.json).");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config,
                   "JSON file with sections model, train, data and parallel (docs/config.md)")
@@ -258,8 +388,9 @@ void register_train(CLI::App& app) {
   cmd->add_option("--steps", args->steps, "Override train.steps (for a quick look)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", args->threads,
-                  "OpenMP/OpenBLAS threads per rank (default: OMP_NUM_THREADS or all cores; use 1\n"
-                  "when the ranks share a machine's cores)")
+                  "OpenMP/OpenBLAS threads per rank (default: OMP_NUM_THREADS; else under mpirun\n"
+                  "the hardware threads divided by the ranks on this node, at least 1; else all\n"
+                  "cores). The header prints the number and where it came from")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Memory capacity of every rank's accounting (e.g. 512MiB, 2GiB): exceeding it is\n"
@@ -284,9 +415,32 @@ void register_train(CLI::App& app) {
   cmd->add_option("--trace-step", args->trace_step,
                   "Which step --trace/--html record, counting from 0 (default: the last)")
       ->check(CLI::NonNegativeNumber);
-  // Failure tests only: fail rank R mid-way through step S (throw, or SIGKILL with ':kill').
+  CLI::Option* resume = cmd->add_option("--resume", args->resume_dir,
+                  "Continue from a checkpoint: DIR is a step directory (step_00000100), or a\n"
+                  "checkpoint root whose `latest` names one; without DIR, the config's\n"
+                  "checkpoint.dir (a root without a complete checkpoint yet starts at step 0).\n"
+                  "Parameters, AdamW moments and step count, data position and seed are restored;\n"
+                  "the layout may differ from the one that saved it. Without --config the\n"
+                  "checkpoint's own config is used")
+      ->expected(0, 1)
+      ->type_name("[DIR]");
+  cmd->add_option("--stop-at", args->stop_at,
+                  "Stop before this step, saving a checkpoint there (with a checkpoint section),\n"
+                  "without changing train.steps, which sets the learning-rate schedule; continue\n"
+                  "later with --resume")
+      ->check(CLI::PositiveNumber)
+      ->type_name("STEP");
+  cmd->add_option("--metrics", args->metrics,
+                  "Append one JSON line per step ({step, loss, grad_norm, lr, skipped}) and per\n"
+                  "validation ({step, val_loss}) to FILE, numbers in round-trip precision")
+      ->type_name("FILE");
+  // Failure tests only: RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval]
+  // (runtime/failure_injection.h).
   cmd->add_option("--inject-failure", args->inject_failure)->group("");
-  cmd->callback([args] { run_train(*args); });
+  cmd->callback([args, resume] {
+    if (resume->count() > 0) args->resume = args->resume_dir;
+    run_train(*args);
+  });
 }
 
 const CommandRegistration kRegistration(10, register_train);

@@ -1,12 +1,52 @@
 #include "plait/runtime/distributed_trainer.h"
 
+#include <cmath>
 #include <string>
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/optim/grad_clip.h"
+#include "plait/runtime/rank_gather.h"
 
 namespace plait::runtime {
+namespace {
+
+// Round `round` of an evaluation: the executor runs at the training step (failure injection and
+// messages name it) while the batches come from the validation source's "step" `round`.
+class RoundSource : public data::BatchSource {
+ public:
+  RoundSource(const data::BatchSource& source, std::int64_t round) : source_(source), round_(round) {}
+  void fill(std::int64_t, int microbatch, std::int32_t* inputs, std::int32_t* targets) const override {
+    source_.fill(round_, microbatch, inputs, targets);
+  }
+  int seq() const override { return source_.seq(); }
+  int microbatch_size() const override { return source_.microbatch_size(); }
+  int microbatches_per_step() const override { return source_.microbatches_per_step(); }
+
+ private:
+  const data::BatchSource& source_;
+  std::int64_t round_;
+};
+
+// 0: all finite; else 1 + index of the first tensor holding a NaN (odd codes) or an infinity.
+double first_nonfinite(const model::StageModel& m, int& kind) {
+  const std::span<const float> g = m.gradients();
+  const auto& tensors = m.tensors();
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    for (std::size_t i = 0; i < tensors[t].numel; ++i) {
+      const float v = g[tensors[t].offset + i];
+      if (!std::isfinite(v)) {
+        kind = std::isnan(v) ? 1 : 2;
+        return static_cast<double>(t) + 1;
+      }
+    }
+  }
+  return 0;
+}
+
+const char* kind_name(int kind) { return kind == 1 ? "NaN" : "infinite"; }
+
+}  // namespace
 
 DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConfig& train,
                                        comm::Communicator& world, MemoryTracker& tracker,
@@ -31,6 +71,7 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
   const DeviceEmulation& device = plan_.devices[static_cast<std::size_t>(rank_)];
   if (device.memory_bytes) tracker.set_capacity(device.memory_bytes);
   MemoryTracker& buffers = options.buffer_tracker ? *options.buffer_tracker : tracker;
+  buffers_ = &buffers;
 
   std::vector<model::StageModel*> chunks;
   for (std::int32_t v : plan_.schedule.layout.rank_vstages[static_cast<std::size_t>(rank_)]) {
@@ -72,20 +113,121 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   reducer_->finish();
 
   DistributedStepResult r;
-  r.loss = world_.allreduce(executed.loss, comm::ReduceOp::kSum);
-  const double sum_sq = world_.allreduce(reducer_->owned_sum_of_squares(), comm::ReduceOp::kSum);
+  // One reduction for the loss, the squared norm and a flag of this rank's non-finite values.
+  // The decision below depends only on the reduced values, so every rank takes the same one.
+  const double owned_sq = reducer_->owned_sum_of_squares();
+  const bool local_loss_bad = !std::isfinite(executed.loss);
+  double sums[3] = {executed.loss, owned_sq, local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0};
+  world_.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
+  r.loss = sums[0];
+  const double sum_sq = sums[1];
   const optim::ClipResult clip = optim::clip_by_global_norm({&sum_sq, 1}, train_.grad_clip);
   r.grad_norm = clip.norm;
   r.clip_factor = clip.factor;
   r.lr = schedule_.at(static_cast<int>(step));
-  for (std::size_t c = 0; c < models_.size(); ++c) {
-    optimizers_[c]->step(models_[c]->gradients(), r.lr, clip.factor);
+  if (sums[2] != 0 || !std::isfinite(sums[0]) || !std::isfinite(sums[1])) {
+    r.nonfinite = describe_nonfinite(step, local_loss_bad);
+    if (train_.on_nonfinite == TrainConfig::OnNonFinite::kAbort) {
+      throw NonFiniteStepError(r.nonfinite + "; stopping (train.on_nonfinite is \"abort\"; \"skip\" "
+                               "skips such steps' updates)");
+    }
+    r.skipped = true;
+  } else {
+    for (std::size_t c = 0; c < models_.size(); ++c) {
+      optimizers_[c]->step(models_[c]->gradients(), r.lr, clip.factor);
+    }
   }
   r.step_seconds = monotonic_seconds() - start;
   r.pipeline_seconds = executed.finish_seconds;
   r.busy_seconds = executed.busy_seconds;
   r.events = std::move(executed.events);
   return r;
+}
+
+std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local_loss_bad) {
+  // Per rank: [loss not finite, then per chunk: virtual stage, 1 + first bad tensor (0: none),
+  // kind]. Gradients are compared after their reduction, so a bad one shows on every holder of
+  // its stage; the stage and tensor say where it is.
+  std::vector<double> mine = {local_loss_bad ? 1.0 : 0.0};
+  for (std::size_t c = 0; c < models_.size(); ++c) {
+    int kind = 0;
+    const double bad = first_nonfinite(*models_[c], kind);
+    mine.push_back(static_cast<double>(c));
+    mine.push_back(bad);
+    mine.push_back(kind);
+  }
+  const std::vector<std::vector<double>> all = gather_all(world_, mine);
+  std::string loss_ranks, grads;
+  std::vector<bool> stage_named(static_cast<std::size_t>(plan_.num_vstages()), false);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const auto& v = all[r];
+    if (v.at(0) != 0) loss_ranks += (loss_ranks.empty() ? "" : ", ") + std::to_string(r);
+    const auto& stages = plan_.schedule.layout.rank_vstages[r];
+    for (std::size_t i = 1; i + 2 < v.size(); i += 3) {
+      const int chunk = static_cast<int>(v[i]);
+      const int tensor = static_cast<int>(v[i + 1]) - 1;
+      if (tensor < 0) continue;
+      const int vstage = stages.at(static_cast<std::size_t>(chunk));
+      if (stage_named[static_cast<std::size_t>(vstage)]) continue;
+      stage_named[static_cast<std::size_t>(vstage)] = true;
+      const auto names = model::parameter_layout(plan_.model, plan_.vstage_specs[static_cast<std::size_t>(vstage)]);
+      std::string holders;
+      for (int h : plan_.holders(vstage)) holders += (holders.empty() ? "" : ", ") + std::to_string(h);
+      grads += std::string(grads.empty() ? "" : "; ") + kind_name(static_cast<int>(v[i + 2])) +
+               " gradient in " + names.at(static_cast<std::size_t>(tensor)).name + " on stage " +
+               std::to_string(vstage) + " (rank" + (plan_.holders(vstage).size() > 1 ? "s " : " ") +
+               holders + ", after the gradient reduction)";
+    }
+  }
+  std::string text = "step " + std::to_string(step) + ": non-finite ";
+  if (!loss_ranks.empty()) {
+    text += "loss (NaN or infinite) from rank" + std::string(loss_ranks.find(',') != std::string::npos ? "s " : " ") +
+            loss_ranks;
+    if (!grads.empty()) text += "; non-finite ";
+  }
+  if (!grads.empty()) text += grads;
+  if (loss_ranks.empty() && grads.empty()) text += "loss or gradient norm";
+  return text;
+}
+
+double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& source, int batches) {
+  if (source.seq() != plan_.seq || source.microbatch_size() != plan_.microbatch_size ||
+      source.microbatches_per_step() != plan_.global_microbatches() || batches < 1) {
+    throw Error("evaluation: the source gives " + std::to_string(source.microbatches_per_step()) +
+                " micro-batches of " + std::to_string(source.microbatch_size()) + " x " +
+                std::to_string(source.seq()) + " tokens (" + std::to_string(batches) +
+                " batches); the plan's global batch is " + std::to_string(plan_.global_microbatches()) +
+                " of " + std::to_string(plan_.microbatch_size) + " x " + std::to_string(plan_.seq));
+  }
+  if (!eval_executor_) {
+    eval_plan_ = forward_only_plan(plan_);
+    eval_lowered_ = lower_plan(eval_plan_, options_.recv_lookahead);
+    std::vector<model::StageModel*> chunks;
+    for (auto& m : models_) chunks.push_back(m.get());
+    eval_executor_ = std::make_unique<PipelineExecutor>(
+        eval_plan_, make_rank_program(eval_plan_, eval_lowered_, rank_, world_.max_tag()), world_,
+        chunks, *reducer_, *buffers_, ExecutorMode::kEvaluate);
+  }
+  FailureInjection failure;
+  if (options_.failure.at(rank_, step, FailureInjection::Kind::kKillInEval)) {
+    failure = {rank_, step, FailureInjection::Kind::kKill};
+  }
+  const double scale = 1.0 / (static_cast<double>(batches) * static_cast<double>(plan_.global_tokens()));
+  double local = 0;
+  for (int b = 0; b < batches; ++b) {
+    const RoundSource round(source, b);
+    local += eval_executor_->run(step, round, monotonic_seconds(), false, b == 0 ? failure : FailureInjection{},
+                                 scale).loss;
+  }
+  return world_.allreduce(local, comm::ReduceOp::kSum);
+}
+
+int DistributedTrainer::optimizer_steps() const {
+  return optimizers_.empty() ? 0 : optimizers_.front()->steps_taken();
+}
+
+void DistributedTrainer::set_optimizer_steps(int steps) {
+  for (auto& o : optimizers_) o->set_steps_taken(steps);
 }
 
 }  // namespace plait::runtime

@@ -2,8 +2,10 @@
 // One rank of a pipeline x data-parallel training job. It holds one StageModel and one AdamW per
 // chunk (virtual stage) the plan gives the rank, and runs optimizer steps:
 //   barrier -> PipelineExecutor (the rank's actions; gradient reductions start as chunks finish)
-//   -> GradientReducer::finish -> loss and squared norm all-reduced over the job -> clip factor
-//   -> AdamW with the warm-up + cosine learning rate.
+//   -> GradientReducer::finish -> loss, squared norm and a non-finite flag all-reduced over the
+//   job -> (non-finite: stop or skip, train.on_nonfinite) -> clip factor -> AdamW with the
+//   warm-up + cosine learning rate.
+// and forward-only evaluations (validation loss) through the same pipeline.
 // Every rank of the job constructs one with the same plan (construction is collective: it makes
 // the stage groups). The result equals runtime::LocalTrainer on the same global batch within
 // fp32 reassociation (tests/runtime/equivalence_test.cpp).
@@ -18,6 +20,7 @@
 #include "plait/model/stage_model.h"
 #include "plait/optim/adamw.h"
 #include "plait/optim/lr_schedule.h"
+#include "plait/runtime/collective_error.h"
 #include "plait/runtime/gradient_reducer.h"
 #include "plait/runtime/pipeline_executor.h"
 #include "plait/runtime/pipeline_plan.h"
@@ -55,6 +58,18 @@ struct DistributedStepResult {
   double pipeline_seconds = 0;  // this rank: end of its last compute action, from the step start
   double busy_seconds = 0;      // this rank: compute (with emulation padding)
   std::vector<trace::Event> events;  // this rank's, when recorded
+  // The loss or a gradient was NaN or infinite: what and where (the same text on every rank),
+  // and, with train.on_nonfinite "skip", the optimizer update was skipped (with "abort" the step
+  // throws NonFiniteStepError instead of returning).
+  std::string nonfinite;
+  bool skipped = false;
+};
+
+// A step whose loss or gradients were not finite, under train.on_nonfinite "abort". Every rank
+// throws it with the same message (the decision comes from reduced values).
+class NonFiniteStepError : public CollectiveError {
+ public:
+  using CollectiveError::CollectiveError;
 };
 
 class DistributedTrainer {
@@ -72,6 +87,16 @@ class DistributedTrainer {
   // Whether the next steps record their timed events (DistributedStepResult::events).
   void set_record_events(bool on) { options_.record_events = on; }
 
+  // The mean loss over `batches` batches of the global batch's shape, forward only, through the
+  // same pipeline (the F actions of the schedule, forward_only_plan): batch r is "step" r of
+  // `source`, whose micro-batch g any rank fills alike. Collective; the result is the same on
+  // every rank. `step` (the training step it runs at) only matters for failure injection.
+  double evaluate(std::int64_t step, const data::BatchSource& source, int batches);
+
+  // Optimizer updates taken so far (steps minus skipped ones; AdamW's bias correction count),
+  // the same for every chunk; restored from checkpoints.
+  int optimizer_steps() const;
+  void set_optimizer_steps(int steps);
   int rank() const { return rank_; }
   const PipelinePlan& plan() const { return plan_; }
   int num_chunks() const { return static_cast<int>(models_.size()); }
@@ -91,6 +116,14 @@ class DistributedTrainer {
   schedule::LoweredSchedule lowered_;
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<PipelineExecutor> executor_;
+  // Evaluation: built on first use.
+  PipelinePlan eval_plan_;
+  schedule::LoweredSchedule eval_lowered_;
+  std::unique_ptr<PipelineExecutor> eval_executor_;
+  MemoryTracker* buffers_ = nullptr;
+
+  // The message of a non-finite step: which ranks' losses and which stages' gradients.
+  std::string describe_nonfinite(std::int64_t step, bool local_loss_bad);
 };
 
 }  // namespace plait::runtime

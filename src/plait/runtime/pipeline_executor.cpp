@@ -1,7 +1,8 @@
 #include "plait/runtime/pipeline_executor.h"
 
-#include <csignal>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -56,12 +57,14 @@ void gather_columns(const std::vector<std::int32_t>& all, int rows, int seq,
 
 PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program,
                                    comm::Communicator& world, std::vector<model::StageModel*> chunks,
-                                   GradientReducer& reducer, MemoryTracker& buffers)
+                                   GradientReducer& reducer, MemoryTracker& buffers,
+                                   ExecutorMode mode)
     : plan_(plan),
       program_(std::move(program)),
       world_(world),
       chunks_(std::move(chunks)),
       reducer_(reducer),
+      mode_(mode),
       pool_(buffers),
       device_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
       data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
@@ -149,7 +152,8 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
 }
 
 double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
-                                 const data::BatchSource& batches, const float* input, float* output) {
+                                 const data::BatchSource& batches, const float* input, float* output,
+                                 double loss_scale) {
   const schedule::Action& a = s.action;
   model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
   const model::Segment& seg = plan_.segments[static_cast<std::size_t>(a.segment)];
@@ -175,12 +179,17 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
       if (spec.has_head) {
         // Every unit's loss is scaled by 1 / (tokens in the global batch), so the units' returns
         // over all ranks add up to the global mean (parallel contract).
-        loss = m.forward_loss(a.microbatch, rows, seg, input, tokens, targets,
-                              1.0 / static_cast<double>(plan_.global_tokens()));
+        loss = m.forward_loss(a.microbatch, rows, seg, input, tokens, targets, loss_scale);
       } else {
         m.forward(a.microbatch, rows, seg, input, tokens, output);
       }
       if (spec.has_embedding || spec.has_head) release_data(a.microbatch);
+      // Evaluation keeps nothing for a backward: the micro-batch's activations and K/V go once
+      // its last segment has passed this chunk (earlier segments' K/V serve the later ones).
+      if (mode_ == ExecutorMode::kEvaluate &&
+          a.segment + 1 == static_cast<int>(plan_.segments.size())) {
+        m.discard(a.microbatch);
+      }
       return loss;
     }
     case schedule::ActionKind::B:
@@ -198,27 +207,26 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
 
 ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& batches,
                                    double start, bool record_events,
-                                   const FailureInjection& failure) {
+                                   const FailureInjection& failure, double loss_scale) {
+  using Kind = FailureInjection::Kind;
   ExecutedStep result;
   State& st = *state_;
   st.result = &result;
   st.record = record_events;
   st.start = start;
   const int rank = program_.rank;
-  const bool inject = failure.rank == rank && failure.step == step;
   const std::size_t fail_at = program_.steps.size() / 2;
   const auto poll_fn = [this] { poll(); };
+  if (loss_scale == 0) loss_scale = 1.0 / static_cast<double>(plan_.global_tokens());
+  bool nan_loss = failure.at(rank, step, Kind::kNanLoss);
+  bool nan_gradient = failure.at(rank, step, Kind::kNanGradient);
 
   for (std::size_t i = 0; i < program_.steps.size(); ++i) {
     const ComputeStep& s = program_.steps[i];
-    if (inject && i == fail_at) {
-      if (failure.kill) {
-        // Said first so a test can time the failure; the process then dies without a word.
-        std::fprintf(stderr, "plait: rank %d: step %lld: killing itself with SIGKILL (injected failure)\n",
-                     rank, static_cast<long long>(step));
-        std::fflush(stderr);
-        std::raise(SIGKILL);
-      }
+    if (i == fail_at && failure.at(rank, step, Kind::kKill)) {
+      kill_self(rank, step, mode_ == ExecutorMode::kEvaluate ? "during evaluation" : "mid-step");
+    }
+    if (i == fail_at && failure.at(rank, step, Kind::kThrow)) {
       throw Error("step " + std::to_string(step) + ": injected failure before action " +
                   std::to_string(i) + " (" + action_text(s.action) + ")");
     }
@@ -235,7 +243,13 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     const schedule::Action& a = s.action;
     const double t0 = monotonic_seconds();
     try {
-      result.loss += compute(step, s, batches, input.data(), output.data());
+      double loss = compute(step, s, batches, input.data(), output.data(), loss_scale);
+      if (nan_loss && chunks_[static_cast<std::size_t>(a.chunk)]->spec().has_head &&
+          a.kind == schedule::ActionKind::F) {
+        loss = std::numeric_limits<double>::quiet_NaN();
+        nan_loss = false;
+      }
+      result.loss += loss;
     } catch (const std::exception& e) {
       // Where it happened: the step, the action and the stage (e.g. an emulated device's
       // memory running out in the middle of a step).
@@ -286,7 +300,15 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     } else if (s.output_local >= 0) {
       st.local.emplace(s.output_local, std::move(output));
     }
-    if (s.finishes_chunk) reducer_.start_chunk(a.chunk);
+    if (s.finishes_chunk) {
+      if (nan_gradient) {
+        // As if the backward had overflowed: before the reduction, so it spreads as a real one.
+        model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
+        m.gradients()[m.tensors().front().offset] = std::numeric_limits<float>::quiet_NaN();
+        nan_gradient = false;
+      }
+      reducer_.start_chunk(a.chunk);
+    }
   }
 
   // Every send must complete before its buffer goes; keep the reductions moving meanwhile.

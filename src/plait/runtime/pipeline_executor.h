@@ -21,19 +21,17 @@
 #include "plait/model/stage_model.h"
 #include "plait/model/tensor_pool.h"
 #include "plait/runtime/device_emulator.h"
+#include "plait/runtime/failure_injection.h"
 #include "plait/runtime/gradient_reducer.h"
 #include "plait/runtime/rank_program.h"
 #include "plait/trace/event.h"
 
 namespace plait::runtime {
 
-// A deliberate failure for the failure tests: on `rank` at `step`, after `after_actions` compute
-// actions, throw (the job must stop naming the rank) or SIGKILL the process.
-struct FailureInjection {
-  int rank = -1;  // -1: none
-  std::int64_t step = 0;
-  bool kill = false;
-};
+// Training runs every action of the schedule; evaluation runs a forward-only program (the F
+// actions of each rank, in order: forward_only_schedule) and drops each micro-batch's state on a
+// chunk after its last segment's forward, so nothing is kept for a backward.
+enum class ExecutorMode { kTrain, kEvaluate };
 
 struct ExecutedStep {
   double loss = 0;             // sum of this rank's units' scaled losses
@@ -47,7 +45,7 @@ class PipelineExecutor {
   // chunks[c]: the model of the rank's chunk c; buffers: the tracker charged for comm buffers.
   PipelineExecutor(const PipelinePlan& plan, RankProgram program, comm::Communicator& world,
                    std::vector<model::StageModel*> chunks, GradientReducer& reducer,
-                   MemoryTracker& buffers);
+                   MemoryTracker& buffers, ExecutorMode mode = ExecutorMode::kTrain);
   ~PipelineExecutor();
   PipelineExecutor(const PipelineExecutor&) = delete;
   PipelineExecutor& operator=(const PipelineExecutor&) = delete;
@@ -55,8 +53,12 @@ class PipelineExecutor {
   // Runs the rank's actions of step `step`; `start` is the step's time origin (monotonic
   // seconds, taken after the step's barrier). Returns once every action has run and every send
   // has completed; gradient reductions may still be in flight (GradientReducer::finish).
+  // Each head-stage unit's loss is scaled by loss_scale (0: 1 / the plan's global tokens, so the
+  // units of all ranks add up to the step's mean loss). `failure` acts when its step is `step`:
+  // throw or kill before the middle action, a NaN unit loss, a NaN gradient.
   ExecutedStep run(std::int64_t step, const data::BatchSource& batches, double start,
-                   bool record_events, const FailureInjection& failure = {});
+                   bool record_events, const FailureInjection& failure = {},
+                   double loss_scale = 0);
 
   const RankProgram& program() const { return program_; }
 
@@ -73,13 +75,14 @@ class PipelineExecutor {
   std::string action_text(const schedule::Action& a) const;
   // Runs one compute action on its chunk's model; returns its scaled loss (head stage F) or 0.
   double compute(std::int64_t step, const ComputeStep& s, const data::BatchSource& batches,
-                 const float* input, float* output);
+                 const float* input, float* output, double loss_scale);
 
   const PipelinePlan& plan_;
   RankProgram program_;
   comm::Communicator& world_;
   std::vector<model::StageModel*> chunks_;
   GradientReducer& reducer_;
+  ExecutorMode mode_;
   model::TensorPool pool_;  // comm_buffers
   DeviceEmulator device_;
   // Per micro-batch: how many of this rank's forwards read its tokens or targets.

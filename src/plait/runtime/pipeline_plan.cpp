@@ -162,4 +162,12 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   return plan;
 }
 
+PipelinePlan forward_only_plan(const PipelinePlan& plan) {
+  PipelinePlan forward = plan;
+  for (auto& actions : forward.schedule.ranks) {
+    std::erase_if(actions, [](const schedule::Action& a) { return a.kind != schedule::ActionKind::F; });
+  }
+  return forward;
+}
+
 }  // namespace plait::runtime

@@ -47,4 +47,9 @@ struct PipelinePlan {
 // shape, a layer split that does not add up, an invalid schedule (the validator's summary).
 PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size);
 
+// The plan of a forward-only pass (evaluation): the same layout, each rank's F actions in their
+// order. It runs without deadlock whenever the plan does: F actions depend only on F actions, so
+// each one's inputs were produced before it in the full schedule's execution already.
+PipelinePlan forward_only_plan(const PipelinePlan& plan);
+
 }  // namespace plait::runtime

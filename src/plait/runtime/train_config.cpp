@@ -57,21 +57,77 @@ TrainConfig parse_train(const JsonFields& t, const model::GPTConfig& model) {
     }
     if (c.segment_lengths.size() == 1) c.segment_lengths.clear();  // one segment: the default
   }
+  c.eval_every = static_cast<int>(t.integer_in("eval_every", 0, 1 << 30, 0));
+  c.eval_batches = static_cast<int>(t.integer_in("eval_batches", 1, 1 << 20, 1));
+  const std::string policy = t.string("on_nonfinite", "abort");
+  if (policy == "abort") {
+    c.on_nonfinite = TrainConfig::OnNonFinite::kAbort;
+  } else if (policy == "skip") {
+    c.on_nonfinite = TrainConfig::OnNonFinite::kSkip;
+  } else {
+    t.fail("on_nonfinite", "expected \"abort\" or \"skip\", found \"" + policy + "\"");
+  }
   t.check_no_unknown_fields();
   return c;
 }
 
 DataConfig parse_data(const JsonFields& d) {
   DataConfig c;
+  if (d.has("paths") && d.has("shards")) {
+    d.fail("shards", "give either text files (paths) or token shards (shards), not both");
+  }
   if (d.has("paths")) {
     c.paths = d.strings("paths");
     if (c.paths.empty()) d.fail("paths", "expected at least one file or directory");
+  }
+  if (d.has("shards")) {
+    c.shards = d.string("shards");
+    if (c.shards.empty()) d.fail("shards", "expected a directory of token shards (plait data prepare)");
+    c.paths.clear();
+    if (!d.has("tokenizer")) {
+      d.fail("tokenizer", "required with shards: \"byte\" or \"gpt2\", the tokenizer the shards "
+                          "were prepared with");
+    }
+  }
+  if (d.has("val_paths")) {
+    if (c.uses_shards()) {
+      d.fail("val_paths", "applies to text paths; with shards the validation split is the "
+                          "directory's *_val_* shards");
+    }
+    c.val_paths = d.strings("val_paths");
+    if (c.val_paths.empty()) d.fail("val_paths", "expected at least one file or directory");
+  }
+  c.tokenizer = d.string("tokenizer", c.tokenizer);
+  if (c.tokenizer != "byte" && c.tokenizer != "gpt2") {
+    d.fail("tokenizer", "expected \"byte\" or \"gpt2\", found \"" + c.tokenizer + "\"");
+  }
+  if (!c.uses_shards() && c.tokenizer != "byte") {
+    d.fail("tokenizer", "text paths are tokenized byte by byte; for GPT-2 tokens prepare shards "
+                        "(plait data prepare --tokenizer gpt2) and give data.shards");
   }
   d.check_no_unknown_fields();
   return c;
 }
 
+CheckpointConfig parse_checkpoint(const JsonFields& k) {
+  CheckpointConfig c;
+  c.dir = k.string("dir");
+  if (c.dir.empty()) k.fail("dir", "expected the directory checkpoints are written into");
+  c.every = static_cast<int>(k.integer_in("every", 0, 1 << 30, 0));
+  c.keep_last = static_cast<int>(k.integer_in("keep_last", 0, 1 << 20, 0));
+  k.check_no_unknown_fields();
+  return c;
+}
+
 }  // namespace
+
+int DataConfig::vocab_size() const {
+  return tokenizer == "gpt2" ? kGpt2VocabSize : data::ByteTokenizer::kVocabSize;
+}
+
+const char* to_string(TrainConfig::OnNonFinite policy) {
+  return policy == TrainConfig::OnNonFinite::kSkip ? "skip" : "abort";
+}
 
 std::vector<model::Segment> TrainConfig::segments() const {
   if (segment_lengths.empty()) return {{0, 0, seq}};
@@ -83,13 +139,21 @@ RunConfig parse_run_config(const nlohmann::json& document, const std::string& fi
   RunConfig c;
   c.source = file;
   c.model = model::parse_gpt_config(top.object("model"));
-  if (c.model.vocab < data::ByteTokenizer::kVocabSize) {
-    top.object("model").fail("vocab", "the byte-level tokenizer needs vocab >= " +
-                                          std::to_string(data::ByteTokenizer::kVocabSize) +
-                                          ", found " + std::to_string(c.model.vocab));
+  if (top.has("data")) c.data = parse_data(top.object("data"));
+  if (c.model.vocab < c.data.vocab_size()) {
+    top.object("model").fail(
+        "vocab", std::string(c.data.tokenizer == "gpt2" ? "the GPT-2 tokenizer (data.tokenizer)"
+                                                         : "the byte-level tokenizer") +
+                     " needs vocab >= " + std::to_string(c.data.vocab_size()) + ", found " +
+                     std::to_string(c.model.vocab));
   }
   c.train = parse_train(top.object("train"), c.model);
-  if (top.has("data")) c.data = parse_data(top.object("data"));
+  if (c.train.eval_every > 0 && !c.data.uses_shards() && c.data.val_paths.empty()) {
+    top.object("train").fail("eval_every",
+                             "validation needs held-out data: data.val_paths (text) or data.shards "
+                             "(its *_val_* shards)");
+  }
+  if (top.has("checkpoint")) c.checkpoint = parse_checkpoint(top.object("checkpoint"));
   top.check_no_unknown_fields();
   return c;
 }
@@ -116,7 +180,7 @@ RunConfig default_run_config() {
 nlohmann::json to_json(const RunConfig& c) {
   nlohmann::json segments = nlohmann::json::array();
   for (int len : c.train.segment_lengths) segments.push_back(len);
-  return {
+  nlohmann::json j = {
       {"model",
        {{"layers", c.model.layers},
         {"hidden", c.model.hidden},
@@ -138,9 +202,25 @@ nlohmann::json to_json(const RunConfig& c) {
         {"eps", c.train.eps},
         {"grad_clip", c.train.grad_clip},
         {"seed", c.train.seed},
-        {"segments", c.train.segment_lengths.empty() ? nlohmann::json(1) : segments}}},
-      {"data", {{"paths", c.data.paths}}},
+        {"segments", c.train.segment_lengths.empty() ? nlohmann::json(1) : segments},
+        {"eval_every", c.train.eval_every},
+        {"eval_batches", c.train.eval_batches},
+        {"on_nonfinite", to_string(c.train.on_nonfinite)}}},
   };
+  nlohmann::json& data = j["data"];
+  if (c.data.uses_shards()) {
+    data["shards"] = c.data.shards;
+  } else {
+    data["paths"] = c.data.paths;
+    if (!c.data.val_paths.empty()) data["val_paths"] = c.data.val_paths;
+  }
+  data["tokenizer"] = c.data.tokenizer;
+  if (c.checkpoint) {
+    j["checkpoint"] = {{"dir", c.checkpoint->dir},
+                       {"every", c.checkpoint->every},
+                       {"keep_last", c.checkpoint->keep_last}};
+  }
+  return j;
 }
 
 }  // namespace plait::runtime

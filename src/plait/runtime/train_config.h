@@ -1,9 +1,10 @@
 #pragma once
-// The training configuration file: {"model": {...}, "train": {...}, "data": {...}}, read
-// strictly (unknown sections and fields are errors naming the file and field). The "model"
-// section is model::parse_gpt_config's; the others are below. docs/config.md documents every
-// field.
+// The training configuration file: {"model": {...}, "train": {...}, "data": {...},
+// "checkpoint": {...}}, read strictly (unknown sections and fields are errors naming the file
+// and field). The "model" section is model::parse_gpt_config's; the others are below (the
+// "parallel" section is parallel_config.h's). docs/config.md documents every field.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ struct TrainConfig {
   std::uint64_t seed = 1234;
   // Segment lengths of each sequence (Seq1F1B); one segment of length seq by default.
   std::vector<int> segment_lengths;
+  // Validation loss on the held-out split every eval_every steps (0: never), over eval_batches
+  // batches of the global batch's shape (llm.c's val_num_batches).
+  int eval_every = 0;
+  int eval_batches = 1;
+  // A step whose loss or gradients are not finite: stop the job (kAbort), or skip its optimizer
+  // update and go on (kSkip). Every rank takes the same decision (the check is reduced).
+  enum class OnNonFinite { kAbort, kSkip };
+  OnNonFinite on_nonfinite = OnNonFinite::kAbort;
 
   std::vector<model::Segment> segments() const;
   std::int64_t tokens_per_step() const {
@@ -37,9 +46,31 @@ struct TrainConfig {
   }
 };
 
+// Where the tokens come from: a text corpus tokenized byte by byte when the run starts
+// (`paths`, random windows: data::BatchLoader), or llm.c token shards written by `plait data
+// prepare` (`shards`, read in order by the resumable data::SequentialLoader).
 struct DataConfig {
   // Text files or directories (read recursively; binary files skipped), byte-level tokens.
   std::vector<std::string> paths = {"/usr/share/games/fortunes"};
+  // Held-out text for validation (byte-level), with `paths`.
+  std::vector<std::string> val_paths;
+  // A directory of shards (its *_train_* files train, *_val_* validate) or one train shard.
+  std::string shards;
+  // What the shards hold: "byte" (vocabulary 256) or "gpt2" (50257); model.vocab must be at
+  // least that (llm.c pads GPT-2's to 50304).
+  std::string tokenizer = "byte";
+
+  bool uses_shards() const { return !shards.empty(); }
+  // The tokenizer's vocabulary size (the token ids the data may hold).
+  int vocab_size() const;
+};
+
+// Checkpoints of the run (docs/checkpoints.md): written into `dir` every `every` steps and after
+// the last step; `keep_last` > 0 keeps only the newest that many.
+struct CheckpointConfig {
+  std::string dir;
+  int every = 0;  // 0: only after the last step
+  int keep_last = 0;
 };
 
 struct RunConfig {
@@ -47,6 +78,7 @@ struct RunConfig {
   model::GPTConfig model;
   TrainConfig train;
   DataConfig data;
+  std::optional<CheckpointConfig> checkpoint;
 };
 
 // Reads and validates a configuration file; every problem is an InputError naming the file
@@ -60,5 +92,11 @@ RunConfig default_run_config();
 
 // The configuration as the JSON a file would hold (every field explicit).
 nlohmann::json to_json(const RunConfig& config);
+
+// "abort" / "skip".
+const char* to_string(TrainConfig::OnNonFinite policy);
+
+// The GPT-2 vocabulary size (50,000 merges + 256 bytes + <|endoftext|>).
+inline constexpr int kGpt2VocabSize = 50257;
 
 }  // namespace plait::runtime

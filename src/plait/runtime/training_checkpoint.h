@@ -1,0 +1,61 @@
+#pragma once
+// Checkpoints of a distributed training job (docs/checkpoints.md), on a file system every rank
+// sees (one machine, or a shared one):
+//
+//   <dir>/step_<s>/stage_<v>.safetensors   virtual stage v's tensors, by GLOBAL name: parameters
+//                                          ("h.3.attn.c_attn.weight") and their AdamW moments
+//                                          ("h.3.attn.c_attn.weight.adam_m", ".adam_v")
+//   <dir>/step_<s>/manifest.json           step, the whole config, data position, RNG state,
+//                                          optimizer step count, sizes and CRC-32C of the files
+//
+// Each tensor is written once: a stage held by several ranks (data-parallel replicas, several
+// ranks of a heterogeneous stage) is written by the lowest of them, and the tied "wte" copy of
+// the head stage (equal to the embedding's after every step) is left to stage 0's file. Because
+// names are global, a checkpoint loads into any layout: each rank reads the tensors its own
+// chunks hold, wherever they were written (pp 4 -> pp 2, other data-parallel widths,
+// interleaved chunks, explicit heterogeneous plans).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/checkpoint/checkpoint_store.h"
+#include "plait/comm/communicator.h"
+#include "plait/runtime/distributed_trainer.h"
+#include "plait/runtime/failure_injection.h"
+#include "plait/runtime/train_config.h"
+
+namespace plait::runtime {
+
+// What a checkpoint records besides the tensors.
+struct TrainingState {
+  std::int64_t step = 0;  // steps completed: the step a resumed run starts at
+  nlohmann::json config;
+  nlohmann::json data_position;
+  nlohmann::json rng_state;
+};
+
+// "stage_3.safetensors".
+std::string stage_file_name(int vstage);
+
+// Collective over `world` (the trainer's). Rank 0 creates the staging directory, every stage's
+// lowest holder writes its file (atomically), the file records are gathered to rank 0, which
+// commits (manifest, rename, `latest`, pruning to keep_last), and a barrier ends it. A rank killed
+// at any point leaves the previous checkpoint as `latest`. Returns the checkpoint's directory.
+// `failure` of kind kKillInSave at this rank and state.step kills the rank after its files are
+// written, before the commit.
+std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communicator& world,
+                                     const CheckpointConfig& where, const TrainingState& state,
+                                     const FailureInjection& failure = {});
+
+// Loads the rank's chunks (parameters, AdamW moments by global name) and the optimizer step count
+// from a verified checkpoint. Not collective. Errors name the checkpoint and the tensor (absent,
+// or another shape than the model's).
+void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::CheckpointReader& reader);
+
+// The checkpoint directory `path` names: a step directory (holding manifest.json), or a
+// checkpoint root (its `latest`; nullopt when it has none yet). InputError otherwise.
+std::optional<std::string> find_checkpoint(const std::string& path);
+
+}  // namespace plait::runtime

@@ -1,0 +1,90 @@
+#pragma once
+// A whole training run on one rank of the job: the data (training_data.h), the trainer, the
+// validation loss every train.eval_every steps, checkpoints every checkpoint.every steps and at
+// the end, and resuming from a checkpoint. `plait train` drives it step by step and prints; the
+// tests drive it directly. Nothing here depends on the schedule family.
+//
+// Step s (s counted from 0) runs: the validation loss if due (before the update of s, as llm.c),
+// the training step, then a checkpoint of the state after it ("step s + 1": the step a resumed
+// run starts at) when s + 1 is a multiple of checkpoint.every or the run's last step. After
+// the last step of train.steps one more validation runs (llm.c's last_step evaluation).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/comm/communicator.h"
+#include "plait/core/memory_tracker.h"
+#include "plait/runtime/distributed_trainer.h"
+#include "plait/runtime/parallel_config.h"
+#include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/training_data.h"
+
+namespace plait::runtime {
+
+struct TrainingRunOptions {
+  TrainerOptions trainer;
+  // Resume from: a step directory, a checkpoint root (its `latest`), or "" for the config's
+  // checkpoint.dir. A root without a complete checkpoint yet starts at step 0. nullopt: start
+  // fresh.
+  std::optional<std::string> resume;
+  // > 0: stop before this step (saving a checkpoint there when the config has a checkpoint
+  // section) without changing train.steps, the length of the learning-rate schedule.
+  std::int64_t stop_at = 0;
+};
+
+struct TrainingStep {
+  std::int64_t step = 0;
+  std::optional<double> val_loss;               // validation before this step's update
+  std::optional<DistributedStepResult> result;  // none for the final, validation-only pass
+  std::string checkpoint;                       // the checkpoint saved after this step, or ""
+};
+
+class TrainingRun {
+ public:
+  // Collective (builds the trainer). `plan` is build_pipeline_plan(job, world.size()).
+  TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::Communicator& world,
+              MemoryTracker& tracker, TrainingRunOptions options);
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  const TrainConfig& train() const { return global_; }
+  const TrainingData& data() const { return *data_; }
+  DistributedTrainer& trainer() { return *trainer_; }
+  // The step the run started at (0, or the checkpoint's) and the step it stops before.
+  std::int64_t start_step() const { return start_; }
+  std::int64_t stop_step() const { return stop_; }
+  // The checkpoint resumed from, or "".
+  const std::string& resumed_from() const { return resumed_from_; }
+  bool done() const { return finished_; }
+  // The step next() runs.
+  std::int64_t next_step() const { return next_; }
+  // Runs the next step (collective). Requires !done().
+  TrainingStep next();
+
+  // The config a checkpoint records: the job as a config file would hold it.
+  static nlohmann::json config_json(const JobConfig& job);
+
+ private:
+  std::string save(std::int64_t step);
+
+  JobConfig job_;
+  TrainConfig global_;
+  comm::Communicator& world_;
+  TrainingRunOptions options_;
+  std::unique_ptr<TrainingData> data_;
+  std::unique_ptr<DistributedTrainer> trainer_;
+  std::string resumed_from_;
+  std::int64_t start_ = 0, stop_ = 0, next_ = 0;
+  bool final_validation_ = false;  // one more validation after the last step of train.steps
+  bool finished_ = false;
+};
+
+// The job config a checkpoint was written with (its manifest's "config"), for `plait train
+// --resume DIR` without --config. Errors name the manifest.
+JobConfig job_config_of_checkpoint(const std::string& checkpoint_dir);
+
+}  // namespace plait::runtime
