@@ -105,15 +105,15 @@ TEST(PlanFile, ErrorsNameFileAndField) {
   };
   const Case cases[] = {
       {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0"]})",
-       "parallel.schedule_text: expected one line per rank (2), found 1"},
+       "parallel.schedule_text: expected one string per rank (2 in rank_vstages), found 1"},
       {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW1.0 F1.0 BW0.0"]})",
        "parallel.schedule_text: schedule rule"},
       {R"({"rank_vstages": [[0], [1]], "layers": [1, 2], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0"]})",
        "parallel.layers: expected 2 layer counts summing to model.layers 2"},
       {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 X", "-"]})",
-       "parallel.schedule_text[0]: 'X'"},
+       "parallel.schedule_text[0]: line 1, column 6: "},
       {R"({"rank_vstages": [[0], []], "layers": [1, 1], "schedule_text": ["-", "-"]})",
-       "parallel.rank_vstages[1]: expected at least one virtual stage"},
+       "parallel.rank_vstages[1]: expected a non-empty list of virtual stages"},
       {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["-", "-"], "colour": 1})",
        "parallel.colour: unknown field"},
       {R"({"schedule": "2f2b"})", "parallel.schedule: unknown schedule '2f2b'"},

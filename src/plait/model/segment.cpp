@@ -3,6 +3,7 @@
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/core/segment_lengths.h"
 
 namespace plait::model {
 
@@ -22,13 +23,7 @@ std::vector<Segment> segments_from_lengths(int seq, const std::vector<int>& leng
 }
 
 std::vector<Segment> even_segments(int seq, int k) {
-  if (k < 1 || k > seq) {
-    throw Error("cannot cut a sequence of " + std::to_string(seq) + " into " + std::to_string(k) +
-                " segments");
-  }
-  std::vector<int> lengths(k, seq / k);
-  lengths[0] += seq % k;
-  return segments_from_lengths(seq, lengths);
+  return segments_from_lengths(seq, even_segment_lengths(seq, k));
 }
 
 }  // namespace plait::model

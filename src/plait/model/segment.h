@@ -16,8 +16,8 @@ struct Segment {
 // The segments of a sequence cut at the given lengths (each >= 1, summing to seq).
 std::vector<Segment> segments_from_lengths(int seq, const std::vector<int>& lengths);
 
-// k segments of near-equal length; as in the Seq1F1B reference (split_solver.py), the remainder
-// goes to the first segment, so earlier segments are never shorter than later ones.
+// k segments of near-equal length, the remainder on the first (core's even_segment_lengths, as
+// in the Seq1F1B reference).
 std::vector<Segment> even_segments(int seq, int k);
 
 }  // namespace plait::model

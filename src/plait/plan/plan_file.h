@@ -12,6 +12,8 @@
 // train.seq and train.segments (the segment lengths). Other train fields and the data section
 // come from a base config when one is given.
 //
+// The parallel section is written and read by schedule::ParallelSpec (schedule/parallel_spec.h),
+// the reader the runtime uses, and train.segments by core's read_segment_lengths.
 // read_plan_file reads such a file back (and the generated form 1), for predicting a plan made
 // elsewhere (e.g. an even baseline) on a cluster. It reads the fields it needs strictly; the
 // runtime validates the rest when it runs the file.

@@ -1,0 +1,82 @@
+#pragma once
+// The "parallel" section of a plait config, and of a plan file written by `plait plan`: how the
+// model is cut into virtual stages, which rank holds which, the schedule every rank runs, and
+// optional per-rank device emulation. The runtime runs it (runtime/parallel_config.h adds the
+// train section around it) and the planner writes and predicts it (plan/plan_file.h), so both
+// read and write it here. The contract between them is /work/notes/parallel-contract.md;
+// docs/config.md documents every field.
+//
+// Two forms, told apart by their fields:
+//   generated (homogeneous): {"schedule", "pp", "dp", "chunks", "layers", "split"}: a schedule
+//     family generates one pipeline of pp ranks over m = train.microbatches micro-batches;
+//     schedule::replicate makes dp copies (rank = replica * pp + pipeline rank).
+//   explicit (heterogeneous): {"rank_vstages", "layers", "schedule_text", "schedule_name"}: the
+//     layout and every rank's action list are given; train.microbatches is the GLOBAL count M.
+// Both may carry "devices": one {"type", "slowdown", "memory_bytes"} per rank.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/core/json_fields.h"
+#include "plait/schedule/schedule.h"
+
+namespace plait::schedule {
+
+// A device a rank pretends to be: its compute takes `slowdown` times as long (padded by timed
+// sleeps) and its memory accounting has `memory_bytes` capacity.
+struct DeviceEmulation {
+  std::string type = "host";
+  double slowdown = 1.0;                    // >= 1
+  std::optional<std::size_t> memory_bytes;  // none: unlimited
+};
+
+struct ParallelSpec {
+  enum class Form { generated, explicit_layout };
+  Form form = Form::generated;
+
+  // Generated form.
+  std::string schedule = "seq1f1b";  // a schedule family name (schedule_family.h)
+  int pp = 1;
+  int dp = 1;
+  int chunks = 0;  // 0: the family's fixed value (1, or 2 for zb-v; interleaved families need it)
+  // Segment lengths when train.segments is a count: "even" (train's default) or "flops" (equal
+  // forward FLOPs per segment, Seq1F1B's computation-wise partition). Empty: not given.
+  std::string split;
+
+  // Explicit form.
+  std::vector<std::vector<int>> rank_vstages;
+  std::vector<std::string> schedule_text;
+  std::string schedule_name;
+
+  // Both: layers per virtual stage (empty in the generated form: as even as possible).
+  std::vector<int> layers;
+  // One per rank, or empty (no emulation).
+  std::vector<DeviceEmulation> devices;
+
+  // Ranks the layout needs: pp * dp, or rank_vstages.size().
+  int world_size() const;
+};
+
+// Reads the section strictly (InputErrors name the file and field, e.g.
+// "plan.json: parallel.rank_vstages[2]: expected a non-empty list of virtual stages").
+ParallelSpec parse_parallel_spec(const JsonFields& section);
+
+// The section as JSON, in the form it is in (parse_parallel_spec reads it back unchanged).
+nlohmann::json to_json(const ParallelSpec& spec);
+
+// The explicit form of a schedule: its layout, one text line per rank (docs/schedules.md, "-"
+// for a rank without actions), `layers` per virtual stage and the label `name`; no devices.
+ParallelSpec explicit_parallel_spec(const Schedule& schedule, std::vector<int> layers, std::string name);
+
+// The schedule the section describes, not yet validated (schedule::validate): generated, the
+// family's pipeline over `microbatches` per replica, replicated dp times; explicit, the layout and
+// the parsed text with `microbatches` the global count. Errors are InputErrors naming `file` and
+// the field: "<file>: parallel.schedule: <why the family cannot run this shape>", "<file>:
+// parallel.schedule_text[r]: line 1, column C: ...", "<file>: parallel.rank_vstages: schedule
+// layout: ...".
+Schedule parallel_schedule(const ParallelSpec& spec, int microbatches, int segments, const std::string& file);
+
+}  // namespace plait::schedule
