@@ -56,6 +56,63 @@ TEST(TrainConfig, ErrorsNameTheFileAndField) {
   EXPECT_EQ(error_of(m + "}"), "cfg.json: train: missing; expected an object");
 }
 
+TEST(TrainConfig, DataShardsCheckpointsValidationAndNonFiniteSteps) {
+  const RunConfig c = parse_run_config(nlohmann::json::parse(R"({
+      "model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 50304, "max_seq": 64},
+      "train": {"steps": 10, "seq": 64, "microbatch_size": 2, "eval_every": 5, "eval_batches": 3,
+                "on_nonfinite": "skip"},
+      "data": {"shards": "data/fineweb", "tokenizer": "gpt2"},
+      "checkpoint": {"dir": "ckpt", "every": 5, "keep_last": 2}})"),
+                                       "cfg.json");
+  EXPECT_TRUE(c.data.uses_shards());
+  EXPECT_EQ(c.data.vocab_size(), 50257);
+  EXPECT_TRUE(c.data.paths.empty());
+  EXPECT_EQ(c.train.eval_every, 5);
+  EXPECT_EQ(c.train.eval_batches, 3);
+  EXPECT_EQ(c.train.on_nonfinite, TrainConfig::OnNonFinite::kSkip);
+  ASSERT_TRUE(c.checkpoint);
+  EXPECT_EQ(c.checkpoint->dir, "ckpt");
+  EXPECT_EQ(c.checkpoint->every, 5);
+  EXPECT_EQ(c.checkpoint->keep_last, 2);
+  // The JSON form reads back to the same config.
+  EXPECT_EQ(to_json(parse_run_config(to_json(c), "again.json")), to_json(c));
+  const RunConfig d = parse_run_config(nlohmann::json::parse(std::string("{") + kModel +
+      R"(, "train": {"steps": 1, "seq": 8, "microbatch_size": 1}})"), "cfg.json");
+  EXPECT_FALSE(d.checkpoint);
+  EXPECT_EQ(d.train.on_nonfinite, TrainConfig::OnNonFinite::kAbort);
+  EXPECT_EQ(d.train.eval_every, 0);
+}
+
+TEST(TrainConfig, DataAndCheckpointErrorsNameTheFieldAndTheExpectedValue) {
+  const std::string m = std::string("{") + kModel + R"(, "train": {"steps": 4, "seq": 8, "microbatch_size": 1})";
+  EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d", "tokenizer": "gpt2"}})"),
+            "cfg.json: model.vocab: the GPT-2 tokenizer (data.tokenizer) needs vocab >= 50257, found 256");
+  EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d"}})"),
+            "cfg.json: data.tokenizer: required with shards: \"byte\" or \"gpt2\", the tokenizer the "
+            "shards were prepared with");
+  EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d", "tokenizer": "bpe"}})"),
+            "cfg.json: data.tokenizer: expected \"byte\" or \"gpt2\", found \"bpe\"");
+  EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d", "paths": ["a"], "tokenizer": "byte"}})"),
+            "cfg.json: data.shards: give either text files (paths) or token shards (shards), not both");
+  EXPECT_EQ(error_of(m + R"(, "data": {"paths": ["a"], "tokenizer": "gpt2"}})").substr(0, 56),
+            "cfg.json: data.tokenizer: text paths are tokenized byte ");
+  EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d", "tokenizer": "byte", "val_paths": ["v"]}})").substr(0, 43),
+            "cfg.json: data.val_paths: applies to text p");
+  EXPECT_EQ(error_of(std::string("{") + kModel +
+                     R"(, "train": {"steps": 4, "seq": 8, "microbatch_size": 1, "eval_every": 2}})"),
+            "cfg.json: train.eval_every: validation needs held-out data: data.val_paths (text) or "
+            "data.shards (its *_val_* shards)");
+  EXPECT_EQ(error_of(std::string("{") + kModel +
+                     R"(, "train": {"steps": 4, "seq": 8, "microbatch_size": 1, "on_nonfinite": "ignore"}})"),
+            "cfg.json: train.on_nonfinite: expected \"abort\" or \"skip\", found \"ignore\"");
+  EXPECT_EQ(error_of(m + R"(, "checkpoint": {"every": 2}})"),
+            "cfg.json: checkpoint.dir: missing; expected a string");
+  EXPECT_EQ(error_of(m + R"(, "checkpoint": {"dir": "c", "every": -1}})").substr(0, 31),
+            "cfg.json: checkpoint.every: exp");
+  EXPECT_EQ(error_of(m + R"(, "checkpoint": {"dir": "c", "keep": 2}})"),
+            "cfg.json: checkpoint.keep: unknown field");
+}
+
 TEST(TrainConfig, TheShippedDefaultFileIsTheBuiltInDefault) {
   const RunConfig file = load_run_config(PLAIT_SOURCE_DIR "/configs/default.json");
   EXPECT_EQ(to_json(file), to_json(default_run_config()));

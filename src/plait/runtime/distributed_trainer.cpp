@@ -179,14 +179,14 @@ std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local
                holders + ", after the gradient reduction)";
     }
   }
-  std::string text = "step " + std::to_string(step) + ": non-finite ";
+  std::string text = "step " + std::to_string(step) + ": ";
   if (!loss_ranks.empty()) {
-    text += "loss (NaN or infinite) from rank" + std::string(loss_ranks.find(',') != std::string::npos ? "s " : " ") +
-            loss_ranks;
-    if (!grads.empty()) text += "; non-finite ";
+    const bool several = loss_ranks.find(',') != std::string::npos;
+    text += "non-finite loss (NaN or infinite) on rank" + std::string(several ? "s " : " ") + loss_ranks;
+    if (!grads.empty()) text += "; ";
   }
   if (!grads.empty()) text += grads;
-  if (loss_ranks.empty() && grads.empty()) text += "loss or gradient norm";
+  if (loss_ranks.empty() && grads.empty()) text += "non-finite loss or gradient norm";
   return text;
 }
 

@@ -64,7 +64,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
     const std::map<std::string, std::string> metadata = {
         {"format", "plait"},
         {"virtual_stage", std::to_string(v)},
-        {"layers", std::to_string(spec.first_layer) + ".." + std::to_string(spec.last_layer)},
+        {"layers", "[" + std::to_string(spec.first_layer) + ", " + std::to_string(spec.last_layer) + ")"},
     };
     const checkpoint::ManifestFile f =
         checkpoint::write_checkpoint_file(staging, stage_file_name(v), tensors, metadata);

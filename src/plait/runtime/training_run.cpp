@@ -73,6 +73,22 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
       resumed_from_ = *dir;
     }
   }
+  if (job.run.checkpoint) {
+    // Saves replace a step's directory; never let a run overwrite checkpoints newer than where it
+    // starts (a fresh run into a used directory, or a resume from an older step).
+    const std::string& dir = job.run.checkpoint->dir;
+    const std::vector<std::string> existing = checkpoint::list_checkpoints(dir);
+    if (!existing.empty()) {
+      const std::string newest = fs::path(existing.back()).filename().string();
+      if (std::stoll(newest.substr(5)) > start_) {  // list_checkpoints: "step_<digits>", by step
+        throw InputError(job.run.source, "checkpoint.dir",
+                         dir + " already holds checkpoints up to " + newest + ", past this run's start (" +
+                             (resumed_from_.empty() ? std::string("a fresh run at step 0")
+                                                    : "step " + std::to_string(start_) + " of " + resumed_from_) +
+                             "); continue the newest with --resume, or give another directory");
+      }
+    }
+  }
   stop_ = global_.steps;
   if (options_.stop_at > 0) {
     if (options_.stop_at <= start_) {

@@ -1,0 +1,434 @@
+// Checkpoints, validation and non-finite steps of a distributed training run (runtime/
+// training_run.h), on every rank of the job (ctest runs this executable with 2, 4 and 8 ranks):
+//
+// - Stop at step N and resume gives losses and parameters BIT-IDENTICAL to an uninterrupted run
+//   of the same layout: the checkpoint holds the exact fp32 parameters and AdamW moments, the
+//   optimizer step count and the data position, and a step is a deterministic function of them.
+// - A checkpoint written by pp 4 loads into pp 2 (on two of the four ranks), pp 2 x dp 2 with
+//   interleaved chunks and pp 1 x dp 4; the next step's loss matches the pp 4 run's. The
+//   parameters are the same, so that loss differs only by the order in which the ranks' unit
+//   losses are summed (double; measured <= 2e-16 relative); the step after it also by the
+//   reassociation of fp32 gradient sums across the other layout and the double sums of the
+//   global norm (measured ~1e-9 relative with eps 1e-3; bound 1e-6).
+// - Every tensor of the model is in the checkpoint exactly once, with its two AdamW moments,
+//   whatever the replication (data-parallel copies, the tied "wte" on the first and last stage);
+//   the files parse as safetensors with a reader written here from the format's description
+//   (8-byte little-endian header length, JSON header, F32 data) and hold the trainer's values.
+// - The forward-only evaluation through the pipeline gives exactly the training step's loss on
+//   the same batch, for every family (local hand-offs of V layouts included).
+// - A NaN loss or gradient stops the step on every rank (abort) or skips its update on every
+//   rank, parameters and optimizer steps untouched (skip).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mpi_test_session.h"
+#include "plait/checkpoint/checkpoint_store.h"
+#include "plait/data/token_shard.h"
+#include "plait/model/parameter_layout.h"
+#include "plait/runtime/training_checkpoint.h"
+#include "plait/runtime/training_run.h"
+
+namespace plait::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+comm::Communicator& world() { return plait::test::mpi_session().world(); }
+
+// A directory shared by the job's ranks (all on this machine): named after mpirun's pid, which
+// is every rank's parent; rank 0 creates it afresh and removes it at the end.
+class SharedDir {
+ public:
+  explicit SharedDir(const std::string& what) {
+    path_ = fs::temp_directory_path() /
+            ("plait_ckpt_" + what + "_" + std::to_string(::getppid()) + "_" + std::to_string(world().size()));
+    if (world().rank() == 0) {
+      fs::remove_all(path_);
+      fs::create_directories(path_);
+    }
+    world().barrier();
+  }
+  ~SharedDir() {
+    // After a failure the job is about to abort (mpi_gtest_main.cpp); a barrier here could wait
+    // for ranks that never come.
+    if (std::uncaught_exceptions() > 0 || ::testing::Test::HasFailure()) return;
+    world().barrier();
+    if (world().rank() == 0) fs::remove_all(path_);
+  }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+// Token shards of random byte tokens: a train and a validation split.
+void write_shards(const SharedDir& dir) {
+  if (world().rank() == 0) {
+    std::mt19937_64 rng(21);
+    std::uniform_int_distribution<int> token(0, 255);
+    std::vector<std::uint16_t> train(6000), val(1200);
+    std::filesystem::create_directories(dir / "shards");
+    for (auto& t : train) t = static_cast<std::uint16_t>(token(rng));
+    for (auto& t : val) t = static_cast<std::uint16_t>(token(rng));
+    data::write_token_shard(dir / "shards/r_train_000000.bin", std::span(train).first(4000));
+    data::write_token_shard(dir / "shards/r_train_000001.bin", std::span(train).subspan(4000));
+    data::write_token_shard(dir / "shards/r_val_000000.bin", val);
+  }
+  world().barrier();
+}
+
+JobConfig job(const SharedDir& dir, const std::string& schedule, int pp, int dp, int microbatches,
+              int segments, int chunks = 0) {
+  JobConfig j;
+  j.run.source = "ckpt-test.json";
+  j.run.model = {4, 32, 4, 256, 16, true};
+  TrainConfig& t = j.run.train;
+  t.steps = 5;
+  t.seq = 16;
+  t.microbatch_size = 2;
+  t.microbatches = microbatches;
+  t.lr = 1e-2;
+  t.min_lr = 1e-3;
+  t.warmup_steps = 1;
+  t.seed = 3;
+  t.eps = 1e-3;  // see the file comment: compare the runtime, not Adam's amplified rounding
+  t.eval_every = 2;
+  t.eval_batches = 2;
+  if (segments > 1) {
+    for (const model::Segment& s : model::even_segments(t.seq, segments)) t.segment_lengths.push_back(s.length);
+    j.segments_from_count = true;
+  }
+  j.run.data.paths.clear();
+  j.run.data.shards = dir / "shards";
+  j.run.data.tokenizer = "byte";
+  j.run.checkpoint = CheckpointConfig{dir / "ckpt", 2, 0};
+  j.parallel.schedule = schedule;
+  j.parallel.pp = pp;
+  j.parallel.dp = dp;
+  j.parallel.chunks = chunks;
+  return j;
+}
+
+struct Outcome {
+  std::map<std::int64_t, double> loss, val_loss;
+  std::vector<std::vector<float>> state;  // per chunk: parameters, then both moments
+  int optimizer_steps = 0;
+};
+
+Outcome run(const JobConfig& j, comm::Communicator& w, TrainingRunOptions options = {}) {
+  const PipelinePlan plan = build_pipeline_plan(j, w.size());
+  MemoryTracker tracker;
+  TrainingRun r(j, plan, w, tracker, options);
+  Outcome o;
+  while (!r.done()) {
+    const TrainingStep s = r.next();
+    if (s.result) o.loss[s.step] = s.result->loss;
+    if (s.val_loss) o.val_loss[s.step] = *s.val_loss;
+  }
+  for (int c = 0; c < r.trainer().num_chunks(); ++c) {
+    std::vector<float> all;
+    for (std::span<const float> part :
+         {std::span<const float>(r.trainer().chunk(c).parameters()),
+          std::span<const float>(r.trainer().optimizer(c).first_moment()),
+          std::span<const float>(r.trainer().optimizer(c).second_moment())}) {
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    o.state.push_back(std::move(all));
+  }
+  o.optimizer_steps = r.trainer().optimizer_steps();
+  return o;
+}
+
+struct Layout {
+  std::string schedule;
+  int pp, dp, microbatches, segments, chunks;
+};
+
+std::vector<Layout> layouts_for(int ranks) {
+  if (ranks == 2) return {{"seq1f1b", 2, 1, 4, 2, 0}, {"1f1b", 1, 2, 2, 1, 0}};
+  if (ranks == 4) return {{"seq1f1b", 2, 2, 2, 2, 0}, {"zb-v", 2, 2, 2, 1, 0}, {"seq1f1b", 4, 1, 4, 2, 0}};
+  return {{"seq1f1b", 4, 2, 2, 2, 0}};
+}
+
+TEST(CheckpointResume, StopAndResumeIsBitIdenticalToAnUninterruptedRun) {
+  for (const Layout& l : layouts_for(world().size())) {
+    SCOPED_TRACE(l.schedule + " pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp));
+    SharedDir dir("resume");
+    write_shards(dir);
+    const JobConfig j = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    JobConfig whole = j;
+    whole.run.checkpoint->dir = dir / "whole";
+    const Outcome uninterrupted = run(whole, world());
+
+    TrainingRunOptions stop;
+    stop.stop_at = 3;  // a checkpoint at 2 (every 2) and at 3 (the stop)
+    const Outcome first = run(j, world(), stop);
+    EXPECT_EQ(first.loss.size(), 3u);
+    TrainingRunOptions resume;
+    resume.resume = "";  // the config's checkpoint.dir: latest = step 3
+    const Outcome second = run(j, world(), resume);
+    ASSERT_EQ(second.loss.size(), 2u);
+
+    for (const auto& [step, loss] : uninterrupted.loss) {
+      const double got = step < 3 ? first.loss.at(step) : second.loss.at(step);
+      EXPECT_EQ(std::memcmp(&got, &loss, sizeof got), 0) << "step " << step << ": " << got << " vs " << loss;
+    }
+    for (const auto& [step, loss] : uninterrupted.val_loss) {
+      const auto& part = step < 3 ? first.val_loss : second.val_loss;
+      ASSERT_TRUE(part.contains(step)) << "validation at step " << step;
+      EXPECT_EQ(part.at(step), loss) << "validation at step " << step;
+    }
+    EXPECT_EQ(second.optimizer_steps, 5);
+    ASSERT_EQ(second.state.size(), uninterrupted.state.size());
+    for (std::size_t c = 0; c < second.state.size(); ++c) {
+      ASSERT_EQ(second.state[c].size(), uninterrupted.state[c].size());
+      EXPECT_EQ(std::memcmp(second.state[c].data(), uninterrupted.state[c].data(),
+                            second.state[c].size() * sizeof(float)),
+                0)
+          << "chunk " << c << ": parameters or moments differ after resuming";
+    }
+    // The final checkpoints of both runs hold the same bytes.
+    if (world().rank() == 0) {
+      const checkpoint::CheckpointReader a(*checkpoint::latest_checkpoint(dir / "whole"));
+      const checkpoint::CheckpointReader b(*checkpoint::latest_checkpoint(dir / "ckpt"));
+      ASSERT_EQ(a.manifest().files.size(), b.manifest().files.size());
+      for (std::size_t f = 0; f < a.manifest().files.size(); ++f) {
+        EXPECT_EQ(a.manifest().files[f].crc32c, b.manifest().files[f].crc32c) << a.manifest().files[f].path;
+      }
+    }
+  }
+}
+
+// Safetensors as its format describes it, read here without plait's reader.
+struct RawTensor {
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+};
+
+std::map<std::string, RawTensor> read_safetensors_independently(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_GE(bytes.size(), 8u);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[static_cast<std::size_t>(i)];
+  const nlohmann::json header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  std::map<std::string, RawTensor> out;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    EXPECT_EQ(entry.at("dtype"), "F32") << name;
+    RawTensor t;
+    t.shape = entry.at("shape").get<std::vector<std::int64_t>>();
+    const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
+    std::int64_t count = 1;
+    for (std::int64_t d : t.shape) count *= d;
+    EXPECT_EQ(offsets.at(1) - offsets.at(0), static_cast<std::uint64_t>(count) * 4) << name;
+    t.values.resize(static_cast<std::size_t>(count));
+    std::memcpy(t.values.data(), bytes.data() + 8 + n + offsets[0], t.values.size() * 4);
+    out.emplace(name, std::move(t));
+  }
+  return out;
+}
+
+TEST(CheckpointFiles, NameEveryTensorOnceAndOpenWithAnIndependentReader) {
+  if (world().size() != 4) GTEST_SKIP() << "uses pp 2 x dp 2 (4 ranks)";
+  SharedDir dir("files");
+  write_shards(dir);
+  // pp 2 x dp 2 and the tied embedding: every stage held twice, "wte" on both stages.
+  JobConfig j = job(dir, "seq1f1b", 2, 2, 2, 2);
+  j.run.train.steps = 2;
+  const PipelinePlan plan = build_pipeline_plan(j, world().size());
+  MemoryTracker tracker;
+  TrainingRun r(j, plan, world(), tracker, {});
+  std::string saved;
+  while (!r.done()) {
+    const TrainingStep s = r.next();
+    if (!s.checkpoint.empty()) saved = s.checkpoint;
+  }
+  ASSERT_EQ(saved, dir / "ckpt/step_00000002");
+  const checkpoint::CheckpointReader reader(saved);
+  std::set<std::string> expected;
+  for (const model::NamedTensor& t : model::parameter_layout(j.run.model, model::StageSpec::whole_model(j.run.model))) {
+    for (const char* suffix : {"", ".adam_m", ".adam_v"}) expected.insert(t.name + suffix);
+  }
+  const std::vector<std::string> names = reader.tensor_names();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), expected);
+  std::size_t listed = 0;
+  ASSERT_EQ(reader.manifest().files.size(), 2u);  // one file per stage, not per replica
+  std::map<std::string, RawTensor> all;
+  for (const checkpoint::ManifestFile& f : reader.manifest().files) {
+    listed += f.tensors.size();
+    auto tensors = read_safetensors_independently(saved + "/" + f.path);
+    EXPECT_EQ(tensors.size(), f.tensors.size()) << f.path;
+    all.merge(tensors);
+  }
+  EXPECT_EQ(listed, expected.size());  // each tensor in exactly one file
+  EXPECT_EQ(reader.manifest().optimizer.at("steps"), 2);
+  EXPECT_EQ(reader.manifest().data_position.at("step"), 2);
+  EXPECT_EQ(reader.manifest().data_position.at("sample"), 2 * 4 * 2);  // 2 steps of 4 x 2 rows
+  // Every rank's tensors, as the files hold them (the head stage's "wte" copy from stage 0's file).
+  for (int c = 0; c < r.trainer().num_chunks(); ++c) {
+    const model::StageModel& m = r.trainer().chunk(c);
+    for (const model::NamedTensor& t : m.tensors()) {
+      const RawTensor& raw = all.at(t.name);
+      EXPECT_EQ(raw.shape, t.shape) << t.name;
+      EXPECT_EQ(std::memcmp(raw.values.data(), m.parameters().data() + t.offset, t.numel * 4), 0) << t.name;
+      const RawTensor& moment = all.at(t.name + ".adam_v");
+      EXPECT_EQ(std::memcmp(moment.values.data(), r.trainer().optimizer(c).second_moment().data() + t.offset,
+                            t.numel * 4),
+                0)
+          << t.name;
+    }
+  }
+}
+
+TEST(CheckpointResume, APipelineOfFourLoadsIntoOtherLayouts) {
+  if (world().size() != 4) GTEST_SKIP() << "runs with 4 ranks";
+  SharedDir dir("layouts");
+  write_shards(dir);
+  JobConfig four = job(dir, "seq1f1b", 4, 1, 4, 2);
+  four.run.train.steps = 4;
+  const Outcome reference = run(four, world());
+
+  struct Target {
+    const char* name;
+    Layout layout;
+    bool two_ranks;  // runs on ranks {0, 1} and, independently, on {2, 3}
+  };
+  for (const Target& target : {Target{"pp 2", {"seq1f1b", 2, 1, 4, 2, 0}, true},
+                               Target{"pp 2 x dp 2, 2 chunks", {"seq1f1b-i", 2, 2, 2, 2, 2}, false},
+                               Target{"pp 1 x dp 4", {"seq1f1b", 1, 4, 1, 2, 0}, false}}) {
+    SCOPED_TRACE(target.name);
+    const Layout& l = target.layout;
+    JobConfig other = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    other.run.train.steps = 4;
+    other.run.checkpoint.reset();  // nothing saved: only resumed
+    TrainingRunOptions options;
+    options.resume = dir / "ckpt/step_00000002";
+    std::unique_ptr<comm::Communicator> half;
+    if (target.two_ranks) {
+      auto groups = world().create_groups({{0, 1}, {2, 3}});
+      half = std::move(groups[world().rank() < 2 ? 0 : 1]);
+    }
+    const Outcome resumed = run(other, half ? *half : world(), options);
+    ASSERT_EQ(resumed.loss.size(), 2u);
+    // Step 2: the same parameters; only the order of the unit losses' sum differs.
+    const double first = std::abs(resumed.loss.at(2) - reference.loss.at(2)) / reference.loss.at(2);
+    EXPECT_LE(first, 1e-12) << resumed.loss.at(2) << " vs " << reference.loss.at(2);
+    const double val = std::abs(resumed.val_loss.at(2) - reference.val_loss.at(2)) / reference.val_loss.at(2);
+    EXPECT_LE(val, 1e-12);
+    // Step 3: after one update whose gradient sums were ordered differently.
+    const double second = std::abs(resumed.loss.at(3) - reference.loss.at(3)) / reference.loss.at(3);
+    EXPECT_LE(second, 1e-6) << resumed.loss.at(3) << " vs " << reference.loss.at(3);
+    if (world().rank() == 0) {
+      std::printf("[ layouts  ] pp 4 -> %s: relative loss difference %.2e (step 2), %.2e (step 3)\n",
+                  target.name, first, second);
+    }
+  }
+}
+
+// Training step `step`'s batch as an evaluation's batch 0.
+class StepBatch : public data::BatchSource {
+ public:
+  StepBatch(const data::BatchSource& source, std::int64_t step) : source_(source), step_(step) {}
+  void fill(std::int64_t, int microbatch, std::int32_t* inputs, std::int32_t* targets) const override {
+    source_.fill(step_, microbatch, inputs, targets);
+  }
+  int seq() const override { return source_.seq(); }
+  int microbatch_size() const override { return source_.microbatch_size(); }
+  int microbatches_per_step() const override { return source_.microbatches_per_step(); }
+
+ private:
+  const data::BatchSource& source_;
+  std::int64_t step_;
+};
+
+TEST(Evaluation, ForwardOnlyPipelineGivesTheTrainingLossOfTheSameBatch) {
+  const int n = world().size();
+  SharedDir dir("eval");
+  write_shards(dir);
+  std::vector<Layout> layouts;
+  if (n == 2) layouts = {{"seq1f1b", 2, 1, 4, 2, 0}, {"zb-v", 2, 1, 4, 1, 0}, {"interleaved", 2, 1, 4, 1, 2}};
+  if (n == 4) layouts = {{"zb-v", 2, 2, 2, 1, 0}, {"seq1f1b", 4, 1, 4, 4, 0}, {"gpipe", 2, 2, 2, 1, 0}};
+  if (n == 8) layouts = {{"seq-zb", 4, 2, 2, 2, 0}};
+  for (const Layout& l : layouts) {
+    SCOPED_TRACE(l.schedule);
+    JobConfig j = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    j.run.checkpoint.reset();
+    const PipelinePlan plan = build_pipeline_plan(j, n);
+    MemoryTracker tracker;
+    TrainingRun r(j, plan, world(), tracker, {});
+    for (int step = 0; step < 2; ++step) {
+      const double evaluated = r.trainer().evaluate(step, StepBatch(r.data().train(), step), 1);
+      const DistributedStepResult trained = r.trainer().step(step, r.data().train());
+      EXPECT_EQ(evaluated, trained.loss) << "step " << step;
+    }
+    // Evaluation keeps nothing: activations and K/V are back to zero.
+    EXPECT_EQ(tracker.current(MemoryCategory::kActivations), 0u);
+    EXPECT_EQ(tracker.current(MemoryCategory::kKVCache), 0u);
+  }
+}
+
+TEST(NonFinite, AStepWithANanAbortsOnEveryRankOrIsSkippedOnEveryRank) {
+  const int n = world().size();
+  SharedDir dir("nonfinite");
+  write_shards(dir);
+  JobConfig j = n == 2 ? job(dir, "seq1f1b", 2, 1, 4, 2) : job(dir, "seq1f1b", n / 2, 2, 2, 2);
+  j.run.checkpoint.reset();
+  j.run.train.eval_every = 0;
+  const PipelinePlan plan = build_pipeline_plan(j, n);
+  for (const FailureInjection::Kind kind : {FailureInjection::Kind::kNanLoss, FailureInjection::Kind::kNanGradient}) {
+    const int culprit = kind == FailureInjection::Kind::kNanLoss ? n - 1 : 0;  // a head / an embedding rank
+    TrainingRunOptions options;
+    options.trainer.failure = {culprit, 1, kind};
+    {
+      MemoryTracker tracker;
+      TrainingRun r(j, plan, world(), tracker, options);
+      r.next();
+      try {
+        r.next();
+        ADD_FAILURE() << "step 1 should have stopped";
+      } catch (const NonFiniteStepError& e) {
+        const std::string text = e.what();
+        EXPECT_NE(text.find("step 1: "), std::string::npos) << text;
+        if (kind == FailureInjection::Kind::kNanLoss) {
+          EXPECT_NE(text.find("non-finite loss (NaN or infinite) on rank " + std::to_string(culprit)), std::string::npos) << text;
+        } else {
+          EXPECT_NE(text.find("NaN gradient in wte on stage 0"), std::string::npos) << text;
+        }
+      }
+    }
+    JobConfig skipping = j;
+    skipping.run.train.on_nonfinite = TrainConfig::OnNonFinite::kSkip;
+    MemoryTracker tracker;
+    TrainingRun r(skipping, plan, world(), tracker, options);
+    r.next();
+    std::vector<float> before(r.trainer().chunk(0).parameters().begin(), r.trainer().chunk(0).parameters().end());
+    const TrainingStep skipped = r.next();
+    ASSERT_TRUE(skipped.result);
+    EXPECT_TRUE(skipped.result->skipped);
+    EXPECT_FALSE(skipped.result->nonfinite.empty());
+    EXPECT_EQ(r.trainer().optimizer_steps(), 1);
+    EXPECT_EQ(std::memcmp(before.data(), r.trainer().chunk(0).parameters().data(), before.size() * 4), 0);
+    const TrainingStep after = r.next();  // training goes on
+    EXPECT_FALSE(after.result->skipped);
+    EXPECT_TRUE(std::isfinite(after.result->loss));
+    EXPECT_EQ(r.trainer().optimizer_steps(), 2);
+  }
+}
+
+}  // namespace
+}  // namespace plait::runtime
