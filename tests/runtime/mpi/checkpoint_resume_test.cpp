@@ -41,6 +41,7 @@
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_run.h"
+#include "tiny_job.h"
 
 namespace plait::runtime {
 namespace {
@@ -91,34 +92,20 @@ void write_shards(const SharedDir& dir) {
   world().barrier();
 }
 
+// tiny_job.h's training settings (AdamW eps 1e-3: the file comment) on byte-level shards, with
+// validation and a checkpoint every 2 steps.
 JobConfig job(const SharedDir& dir, const std::string& schedule, int pp, int dp, int microbatches,
               int segments, int chunks = 0) {
-  JobConfig j;
+  JobConfig j = test::tiny_job(schedule, pp, dp, microbatches, segments);
   j.run.source = "ckpt-test.json";
   j.run.model = {4, 32, 4, 256, 16, true};
-  TrainConfig& t = j.run.train;
-  t.steps = 5;
-  t.seq = 16;
-  t.microbatch_size = 2;
-  t.microbatches = microbatches;
-  t.lr = 1e-2;
-  t.min_lr = 1e-3;
-  t.warmup_steps = 1;
-  t.seed = 3;
-  t.eps = 1e-3;  // see the file comment: compare the runtime, not Adam's amplified rounding
-  t.eval_every = 2;
-  t.eval_batches = 2;
-  if (segments > 1) {
-    for (const model::Segment& s : model::even_segments(t.seq, segments)) t.segment_lengths.push_back(s.length);
-    j.segments_from_count = true;
-  }
+  j.run.train.steps = 5;
+  j.run.train.eval_every = 2;
+  j.run.train.eval_batches = 2;
   j.run.data.paths.clear();
   j.run.data.shards = dir / "shards";
   j.run.data.tokenizer = "byte";
   j.run.checkpoint = CheckpointConfig{dir / "ckpt", 2, 0};
-  j.parallel.schedule = schedule;
-  j.parallel.pp = pp;
-  j.parallel.dp = dp;
   j.parallel.chunks = chunks;
   return j;
 }
