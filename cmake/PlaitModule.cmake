@@ -16,6 +16,8 @@ function(plait_test name)
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   add_executable(test_${name} ${sources})
   target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  # tests/support/: header-only helpers every test may use ("support/temp_dir.h").
+  target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(test_${name} PRIVATE
     PLAIT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     PLAIT_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"

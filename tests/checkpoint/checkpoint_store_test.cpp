@@ -8,8 +8,8 @@
 #include <chrono>
 #include <thread>
 
-#include "checkpoint_test_dir.h"
 #include "plait/core/error.h"
+#include "support/temp_dir.h"
 
 namespace plait::checkpoint {
 namespace {
@@ -68,7 +68,7 @@ struct Toy {
   }
 };
 
-class CheckpointStore : public testing::TempDirTest {
+class CheckpointStore : public test::TempDirTest {
  protected:
   std::string root() const { return path("ckpt"); }
   std::string save(const Toy& t, int stages, int keep_last = 0) {

@@ -4,13 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint_test_dir.h"
 #include "plait/core/error.h"
+#include "support/temp_dir.h"
 
 namespace plait::checkpoint {
 namespace {
 
-class Safetensors : public testing::TempDirTest {
+class Safetensors : public test::TempDirTest {
  protected:
   std::string open_error(const std::string& file) {
     try {

@@ -6,16 +6,16 @@
 #include <fstream>
 
 #include "gpt2_test_vocabulary.h"
-#include "temp_dir_test.h"
 #include "plait/core/error.h"
 #include "plait/data/gpt2_tokenizer.h"
 #include "plait/data/token_source.h"
+#include "support/temp_dir.h"
 
 namespace plait::data {
 namespace {
 namespace fs = std::filesystem;
 
-class PrepareShards : public testing::TempDirTest {
+class PrepareShards : public test::TempDirTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();

@@ -7,14 +7,14 @@
 #include <numeric>
 
 #include "plait/core/error.h"
-#include "temp_dir_test.h"
 #include "plait/data/token_source.h"
+#include "support/temp_dir.h"
 
 namespace plait::data {
 namespace {
 namespace fs = std::filesystem;
 
-class TokenShardFiles : public testing::TempDirTest {
+class TokenShardFiles : public test::TempDirTest {
  protected:
   std::string open_error(const std::string& file, std::optional<int> vocab = std::nullopt) {
     try {

@@ -2,50 +2,30 @@
 // file it wrote, a provisional profile, and one-line errors for bad files and unplannable
 // requests.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "plait/sim/latency_table.h"
+#include "support/run_command.h"
 #include "test_files.h"
 
 namespace plait::plan {
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Outcome plait(const std::string& args) {
-  static int calls = 0;
-  const std::string stem = test_file(std::to_string(++calls));
-  const std::string cmd = std::string(PLAIT_BINARY) + " " + args + " >" + stem + ".out 2>" + stem + ".err";
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(stem + ".out"), slurp(stem + ".err")};
-}
+using test::CommandResult;
+using test::run_plait;
 
 const std::string kCpu4 = "--cluster " + shared_cluster("cpu4-emulated.json") + " --model " +
                           shared_cluster("cpu4-base.json") + " --global-batch 32 --seq 256 --simulate 4 ";
 
 TEST(PlanCli, PlansWritesAndEvaluates) {
   const std::string out = test_file("plan.json");
-  const Outcome o = plait("plan " + kCpu4 + "--config " + shared_cluster("cpu4-base.json") + " --out " + out);
-  ASSERT_EQ(o.code, 0) << o.err;
+  const CommandResult o = run_plait("plan " + kCpu4 + "--config " + shared_cluster("cpu4-base.json") + " --out " + out);
+  ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_NE(o.out.find("chosen plan: "), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("tokens/s"), std::string::npos);
   EXPECT_NE(o.out.find("wrote " + out), std::string::npos);
-  const Outcome e = plait("plan --cluster " + shared_cluster("cpu4-emulated.json") + " --evaluate " + out);
-  ASSERT_EQ(e.code, 0) << e.err;
+  const CommandResult e = run_plait("plan --cluster " + shared_cluster("cpu4-emulated.json") + " --evaluate " + out);
+  ASSERT_EQ(e.status, 0) << e.err;
   EXPECT_NE(e.out.find(out + ": "), std::string::npos) << e.out;
   // The evaluation predicts the step the plan printed.
   const std::size_t at = o.out.find("  step "), eat = e.out.find("  step ");
@@ -56,9 +36,9 @@ TEST(PlanCli, PlansWritesAndEvaluates) {
 
 TEST(PlanCli, ProvisionalProfile) {
   const std::string out = test_file("profile.json");
-  const Outcome o = plait("plan --flops-profile " + out + " --model " + shared_cluster("cpu4-base.json") +
-                          " --seq 256 --gflops 40 --device-name host --max-microbatch 4");
-  ASSERT_EQ(o.code, 0) << o.err;
+  const CommandResult o = run_plait("plan --flops-profile " + out + " --model " + shared_cluster("cpu4-base.json") +
+                                    " --seq 256 --gflops 40 --device-name host --max-microbatch 4");
+  ASSERT_EQ(o.status, 0) << o.err;
   const sim::LatencyTable t = sim::read_latency_table(out, true);
   ASSERT_EQ(t.entries.size(), 1u);
   EXPECT_EQ(t.entries[0].device, "host");
@@ -83,8 +63,8 @@ TEST(PlanCli, OneLineErrors) {
       {"plan " + kCpu4 + "--top 0", "plait: error: --top: expected an integer in [1, 100], found '0'"},
   };
   for (const Case& c : cases) {
-    const Outcome o = plait(c.args);
-    EXPECT_EQ(o.code, 1) << c.args;
+    const CommandResult o = run_plait(c.args);
+    EXPECT_EQ(o.status, 1) << c.args;
     EXPECT_EQ(o.err.rfind(c.expected, 0), 0u) << "got: " << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
   }

@@ -2,56 +2,32 @@
 // the field; a tiny run trains and reports; the memory limit produces the out-of-memory error.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "support/run_command.h"
+#include "support/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
+using Result = plait::test::CommandResult;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class TrainCommand : public ::testing::Test {
+class TrainCommand : public plait::test::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("plait_train_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    TempDirTest::SetUp();
     std::ofstream(dir_ / "corpus.txt") << "The quick brown fox jumps over the lazy dog. " << std::string(2000, 'a');
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   fs::path write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name) << text;
     return dir_ / name;
   }
 
-  Result run(const std::string& args) {
-    const std::string cmd = std::string("OMP_NUM_THREADS=1 ") + PLAIT_BINARY + " " + args + " >" +
-                            (dir_ / "out").string() + " 2>" + (dir_ / "err").string();
-    Result r;
-    const int raw = std::system(cmd.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(dir_ / "out");
-    r.err = slurp(dir_ / "err");
-    return r;
-  }
+  Result run(const std::string& args) { return plait::test::run_plait(args, "OMP_NUM_THREADS=1"); }
 
   // A config whose model/train sections can be replaced piece by piece.
   std::string config(const std::string& model, const std::string& train) {
@@ -68,8 +44,6 @@ class TrainCommand : public ::testing::Test {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(file.string() + ": " + field), std::string::npos) << r.err;
   }
-
-  fs::path dir_;
 };
 
 const std::string kModel = R"("layers": 1, "hidden": 16, "heads": 2, "vocab": 256, "max_seq": 32)";

@@ -2,69 +2,40 @@
 // profile and its source; bad flags, impossible parameters and malformed schedule text give one
 // clear line and a non-zero exit.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "plait/schedule/schedule_family.h"
+#include "support/run_command.h"
 
 namespace plait::sim {
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Output files are named after the running test, so ctest can run the tests in parallel.
-Outcome plait(const std::string& args) {
-  static int calls = 0;
-  const std::string stem = testing::TempDir() + "/plait_sim_" +
-                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-                           std::to_string(++calls);
-  const std::string out = stem + ".out", err = stem + ".err";
-  const std::string cmd = std::string(PLAIT_BINARY) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
-
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" +
-                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using test::CommandResult;
+using test::run_plait;
+using test::write_test_file;
 
 const std::string kSmall = "--model gpt-1.3b --pp 4 --microbatches 4 --seq 4096 ";
 
 TEST(SimCli, PrintsTheResultWithTheDeviceAndItsSource) {
-  const Outcome r = plait("sim " + kSmall + "--segments 2");
-  ASSERT_EQ(r.code, 0) << r.err;
+  const CommandResult r = run_plait("sim " + kSmall + "--segments 2");
+  ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("schedule   seq1f1b: Seq1F1B"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("device     a100-80gb: 142.1 TFLOP/s sustained"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(source: 142.1 TFLOP/s: best per-GPU throughput"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result     step "), std::string::npos) << r.out;
   // A micro-batch schedule with --segments left at its default runs whole micro-batches.
-  const Outcome one = plait("sim " + kSmall + "--schedule 1f1b --device zorse:a100x80");
-  ASSERT_EQ(one.code, 0) << one.err;
+  const CommandResult one = run_plait("sim " + kSmall + "--schedule 1f1b --device zorse:a100x80");
+  ASSERT_EQ(one.status, 0) << one.err;
   EXPECT_NE(one.out.find("1 segment(s)"), std::string::npos) << one.out;
   EXPECT_NE(one.out.find("device     zorse:a100x80:float16: measured per-layer latencies"), std::string::npos) << one.out;
 }
 
 TEST(SimCli, BadParametersGiveOneClearLine) {
-  const std::string malformed = write("malformed.txt", "F0.0 BW0.0\nF0.0 BW0.x\n");
+  const std::string malformed = write_test_file("malformed.txt", "F0.0 BW0.0\nF0.0 BW0.x\n");
   struct Case {
     std::string args;
     std::string message;
@@ -84,12 +55,12 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
       {"sim --model gpt-1.3b --seq 4096 --schedule " + malformed,
        malformed + ": line 2, column 10: expected a segment number after '.' (in 'BW0.x')"},
       {"sim --model gpt-1.3b --seq 4096 --pp 3 --schedule " +
-           write("two.txt", "F0.0 BW0.0\nF0.0 BW0.0\n"),
+           write_test_file("two.txt", "F0.0 BW0.0\nF0.0 BW0.0\n"),
        "the schedule has 2 for --pp but --pp 3 was given"},
   };
   for (const Case& c : cases) {
-    const Outcome r = plait(c.args);
-    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.out << r.err;
+    const CommandResult r = run_plait(c.args);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out << r.err;
     EXPECT_EQ(r.err.rfind("plait: error: ", 0), 0u) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected one line: " << r.err;
@@ -98,15 +69,15 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
 }
 
 TEST(SimCli, ScheduleTextFiles) {
-  const Outcome ok = plait("sim --model gpt-1.3b --seq 2048 --schedule " +
-                       write("ok.txt", "F0.0 F1.0 BW0.0 BW1.0\nF0.0 BW0.0 F1.0 BW1.0\n"));
-  ASSERT_EQ(ok.code, 0) << ok.err;
+  const CommandResult ok = run_plait("sim --model gpt-1.3b --seq 2048 --schedule " +
+                                     write_test_file("ok.txt", "F0.0 F1.0 BW0.0 BW1.0\nF0.0 BW0.0 F1.0 BW1.0\n"));
+  ASSERT_EQ(ok.status, 0) << ok.err;
   EXPECT_NE(ok.out.find("ok.txt (schedule text)"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("2 ranks, 1 chunk(s) per rank, 2 virtual stages"), std::string::npos) << ok.out;
   // Well-formed but deadlocking: the grid, then the one-line error.
-  const Outcome bad = plait("sim --model gpt-1.3b --seq 2048 --schedule " +
-                        write("crossed.txt", "F0.0 BW0.0 F1.0 BW1.0\nF1.0 BW1.0 F0.0 BW0.0\n"));
-  EXPECT_EQ(bad.code, 1);
+  const CommandResult bad = run_plait("sim --model gpt-1.3b --seq 2048 --schedule " +
+                                      write_test_file("crossed.txt", "F0.0 BW0.0 F1.0 BW1.0\nF1.0 BW1.0 F0.0 BW0.0\n"));
+  EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("<-- ERROR HERE (rank 0)"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("\nplait: error: schedule rule deadlock: rank 0, step 1 (BW0.0)"), std::string::npos) << bad.err;
 }
@@ -115,8 +86,8 @@ TEST(SimCli, ScheduleTextFiles) {
 TEST(SimCli, CompareWritesOneTimelinePairPerSchedule) {
   const std::string dir = testing::TempDir() + "/plait_sim_compare";
   std::filesystem::create_directories(dir);
-  const Outcome r = plait("sim --compare " + kSmall + "--segments 2 --trace " + dir + "/t.json --html " + dir + "/t.html");
-  ASSERT_EQ(r.code, 0) << r.err;
+  const CommandResult r = run_plait("sim --compare " + kSmall + "--segments 2 --trace " + dir + "/t.json --html " + dir + "/t.html");
+  ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("schedule     v  k  step time"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("device     a100-80gb"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("peak memory per pipeline rank"), std::string::npos) << r.out;
@@ -124,16 +95,16 @@ TEST(SimCli, CompareWritesOneTimelinePairPerSchedule) {
     const std::string trace = dir + "/t." + f.name + ".json", html = dir + "/t." + f.name + ".html";
     ASSERT_TRUE(std::filesystem::exists(trace)) << trace;
     ASSERT_TRUE(std::filesystem::exists(html)) << html;
-    const nlohmann::json j = nlohmann::json::parse(slurp(trace));
+    const nlohmann::json j = nlohmann::json::parse(test::file_bytes(trace));
     EXPECT_GT(j.at("traceEvents").size(), 10u) << trace;
-    EXPECT_NE(slurp(html).find("<svg"), std::string::npos);
+    EXPECT_NE(test::file_bytes(html).find("<svg"), std::string::npos);
     EXPECT_NE(r.out.find("wrote " + html), std::string::npos) << r.out;
   }
 }
 
 TEST(SimCli, BenchPrintsPhaseTimes) {
-  const Outcome r = plait("bench sim --pp 8 --microbatches 16 --segments 2 --repeat 1");
-  ASSERT_EQ(r.code, 0) << r.err;
+  const CommandResult r = run_plait("bench sim --pp 8 --microbatches 16 --segments 2 --repeat 1");
+  ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("plait bench sim: seq1f1b, p=8 v=1 m=16 k=2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("best of 1: generate "), std::string::npos) << r.out;
 }
