@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 
+#include "plait/schedule/schedule_family.h"
 #include "plait/sim/latency_table.h"
 #include "support/run_command.h"
 #include "test_files.h"
@@ -44,6 +45,13 @@ TEST(PlanCli, ProvisionalProfile) {
   EXPECT_EQ(t.entries[0].device, "host");
   EXPECT_EQ(t.entries[0].forward_ms.size(), 4u);
   EXPECT_NEAR(t.entries[0].backward_ms[0], 2 * t.entries[0].forward_ms[0], 1e-9);
+}
+
+// --schedule's help lists the families from the family table itself.
+TEST(PlanCli, HelpListsEveryScheduleFamily) {
+  const CommandResult r = run_plait("plan --help");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(comma-separated): " + schedule::schedule_family_names() + ";"), std::string::npos) << r.out;
 }
 
 TEST(PlanCli, OneLineErrors) {

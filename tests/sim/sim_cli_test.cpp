@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "plait/schedule/schedule_family.h"
+#include "plait/sim/model_presets.h"
 #include "support/run_command.h"
 
 namespace plait::sim {
@@ -32,6 +34,29 @@ TEST(SimCli, PrintsTheResultWithTheDeviceAndItsSource) {
   ASSERT_EQ(one.status, 0) << one.err;
   EXPECT_NE(one.out.find("1 segment(s)"), std::string::npos) << one.out;
   EXPECT_NE(one.out.find("device     zorse:a100x80:float16: measured per-layer latencies"), std::string::npos) << one.out;
+}
+
+// --help lists every preset of the table with its shape (the table is the list, so a preset added
+// to it cannot be missing from the help).
+TEST(SimCli, HelpListsEveryModelPreset) {
+  const CommandResult r = run_plait("sim --help");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_GE(model_presets().size(), 6u);
+  for (const ModelPreset& p : model_presets()) {
+    // The help line that starts with the preset's name.
+    std::string line;
+    std::istringstream lines(r.out);
+    for (std::string l; std::getline(lines, l);) {
+      if (l.find_first_not_of(' ') != std::string::npos && l.substr(l.find_first_not_of(' ')).starts_with(p.name + " ")) {
+        line = l;
+      }
+    }
+    ASSERT_FALSE(line.empty()) << p.name << "\n" << r.out;
+    const std::string shape = std::to_string(p.layers) + "/" + std::to_string(p.hidden) + "/" + std::to_string(p.heads);
+    EXPECT_NE(line.find(shape + ", vocab " + std::to_string(p.vocab)), std::string::npos) << line;
+    EXPECT_EQ(line.find("untied") != std::string::npos, !p.tie_embeddings) << line;
+  }
+  EXPECT_NE(r.out.find("llama-7b  32/4096/32, vocab 32000, untied LM head"), std::string::npos) << r.out;
 }
 
 TEST(SimCli, BadParametersGiveOneClearLine) {

@@ -13,11 +13,11 @@
 #include <cstdio>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "plait/cli/commands.h"
+#include "plait/cli/flag_values.h"
 #include "plait/comm/abort_job.h"
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
@@ -46,16 +46,6 @@ struct BenchRuntimeOptions {
   std::string schedules;
   std::string profile;  // speed: a segment profile file instead of measuring
 };
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
 
 // A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
 // families, 1 for the others).
@@ -117,7 +107,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const bool lead = world.rank() == 0;
   const std::vector<std::string> schedules =
-      split_list(o.schedules.empty() ? "gpipe,1f1b,seq1f1b,zb-h1" : o.schedules);
+      comma_list(o.schedules.empty() ? "gpipe,1f1b,seq1f1b,zb-h1" : o.schedules);
   const RandomTokens data(1 << 20);
   if (lead) {
     std::printf("plait bench runtime memory: p = %d ranks, model %d layers x hidden %d, %d heads, seq %d, "
@@ -276,7 +266,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const bool lead = world.rank() == 0;
   if (p < 2) throw Error("plait bench runtime speed: run it under mpirun with at least 2 ranks");
   const std::vector<std::string> schedules =
-      split_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
+      comma_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
                                      : o.schedules);
   const RandomTokens data(1 << 20);
   // The link: latency from a one-float ping-pong, bandwidth from one of a segment's activations.

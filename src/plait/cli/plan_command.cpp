@@ -3,13 +3,12 @@
 // every device's memory, print the chosen plan and the runner-ups, write the plan file that
 // `plait train --config` runs. Also: --evaluate predicts an existing plan file on a cluster, and
 // --flops-profile writes a provisional device profile from FLOPs alone.
-#include <charconv>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "plait/cli/commands.h"
+#include "plait/cli/flag_values.h"
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
 #include "plait/plan/cluster_spec.h"
@@ -17,6 +16,7 @@
 #include "plait/plan/plan_report.h"
 #include "plait/plan/plan_simulation.h"
 #include "plait/plan/planner.h"
+#include "plait/schedule/schedule_family.h"
 #include "plait/sim/latency_table.h"
 #include "plait/sim/model_presets.h"
 
@@ -35,25 +35,6 @@ struct PlanOptions {
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
 };
 
-std::int64_t positive(const std::string& flag, const std::string& text, std::int64_t max) {
-  std::int64_t value = 0;
-  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || value < 1 || value > max) {
-    throw Error(flag + ": expected an integer in [1, " + std::to_string(max) + "], found '" + text + "'");
-  }
-  return value;
-}
-
-std::vector<std::string> comma_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 void require(const std::string& flag, const std::string& value) {
   if (value.empty()) throw Error(flag + ": required (see plait plan --help)");
 }
@@ -62,7 +43,7 @@ void write_flops_profile(const PlanOptions& o) {
   require("--model", o.model);
   require("--seq", o.seq);
   require("--gflops", o.gflops);
-  const std::int64_t seq = positive("--seq", o.seq, std::int64_t{1} << 24);
+  const std::int64_t seq = positive_flag("--seq", o.seq, std::int64_t{1} << 24);
   double gflops = 0;
   try {
     gflops = std::stod(o.gflops);
@@ -71,7 +52,7 @@ void write_flops_profile(const PlanOptions& o) {
   if (!(gflops > 0)) throw Error("--gflops: expected a positive number, found '" + o.gflops + "'");
   const sim::ModelSpec model = sim::resolve_model(o.model, seq);
   const sim::LatencyEntry e = sim::flops_latency_entry(model.name, o.device_name, o.dtype, model.shape, seq, gflops * 1e9,
-                                                       static_cast<int>(positive("--max-microbatch", o.max_microbatch, 1024)));
+                                                       static_cast<int>(positive_flag("--max-microbatch", o.max_microbatch, 1024)));
   plan::write_plan_file(o.flops_profile, sim::latency_table_json({e}));
   std::printf("wrote %s: provisional %s profile of %s at seq %lld from FLOPs at %.1f GFLOP/s (per layer: forward "
               "%.3f ms, backward %.3f ms per sample)\n",
@@ -100,16 +81,16 @@ void run_plan(const PlanOptions& o) {
   require("--model", o.model);
   require("--global-batch", o.global_batch);
   require("--seq", o.seq);
-  const std::int64_t seq = positive("--seq", o.seq, std::int64_t{1} << 24);
-  const std::int64_t batch = positive("--global-batch", o.global_batch, std::int64_t{1} << 30);
+  const std::int64_t seq = positive_flag("--seq", o.seq, std::int64_t{1} << 24);
+  const std::int64_t batch = positive_flag("--global-batch", o.global_batch, std::int64_t{1} << 30);
   plan::PlannerOptions options;
-  options.top = static_cast<int>(positive("--top", o.top, 100));
-  options.max_groups = static_cast<int>(positive("--max-stages", o.max_stages, 1024));
-  options.simulate = static_cast<int>(positive("--simulate", o.simulate, 1000));
+  options.top = static_cast<int>(positive_flag("--top", o.top, 100));
+  options.max_groups = static_cast<int>(positive_flag("--max-stages", o.max_stages, 1024));
+  options.simulate = static_cast<int>(positive_flag("--simulate", o.simulate, 1000));
   options.device_types = comma_list(o.devices_of_type);
   options.families = comma_list(o.schedule);
   for (const std::string& b : comma_list(o.microbatch_size)) {
-    options.microbatch_sizes.push_back(static_cast<int>(positive("--microbatch-size", b, 1 << 16)));
+    options.microbatch_sizes.push_back(static_cast<int>(positive_flag("--microbatch-size", b, 1 << 16)));
   }
   options.segments = !o.no_segments;
   options.recompute = !o.no_recompute;
@@ -164,8 +145,8 @@ void register_plan(CLI::App& app) {
                   "e.g. to plan a homogeneous sub-cluster")
       ->type_name("TYPES");
   cmd->add_option("--schedule", o->schedule,
-                  "Consider only these schedule families (comma-separated): gpipe, 1f1b, interleaved,\n"
-                  "seq1f1b, seq1f1b-i, zb-h1, zb-v, seq-zb; default all")
+                  "Consider only these schedule families (comma-separated): " +
+                      schedule::schedule_family_names() + ";\ndefault all")
       ->type_name("NAMES");
   cmd->add_flag("--no-segments", o->no_segments,
                 "Schedule whole micro-batches only (no sequence segments, k = 1)");

@@ -1,13 +1,13 @@
 // `plait sim`: simulate one schedule, or every schedule side by side (--compare), for a model,
 // pipeline shape, sequence split and device profile; print step time, bubble and memory per
 // rank; write Chrome-trace and HTML timelines on request. docs/simulator.md describes it all.
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
 
 #include "plait/cli/commands.h"
+#include "plait/cli/flag_values.h"
 #include "plait/core/error.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/schedule/schedule_text.h"
@@ -34,16 +34,6 @@ struct SimOptions {
   std::string trace, html;
 };
 
-// A positive integer flag, or one clear error naming the flag.
-std::int64_t positive(const std::string& flag, const std::string& text, std::int64_t max) {
-  std::int64_t value = 0;
-  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (res.ec != std::errc() || res.ptr != text.data() + text.size() || value < 1 || value > max) {
-    throw Error(flag + ": expected an integer in [1, " + std::to_string(max) + "], found '" + text + "'");
-  }
-  return value;
-}
-
 void write_timelines(const sim::SimulationConfig& config, const sim::SimulationReport& report,
                      const std::string& trace_path, const std::string& html_path) {
   if (trace_path.empty() && html_path.empty()) return;
@@ -60,14 +50,14 @@ void write_timelines(const sim::SimulationConfig& config, const sim::SimulationR
 
 void run_sim(const CLI::App& cmd, const SimOptions& o) {
   sim::SimulationConfig config;
-  config.seq = positive("--seq", o.seq, std::int64_t{1} << 32);
+  config.seq = positive_flag("--seq", o.seq, std::int64_t{1} << 32);
   config.model = sim::resolve_model(o.model, config.seq);
-  config.microbatch_size = static_cast<int>(positive("--microbatch-size", o.microbatch_size, 1 << 20));
+  config.microbatch_size = static_cast<int>(positive_flag("--microbatch-size", o.microbatch_size, 1 << 20));
   config.split = schedule::parse_split_method(o.split);
-  config.shape.stages = static_cast<int>(positive("--pp", o.pp, 1 << 16));
-  config.shape.microbatches = static_cast<int>(positive("--microbatches", o.microbatches, 1 << 24));
-  const int chunks = static_cast<int>(positive("--chunks", o.chunks, 64));
-  const int segments = static_cast<int>(positive("--segments", o.segments, 1 << 16));
+  config.shape.stages = static_cast<int>(positive_flag("--pp", o.pp, 1 << 16));
+  config.shape.microbatches = static_cast<int>(positive_flag("--microbatches", o.microbatches, 1 << 24));
+  const int chunks = static_cast<int>(positive_flag("--chunks", o.chunks, 64));
+  const int segments = static_cast<int>(positive_flag("--segments", o.segments, 1 << 16));
   config.devices = sim::resolve_devices(o.device, config.model.shape);
   config.record_events = !o.trace.empty() || !o.html.empty();
 
@@ -135,10 +125,9 @@ void register_sim(CLI::App& app) {
   auto o = std::make_shared<SimOptions>();
   cmd->add_option("--model", o->model,
                   "Model preset or JSON config whose \"model\" section is {layers, hidden, heads,\n"
-                  "vocab, max_seq}. Presets (layers/hidden/heads, vocab 50257 = GPT-2 BPE):\n"
-                  "gpt-1.3b 24/2048/16 (Zorse model_stats.json; Megatron-LM GPT 1.3B heads),\n"
-                  "gpt-2.7b 32/2560/32, gpt-7b 32/4096/32, gpt-13b 40/5120/40, gpt-30b 64/6144/64\n"
-                  "(Seq1F1B paper, arXiv 2406.03488). Presets size max_seq to --seq.")
+                  "vocab, max_seq}. Presets (layers/hidden/heads; vocab 50257 is GPT-2's BPE; the\n"
+                  "result prints each preset's source, docs/simulator.md lists them):\n" +
+                      sim::model_preset_lines() + "\nPresets size max_seq to --seq.")
       ->capture_default_str();
   cmd->add_option("--pp", o->pp, "Pipeline ranks p")->type_name("INT")
       ->capture_default_str();

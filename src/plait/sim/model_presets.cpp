@@ -1,5 +1,6 @@
 #include "plait/sim/model_presets.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "plait/core/error.h"
@@ -28,6 +29,18 @@ std::string model_preset_names() {
   std::string names;
   for (const ModelPreset& p : model_presets()) names += (names.empty() ? "" : ", ") + p.name;
   return names;
+}
+
+std::string model_preset_lines() {
+  std::size_t width = 0;
+  for (const ModelPreset& p : model_presets()) width = std::max(width, p.name.size());
+  std::string lines;
+  for (const ModelPreset& p : model_presets()) {
+    lines += (lines.empty() ? "" : "\n") + p.name + std::string(width + 2 - p.name.size(), ' ') +
+             std::to_string(p.layers) + "/" + std::to_string(p.hidden) + "/" + std::to_string(p.heads) +
+             ", vocab " + std::to_string(p.vocab) + (p.tie_embeddings ? "" : ", untied LM head");
+  }
+  return lines;
 }
 
 ModelSpec resolve_model(const std::string& name_or_path, std::int64_t seq) {

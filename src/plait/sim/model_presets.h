@@ -44,6 +44,9 @@ struct ModelPreset {
 
 const std::vector<ModelPreset>& model_presets();
 std::string model_preset_names();  // "gpt-1.3b, gpt-2.7b, ..."
+// One line per preset, for --help: "gpt-7b    32/4096/32, vocab 50257" (layers/hidden/heads), and
+// ", untied LM head" when the head does not share the embedding.
+std::string model_preset_lines();
 
 // A preset name or a JSON config path. Throws plait::Error (unknown name, bad file, seq longer
 // than the model's max_seq).

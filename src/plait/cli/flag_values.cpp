@@ -1,0 +1,29 @@
+#include "plait/cli/flag_values.h"
+
+#include <charconv>
+#include <sstream>
+
+#include "plait/core/error.h"
+
+namespace plait::cli {
+
+std::int64_t positive_flag(const std::string& flag, const std::string& text, std::int64_t max) {
+  std::int64_t value = 0;
+  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || value < 1 || value > max) {
+    throw Error(flag + ": expected an integer in [1, " + std::to_string(max) + "], found '" + text + "'");
+  }
+  return value;
+}
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace plait::cli
