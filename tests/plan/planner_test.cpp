@@ -5,6 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/plan/cluster_spec.h"
+#include "plait/plan/plan_estimate.h"
 #include "plait/plan/planner.h"
 #include "test_files.h"
 
@@ -98,6 +99,36 @@ TEST(Planner, RespectsEveryDevicesMemory) {
   // 9 GiB minus the 2 GiB reserve holds the 18 bytes of static state per parameter of at most
   // 7 GiB / (18 x 50.3M) = 8.3 layers (less with the optimizer sharded only over its group).
   EXPECT_LE(tiny_layers, 8) << c.summary(p.cluster);
+}
+
+// The analytic estimate and the simulation predict who a device is and its static and reserved
+// memory the same way (plan/device_memory.h); only busy time and activations are each's own.
+TEST(Planner, EstimateAndSimulationAgreeOnStaticMemory) {
+  const PlanningProblem p = problem(write_test_file("mixed.json", kMixed), "gpt-1.3b", 64, 2048);
+  PlannerOptions o;
+  o.simulate = 4;
+  const PlannerResult r = plan_cluster(p, o);
+  int compared = 0;
+  for (const Plan& plan : r.plans) {
+    if (!plan.prediction.simulated) continue;
+    const PlanChoice& c = plan.choice;
+    const UnitTimes times(p, p.type_profiles, c.microbatch_size,
+                          schedule::partition_sequence(p.model.shape, p.seq, c.segments, c.split));
+    const PlanPrediction e = estimate_plan(p, c, times);
+    ASSERT_EQ(e.devices.size(), plan.prediction.devices.size());
+    for (std::size_t i = 0; i < e.devices.size(); ++i) {
+      const DevicePrediction &a = e.devices[i], &b = plan.prediction.devices[i];
+      EXPECT_EQ(a.device, b.device);
+      EXPECT_EQ(a.rank, b.rank);
+      EXPECT_EQ(a.group, b.group);
+      EXPECT_EQ(a.microbatches, b.microbatches);
+      EXPECT_DOUBLE_EQ(a.capacity_bytes, b.capacity_bytes);
+      EXPECT_DOUBLE_EQ(a.static_bytes, b.static_bytes);
+      EXPECT_DOUBLE_EQ(a.reserve_bytes, b.reserve_bytes);
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 4);
 }
 
 // Restricted searches do what they say.

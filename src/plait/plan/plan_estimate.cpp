@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plait/plan/device_memory.h"
 #include "plait/plan/gradient_sync.h"
 #include "plait/plan/plan_schedule.h"
 #include "plait/plan/plan_simulation.h"
@@ -69,17 +70,11 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   double work = 0, busy = 0;
   double unit_bytes = 0;
   for (int j = 0; j < k; ++j) unit_bytes += message_bytes(problem, choice, times.partition(), j) / k;
-  std::int64_t longest_unit = 0;
-  for (std::int64_t len : times.partition().lengths) longest_unit = std::max(longest_unit, len);
   for (int g = 0; g < groups; ++g) {
     const StageGroup& group = choice.groups[g];
     const std::vector<std::int32_t> held = choice.group_vstages(g);
-    std::int64_t parameters = 0;
-    bool head = false;
     double activation = 0;  // mean bytes of one unit on this group
     for (std::int32_t s : held) {
-      parameters += memory.parameter_count(s);
-      head = head || s == vstages - 1;
       for (int j = 0; j < k; ++j) activation += memory.activation_bytes(s, j) + memory.kv_prefix_bytes(s, j);
     }
     const double units_per_mb = static_cast<double>(k) * held.size();
@@ -110,18 +105,11 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
       e[g] += n / m * (split ? std::max(0.0, f + b - w) : f + b + w) / units_per_mb;
       drain_unit[g] += n / m * (b + w) / units_per_mb;
       DevicePrediction& p = out.devices[r];
-      p.device = d;
-      p.rank = r;
-      p.group = g;
-      p.microbatches = group.microbatches[i];
+      p = device_memory(problem, choice, policy, memory, times.partition(), g, i, r);
       p.busy_seconds = load;
-      p.capacity_bytes = problem.cluster.type_of(d).memory_bytes;
-      p.static_bytes = policy.static_bytes(parameters, static_cast<int>(group.devices.size()));
       const double all_units = n * units_per_mb;
       const double in_flight = limits[r] > 0 ? std::min<double>(limits[r], all_units) : all_units;
       p.activation_bytes = in_flight * activation;
-      p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
-                        policy.working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
     }
   }
   double sum_e = 0, max_e = 0;

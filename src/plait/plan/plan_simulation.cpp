@@ -1,6 +1,7 @@
 #include "plait/plan/plan_simulation.h"
 
 
+#include "plait/plan/device_memory.h"
 #include "plait/plan/gradient_sync.h"
 #include "plait/plan/plan_schedule.h"
 #include "plait/sim/simulation.h"
@@ -39,9 +40,6 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
 
   const sim::MemoryModel memory(problem.model.shape, choice.vstage_layers, report.partition,
                                 choice.microbatch_size, policy.coefficients());
-  std::int64_t longest_unit = 0;
-  for (std::int64_t len : report.partition.lengths) longest_unit = std::max(longest_unit, len);
-  const int last_vstage = static_cast<int>(choice.vstage_layers.size()) - 1;
 
   PlanPrediction out;
   out.simulated = true;
@@ -52,28 +50,15 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
   double step = out.pipeline_seconds;
   for (int g = 0; g < choice.num_groups(); ++g) {
     const StageGroup& group = choice.groups[g];
-    std::int64_t parameters = 0;
-    bool head = false;
-    for (std::int32_t s : choice.group_vstages(g)) {
-      parameters += memory.parameter_count(s);
-      head = head || s == last_vstage;
-    }
     double finish = 0;
     for (std::size_t i = 0; i < group.devices.size(); ++i) {
       const int d = group.devices[i];
       const int r = static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
       const sim::RankResult& rr = report.result.ranks[r];
       DevicePrediction& p = out.devices[r];
-      p.device = d;
-      p.rank = r;
-      p.group = g;
-      p.microbatches = group.microbatches[i];
+      p = device_memory(problem, choice, policy, memory, report.partition, g, i, r);
       p.busy_seconds = rr.busy;
-      p.capacity_bytes = problem.cluster.type_of(d).memory_bytes;
-      p.static_bytes = policy.static_bytes(parameters, static_cast<int>(group.devices.size()));
       p.activation_bytes = rr.peak_activation_bytes;
-      p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
-                        policy.working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
       finish = std::max(finish, rr.finish);
     }
     step = std::max(step, finish + sync[g]);
