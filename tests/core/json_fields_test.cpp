@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 namespace plait {
 namespace {
 
@@ -52,6 +55,18 @@ TEST(ReadJsonFile, MissingAndMalformedFilesAreInputErrors) {
   std::fputs("{\"a\": ", f);
   std::fclose(f);
   EXPECT_NE(error_of([&] { read_json_file(path); }).find("malformed JSON at byte"), std::string::npos);
+}
+
+TEST(WriteJsonFile, WritesWhatReadJsonFileReadsBackAndNamesAFileItCannotOpen) {
+  const std::string path = ::testing::TempDir() + "plait_write_json_file.json";
+  const nlohmann::json doc = {{"a", 1}, {"b", {{"c", "x"}}}};
+  write_json_file(path, doc, 1);
+  EXPECT_EQ(read_json_file(path), doc);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, doc.dump(1) + "\n");
+  EXPECT_EQ(error_of([&] { write_json_file("/nonexistent/plait.json", doc); }),
+            "/nonexistent/plait.json: (file): cannot open the file for writing");
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ TEST(PlanFile, TheRuntimeReadsIt) {
   const nlohmann::json base = read_json_file(shared_cluster("cpu4-base.json"));
   const nlohmann::json doc = plan_file_json(p.problem, plan, &base);
   const std::string path = test_file("plan.json");
-  write_plan_file(path, doc);
+  write_json_file(path, doc);
   const runtime::JobConfig job = runtime::load_job_config(path);
   EXPECT_EQ(job.parallel.form, runtime::ParallelConfig::Form::explicit_layout);
   EXPECT_EQ(job.parallel.world_size(), 4);
@@ -62,7 +62,7 @@ TEST(PlanFile, RoundTripPredictsTheSame) {
   const Planned p = plan_cpu4();
   const Plan& plan = p.result.plans[0];
   const std::string path = test_file("plan.json");
-  write_plan_file(path, plan_file_json(p.problem, plan, nullptr));
+  write_json_file(path, plan_file_json(p.problem, plan, nullptr));
   const LoadedPlan loaded = read_plan_file(path, p.problem.cluster);
   EXPECT_EQ(loaded.schedule, plan.schedule);
   EXPECT_EQ(loaded.global_batch, 32);

@@ -53,7 +53,7 @@ void write_flops_profile(const PlanOptions& o) {
   const sim::ModelSpec model = sim::resolve_model(o.model, seq);
   const sim::LatencyEntry e = sim::flops_latency_entry(model.name, o.device_name, o.dtype, model.shape, seq, gflops * 1e9,
                                                        static_cast<int>(positive_flag("--max-microbatch", o.max_microbatch, 1024)));
-  plan::write_plan_file(o.flops_profile, sim::latency_table_json({e}));
+  write_json_file(o.flops_profile, sim::latency_table_json({e}));
   std::printf("wrote %s: provisional %s profile of %s at seq %lld from FLOPs at %.1f GFLOP/s (per layer: forward "
               "%.3f ms, backward %.3f ms per sample)\n",
               o.flops_profile.c_str(), o.device_name.c_str(), model.name.c_str(), static_cast<long long>(seq), gflops,
@@ -109,7 +109,7 @@ void run_plan(const PlanOptions& o) {
   const plan::PlannerResult result = plan::plan_cluster(problem, options);
   std::fputs(plan::format_result(problem, result, o.verbose).c_str(), stdout);
   if (!o.out.empty()) {
-    plan::write_plan_file(o.out, plan::plan_file_json(problem, result.plans[0], o.config.empty() ? nullptr : &base));
+    write_json_file(o.out, plan::plan_file_json(problem, result.plans[0], o.config.empty() ? nullptr : &base));
     std::printf("\nwrote %s (run it: mpirun -np %zu plait train --config %s)\n", o.out.c_str(),
                 result.plans[0].choice.rank_devices().size(), o.out.c_str());
   }

@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,6 +13,7 @@
 #include "plait/cli/commands.h"
 #include "plait/cli/parallel_flags.h"
 #include "plait/core/error.h"
+#include "plait/core/json_fields.h"
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/profile_json.h"
 #include "plait/runtime/unit_profiler.h"
@@ -57,12 +57,6 @@ std::vector<int> parse_seqs(const std::string& text, int max_seq) {
   return seqs;
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  out << j.dump(1) << "\n";
-  if (!out) throw Error(path + ": cannot write the file");
-}
-
 void run_profile(const ProfileArgs& a) {
   runtime::JobConfig job = a.config.empty() ? runtime::job_from_run_config(runtime::default_run_config())
                                             : runtime::load_job_config(a.config);
@@ -95,7 +89,7 @@ void run_profile(const ProfileArgs& a) {
     print_row("head", p.head);
     for (sim::LatencyEntry& e : runtime::latency_entries(p, name, a.device)) entries.push_back(std::move(e));
   }
-  write_json(a.out, sim::latency_table_json(entries));
+  write_json_file(a.out, sim::latency_table_json(entries), 1);
   std::printf("wrote %s (per-layer latencies in Zorse's model_latencies.json shape: %s -> %s -> seq -> "
               "float32; embedding and head under float32+embedding and float32+head)\n",
               a.out.c_str(), name.c_str(), a.device.c_str());
@@ -118,7 +112,7 @@ void run_profile(const ProfileArgs& a) {
     std::filesystem::path p(a.out);
     segments_out = (p.parent_path() / (p.stem().string() + ".segments.json")).string();
   }
-  write_json(segments_out, runtime::to_json(sp, a.threads));
+  write_json_file(segments_out, runtime::to_json(sp, a.threads), 1);
   std::printf("wrote %s (per-segment F/B/W of one layer, the embedding and the head)\n",
               segments_out.c_str());
 }

@@ -23,6 +23,13 @@ nlohmann::json read_json_file(const std::string& path) {
   return parse_json_text(text.str(), path);
 }
 
+void write_json_file(const std::string& path, const nlohmann::json& document, int indent) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path, "(file)", "cannot open the file for writing");
+  out << document.dump(indent) << '\n';
+  if (!out) throw InputError(path, "(file)", "writing the file failed");
+}
+
 nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
   try {
     return nlohmann::json::parse(text);

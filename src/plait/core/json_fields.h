@@ -19,6 +19,10 @@ namespace plait {
 // file (and the byte offset for syntax errors).
 nlohmann::json read_json_file(const std::string& path);
 
+// Writes `document` to `path` (indented by `indent` spaces, a newline at the end); a file that
+// cannot be opened or written is an InputError naming it.
+void write_json_file(const std::string& path, const nlohmann::json& document, int indent = 2);
+
 // Parses JSON text that came from `file`; any failure (syntax, or a number beyond a double) is
 // an InputError naming the file, never a library exception.
 nlohmann::json parse_json_text(std::string_view text, const std::string& file);

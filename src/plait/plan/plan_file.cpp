@@ -1,7 +1,6 @@
 #include "plait/plan/plan_file.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 
 #include "plait/core/error.h"
@@ -42,13 +41,6 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   }
   doc["parallel"] = schedule::to_json(parallel);
   return doc;
-}
-
-void write_plan_file(const std::string& path, const nlohmann::json& document) {
-  std::ofstream out(path);
-  if (!out) throw Error(path + ": cannot open the plan file for writing");
-  out << document.dump(2) << '\n';
-  if (!out) throw Error(path + ": writing the plan file failed");
 }
 
 LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {

@@ -29,8 +29,6 @@ namespace plait::plan {
 // `base` (may be null): a config whose "train" and "data" sections are taken over.
 nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, const nlohmann::json* base);
 
-void write_plan_file(const std::string& path, const nlohmann::json& document);
-
 struct LoadedPlan {
   sim::ModelSpec model;
   std::int64_t seq = 0;
