@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # How fast a failing rank stops a `plait train` job (docs/runtime.md, "Failures"): for each way
-# of failing, runs the 4-rank tiny Seq1F1B job of tests/runtime/mpi/tiny_pp4.json a few times and
+# of failing (an exception, an emulated device out of memory, SIGKILL mid-step, SIGKILL while
+# saving a checkpoint, SIGKILL during validation, a NaN loss), runs the 4-rank tiny Seq1F1B job
+# of tests/runtime/mpi/tiny_pp4.json (with validation and checkpoints for the last three) a few times and
 # prints the exit status, the time from the failure (the first "plait:" line on stderr, polled
 # every 5 ms) to mpirun's exit, and the whole job's time (start-up included).
 #   scripts/bench-failure-exit.sh [runs]      (PLAIT_BUILD_DIR selects the build, default build/)
@@ -19,6 +21,7 @@ measure() {  # name, then plait train arguments
   for ((i = 1; i <= runs; ++i)); do
     local err="$scratch/err" start failed="" end status
     : > "$err"
+    rm -rf "$scratch/ckpt"  # the checkpointing job starts fresh each time
     start=$(date +%s.%N)
     "${launcher[@]}" "$build/plait" train "$@" > /dev/null 2> "$err" &
     local pid=$!
@@ -38,3 +41,11 @@ measure() {  # name, then plait train arguments
 measure throw --config "$tiny" --inject-failure 2:3
 measure out-of-memory --config "$root/tests/runtime/mpi/tiny_pp4_memory_cap.json"
 measure sigkill --config "$tiny" --inject-failure 3:2:kill
+# The same job with validation every 2 steps and a checkpoint every 2 steps.
+saving="$scratch/tiny_pp4_saving.json"
+sed -e 's|"segments": 2}|"segments": 2, "eval_every": 2}|' \
+    -e 's|"data": {"paths": \["/usr/share/games/fortunes"\]}|"data": {"paths": ["/usr/share/games/fortunes/fortunes"], "val_paths": ["/usr/share/games/fortunes/literature"]}, "checkpoint": {"dir": "'"$scratch"'/ckpt", "every": 2}|' \
+    "$tiny" > "$saving"
+measure kill-in-save --config "$saving" --inject-failure 2:4:kill-in-save
+measure kill-in-eval --config "$saving" --inject-failure 1:2:kill-in-eval
+measure nan-loss --config "$saving" --inject-failure 3:3:nan-loss

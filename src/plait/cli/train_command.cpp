@@ -383,7 +383,7 @@ void register_train(CLI::App& app) {
       "(configs/default.json).");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config,
-                  "JSON file with sections model, train, data and parallel (docs/config.md)")
+                  "JSON file with sections model, train, data, checkpoint and parallel (docs/config.md)")
       ->type_name("FILE");
   cmd->add_option("--steps", args->steps, "Override train.steps (for a quick look)")
       ->check(CLI::PositiveNumber);
