@@ -1,6 +1,5 @@
 #include "plait/runtime/pipeline_executor.h"
 
-#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
