@@ -62,6 +62,11 @@ TEST(LatencyTable, StrictErrorsNameFileAndEntry) {
   EXPECT_NE(error_of(write_file("e4.json", R"({"m": []})")).find("plait_latency_e4.json: m: expected a JSON object"),
             std::string::npos);
   EXPECT_NE(error_of(write_file("e5.json", "{}")).find("no measurements"), std::string::npos);
+  // Found by fuzz_latency_table: "0512" beside "512" made two entries for one sequence length.
+  EXPECT_NE(error_of(write_file("e6.json", R"({"m": {"d": {"512": {"float16": [[20.0, 1.0], [40.0, 2.0]]},
+                                                          "0512": {"float16": [[0.5, 0.25], [1.0, 0.5]]}}}})"))
+                .find("m.d.0512: expected a sequence length without leading zeros"),
+            std::string::npos);
 }
 
 TEST(LatencyTable, FitsALineLikeZorse) {

@@ -69,6 +69,11 @@ LatencyTable read_latency_table(const std::string& path, bool strict) {
         if (res.ec != std::errc() || res.ptr != seq_text.data() + seq_text.size() || seq < 1) {
           throw InputError(path, where, "expected a sequence length (a positive integer) as the key");
         }
+        // One spelling per length: "0512" beside "512" would otherwise be two entries for one key
+        // (found by fuzz_latency_table).
+        if (seq_text[0] == '0') {
+          throw InputError(path, where, "expected a sequence length without leading zeros as the key");
+        }
         require_object(by_dtype, where);
         for (const auto& [dtype, entry] : by_dtype.items()) {
           const std::string problem = entry_problem(entry);
