@@ -4,9 +4,6 @@
 #include <string>
 
 #include "plait/core/error.h"
-#include "plait/schedule/replicate.h"
-#include "plait/schedule/schedule_family.h"
-#include "plait/schedule/schedule_text.h"
 #include "plait/schedule/validator.h"
 
 namespace plait::runtime {
@@ -28,50 +25,6 @@ std::vector<int> even_layers(const JobConfig& job, int vstages) {
   std::vector<int> split(static_cast<std::size_t>(vstages), layers / vstages);
   for (int s = 0; s < layers % vstages; ++s) ++split[static_cast<std::size_t>(s)];
   return split;
-}
-
-schedule::Schedule generated_schedule(const JobConfig& job, int segments) {
-  const ParallelConfig& p = job.parallel;
-  const schedule::ScheduleFamily* family = schedule::find_schedule_family(p.schedule);
-  if (family == nullptr) {
-    throw Error(where(job, "schedule") + ": unknown schedule '" + p.schedule + "'; expected one of " +
-                schedule::schedule_family_names());
-  }
-  schedule::PipelineShape shape;
-  shape.stages = p.pp;
-  shape.chunks = p.chunks > 0 ? p.chunks : (family->fixed_chunks > 0 ? family->fixed_chunks : 2);
-  shape.microbatches = job.run.train.microbatches;
-  shape.segments = segments;
-  if (const std::string reason = schedule::unsupported_reason(*family, shape); !reason.empty()) {
-    throw Error(where(job, "schedule") + ": " + reason);
-  }
-  return schedule::replicate(schedule::generate_schedule(*family, shape), p.dp);
-}
-
-schedule::Schedule explicit_schedule(const JobConfig& job, int segments) {
-  const ParallelConfig& p = job.parallel;
-  schedule::Schedule s;
-  s.layout.rank_vstages.reserve(p.rank_vstages.size());
-  for (const auto& stages : p.rank_vstages) s.layout.rank_vstages.emplace_back(stages.begin(), stages.end());
-  s.layout.num_vstages = static_cast<std::int32_t>(p.layers.size());
-  s.layout.num_microbatches = job.run.train.microbatches;
-  s.layout.num_segments = segments;
-  for (std::size_t r = 0; r < p.schedule_text.size(); ++r) {
-    const std::string& text = p.schedule_text[r];
-    const std::string field = "schedule_text[" + std::to_string(r) + "]";
-    if (text.find_first_not_of(" \t") == std::string::npos || text == "-") {
-      s.ranks.emplace_back();
-      continue;
-    }
-    if (text.find('\n') != std::string::npos) {
-      throw Error(where(job, field) + ": expected one line of actions for rank " +
-                  std::to_string(r) + " (no newlines)");
-    }
-    // The text form of one rank (docs/schedules.md); errors name line and column in the string.
-    schedule::Schedule one = schedule::parse_schedule(text, where(job, field));
-    s.ranks.push_back(std::move(one.ranks.front()));
-  }
-  return s;
 }
 
 }  // namespace
@@ -120,13 +73,8 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   plan.segments = train.segments();
   const int k = static_cast<int>(plan.segments.size());
 
-  if (p.form == ParallelConfig::Form::generated) {
-    plan.schedule = generated_schedule(job, k);
-    plan.schedule_name = p.schedule;
-  } else {
-    plan.schedule = explicit_schedule(job, k);
-    plan.schedule_name = p.schedule_name;
-  }
+  plan.schedule = schedule::parallel_schedule(p, job.run.train.microbatches, k, job.run.source);
+  plan.schedule_name = p.form == ParallelConfig::Form::generated ? p.schedule : p.schedule_name;
   const int vstages = plan.schedule.layout.num_vstages;
   plan.vstage_layers = p.layers.empty() ? even_layers(job, vstages) : p.layers;
   if (static_cast<int>(plan.vstage_layers.size()) != vstages) {

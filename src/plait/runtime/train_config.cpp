@@ -3,6 +3,7 @@
 #include <string>
 
 #include "plait/core/json_fields.h"
+#include "plait/core/segment_lengths.h"
 #include "plait/data/byte_tokenizer.h"
 
 namespace plait::runtime {
@@ -37,26 +38,8 @@ TrainConfig parse_train(const JsonFields& t, const model::GPTConfig& model) {
   c.grad_clip = t.number("grad_clip", c.grad_clip);
   if (!(c.grad_clip >= 0)) t.fail("grad_clip", "expected a value >= 0 (0 disables clipping)");
   c.seed = static_cast<std::uint64_t>(t.integer_in("seed", 0, INT64_MAX, 1234));
-  if (t.has("segments")) {
-    if (t.raw("segments").is_array()) {
-      for (std::int64_t len : t.integers("segments")) {
-        if (len < 1) t.fail("segments", "segment lengths must be >= 1");
-        c.segment_lengths.push_back(static_cast<int>(len));
-      }
-      std::int64_t sum = 0;
-      for (int len : c.segment_lengths) sum += len;
-      if (sum != c.seq) {
-        t.fail("segments", "segment lengths sum to " + std::to_string(sum) +
-                               ", expected train.seq " + std::to_string(c.seq));
-      }
-    } else {
-      const int k = static_cast<int>(t.integer_in("segments", 1, c.seq));
-      for (const model::Segment& s : model::even_segments(c.seq, k)) {
-        c.segment_lengths.push_back(s.length);
-      }
-    }
-    if (c.segment_lengths.size() == 1) c.segment_lengths.clear();  // one segment: the default
-  }
+  c.segment_lengths = read_segment_lengths(t, c.seq);
+  if (c.segment_lengths.size() == 1) c.segment_lengths.clear();  // one segment: the default
   c.eval_every = static_cast<int>(t.integer_in("eval_every", 0, 1 << 30, 0));
   c.eval_batches = static_cast<int>(t.integer_in("eval_batches", 1, 1 << 20, 1));
   const std::string policy = t.string("on_nonfinite", "abort");
