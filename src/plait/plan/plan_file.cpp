@@ -7,6 +7,7 @@
 #include "plait/core/json_fields.h"
 #include "plait/core/segment_lengths.h"
 #include "plait/schedule/parallel_spec.h"
+#include "plait/schedule/sequence_partition.h"
 #include "plait/schedule/validator.h"
 #include "plait/sim/stage_layers.h"
 
@@ -55,11 +56,17 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
   const schedule::ModelShape& shape = out.model.shape;
   const int b = static_cast<int>(train.integer_in("microbatch_size", 1, 1 << 16));
   const int m = static_cast<int>(train.integer_in("microbatches", 1, 1 << 24, 1));
-  const std::vector<int> lengths = read_segment_lengths(train, static_cast<int>(out.seq));
+  std::vector<int> lengths = read_segment_lengths(train, static_cast<int>(out.seq));
   const int k = static_cast<int>(lengths.size());
 
   const JsonFields par = top.object("parallel");
   const schedule::ParallelSpec spec = schedule::parse_parallel_spec(par);
+  // A count of segments with parallel.split "flops" is cut by equal FLOPs, as the runtime does
+  // (runtime::JobConfig::global_train).
+  if (spec.split == "flops" && k > 1 && train.raw("segments").is_number()) {
+    const auto flops = schedule::flops_partition(shape, out.seq, k).lengths;
+    lengths.assign(flops.begin(), flops.end());
+  }
   PlanChoice& choice = out.choice;
   choice.microbatch_size = b;
   choice.segments = k;

@@ -1,10 +1,12 @@
 #include "plait/schedule/sequence_partition.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/core/segment_lengths.h"
 
 namespace plait::schedule {
 
@@ -78,7 +80,10 @@ void fill_flops(const ModelShape& shape, SequencePartition& p) {
 SequencePartition even_partition(const ModelShape& shape, std::int64_t seq, int segments) {
   check_request(seq, segments, 1);
   SequencePartition p;
-  for (int i = 0; i < segments; ++i) p.lengths.push_back(seq / segments + (i < seq % segments ? 1 : 0));
+  // The runtime's cut (core's even_segment_lengths: remainder on the first segment, as the
+  // Seq1F1B reference), so predictions describe the lengths `plait train` runs.
+  if (seq > INT_MAX) throw Error("sequence partition: a sequence of " + std::to_string(seq) + " tokens is too long");
+  for (int len : even_segment_lengths(static_cast<int>(seq), segments)) p.lengths.push_back(len);
   fill_flops(shape, p);
   return p;
 }

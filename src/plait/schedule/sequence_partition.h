@@ -38,7 +38,8 @@ struct SequencePartition {
   double flops_imbalance() const;
 };
 
-// Lengths as equal as integers allow (the first S % k segments get one more token).
+// Lengths as equal as integers allow, the remainder S % k on the first segment (core's
+// even_segment_lengths, which the runtime cuts with).
 SequencePartition even_partition(const ModelShape& shape, std::int64_t seq, int segments);
 
 // Equal forward FLOPs per segment: solve FLOPs_i = T/k walking back from e_{k-1} = S (one
