@@ -1,6 +1,6 @@
 #pragma once
-// Plan files: the complete config `plait train` runs (/work/notes/parallel-contract.md, form 2
-// "explicit"): {"model", "train", "data", "parallel"} with
+// Plan files: the complete config `plait train` runs (docs/config.md, the
+// "explicit" form of "parallel"): {"model", "train", "data", "parallel"} with
 //   parallel.rank_vstages   the virtual stages of every rank (ranks = the plan's devices in
 //                           cluster order: rank r runs on the r-th device the plan uses)
 //   parallel.layers         layers per virtual stage

@@ -1,6 +1,6 @@
 #pragma once
-// Data-parallel gradient combination for one rank, following the parallel contract
-// (/work/notes/parallel-contract.md, "Semantics every layout must keep"):
+// Data-parallel gradient combination for one rank, as docs/runtime.md
+// ("Gradients, loss and the optimizer") describes:
 //
 // - The gradients of a virtual stage are SUMMED over every rank holding it. Each rank's units
 //   were scaled by 1 / (tokens in the global batch), so the sum is the gradient of the global

@@ -1,9 +1,8 @@
 #pragma once
 // A whole plait config (and plan file): the model/train/data sections of train_config.h plus the
 // "parallel" section, whose type, strict reader and JSON writer are schedule::ParallelSpec's
-// (schedule/parallel_spec.h: the planner reads and writes the section too). The contract between
-// the runtime and the planner is /work/notes/parallel-contract.md; docs/config.md documents
-// every field.
+// (schedule/parallel_spec.h: the planner reads and writes the section too). docs/config.md ("parallel")
+// documents every field of the contract between the runtime and the planner.
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -3,8 +3,8 @@
 // model is cut into virtual stages, which rank holds which, the schedule every rank runs, and
 // optional per-rank device emulation. The runtime runs it (runtime/parallel_config.h adds the
 // train section around it) and the planner writes and predicts it (plan/plan_file.h), so both
-// read and write it here. The contract between them is /work/notes/parallel-contract.md;
-// docs/config.md documents every field.
+// read and write it here. The contract between them
+// is docs/config.md ("parallel"), which documents every field.
 //
 // Two forms, told apart by their fields:
 //   generated (homogeneous): {"schedule", "pp", "dp", "chunks", "layers", "split"}: a schedule
