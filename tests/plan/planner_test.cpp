@@ -7,6 +7,7 @@
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/plan_estimate.h"
 #include "plait/plan/planner.h"
+#include "plait/schedule/sequence_partition.h"
 #include "test_files.h"
 
 namespace plait::plan {
@@ -150,6 +151,36 @@ TEST(Planner, RestrictedSearches) {
   for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.rank_devices(), (std::vector<int>{2, 3}));
   o.microbatch_sizes = {4};
   for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.microbatch_size, 4);
+}
+
+// Segmented units are not cut below the smallest work a measured profile covers (Zorse's tables
+// start at 512 tokens), or below --min-unit-tokens; without a limit, shorter units are planned.
+TEST(Planner, KeepsSegmentedUnitsWithinTheMeasuredRange) {
+  const PlanningProblem p = problem(shared_cluster("zorse-64gpu.json"), "llama-7b", 1024, 1024);
+  PlannerOptions o;
+  o.top = 5;
+  o.simulate = 5;
+  o.families = {"seq1f1b"};
+  auto shortest_unit = [&](const Plan& plan) {
+    const auto lengths = schedule::partition_sequence(p.model.shape, p.seq, plan.choice.segments, plan.choice.split).lengths;
+    return plan.choice.microbatch_size * *std::min_element(lengths.begin(), lengths.end());
+  };
+  const PlannerResult measured = plan_cluster(p, o);
+  EXPECT_EQ(measured.min_unit_tokens, 512);
+  for (const Plan& plan : measured.plans) {
+    if (plan.choice.segments > 1) EXPECT_GE(shortest_unit(plan), 512);
+  }
+  o.min_unit_tokens = 2048;
+  const PlannerResult larger = plan_cluster(p, o);
+  EXPECT_EQ(larger.min_unit_tokens, 2048);
+  for (const Plan& plan : larger.plans) {
+    if (plan.choice.segments > 1) EXPECT_GE(shortest_unit(plan), 2048);
+  }
+  EXPECT_LT(larger.estimated, measured.estimated);  // the limit removes layouts, not just plans
+  o.min_unit_tokens = 0;
+  const PlannerResult unlimited = plan_cluster(p, o);
+  EXPECT_EQ(unlimited.min_unit_tokens, 0);
+  EXPECT_GT(unlimited.estimated, measured.estimated);
 }
 
 std::string cannot_plan(const PlanningProblem& p, const PlannerOptions& o) {

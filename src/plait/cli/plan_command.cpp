@@ -29,7 +29,7 @@ struct PlanOptions {
   std::string global_batch, seq;
   std::string top = "5";
   std::string devices_of_type, schedule, microbatch_size;
-  std::string max_stages = "16", simulate = "12";
+  std::string max_stages = "16", simulate = "12", min_unit_tokens;
   bool no_segments = false, no_recompute = false, even = false, verbose = false;
   std::string evaluate;
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
@@ -93,6 +93,9 @@ void run_plan(const PlanOptions& o) {
     options.microbatch_sizes.push_back(static_cast<int>(positive_flag("--microbatch-size", b, 1 << 16)));
   }
   options.segments = !o.no_segments;
+  if (!o.min_unit_tokens.empty()) {
+    options.min_unit_tokens = o.min_unit_tokens == "0" ? 0 : positive_flag("--min-unit-tokens", o.min_unit_tokens, std::int64_t{1} << 40);
+  }
   options.recompute = !o.no_recompute;
   options.even = o.even;
   nlohmann::json base;
@@ -150,6 +153,9 @@ void register_plan(CLI::App& app) {
       ->type_name("NAMES");
   cmd->add_flag("--no-segments", o->no_segments,
                 "Schedule whole micro-batches only (no sequence segments, k = 1)");
+  cmd->add_option("--min-unit-tokens", o->min_unit_tokens,
+                  "Segment sequences only where each unit (micro-batch size x shortest segment) has at least this "
+                  "many tokens; 0: no limit (default: the shortest sequence the devices' measured profiles cover)");
   cmd->add_flag("--no-recompute", o->no_recompute,
                 "Never plan activation recomputation (mixed16 clusters plan it when memory needs it)");
   cmd->add_flag("--even", o->even,

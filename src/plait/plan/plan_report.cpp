@@ -143,6 +143,10 @@ std::string format_result(const PlanningProblem& problem, const PlannerResult& r
   std::string out = format_problem(problem);
   out += line("search     %zu groupings, %zu layouts estimated, %zu simulated, in %.2f s", result.groupings,
               result.estimated, result.simulated, result.seconds);
+  if (result.min_unit_tokens > 0) {
+    out += line("segments   units of at least %lld tokens (micro-batch size x shortest segment; %s)",
+                static_cast<long long>(result.min_unit_tokens), result.min_unit_source.c_str());
+  }
   if (!result.reference.empty()) {
     out += "even       planned as if every device were " + result.reference +
            "; predictions below are on the real devices\n";

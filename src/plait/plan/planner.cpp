@@ -199,6 +199,21 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
     return it->second;
   };
 
+  // Segmented units below the smallest measured work would extrapolate the profile's fit into a
+  // range where per-unit overheads dominate (an emulated CPU cluster ran 32-token units 2.5x
+  // slower than its fit at 256 tokens predicted), so they are not planned.
+  result.min_unit_tokens = o.min_unit_tokens > 0 ? o.min_unit_tokens : 0;
+  if (o.min_unit_tokens > 0) result.min_unit_source = "--min-unit-tokens";
+  if (o.min_unit_tokens < 0) {
+    for (int d : devices) {
+      const sim::DeviceProfile& p = planning.type_profiles[cluster.devices[d].type];
+      if (p.measured && p.measured->shortest_seq > result.min_unit_tokens) {
+        result.min_unit_tokens = p.measured->shortest_seq;
+        result.min_unit_source = "the shortest sequence measured for " + cluster.type_of(d).name;
+      }
+    }
+  }
+
   for (int b : sizes) {
     const int M = static_cast<int>(B / b);
     const UnitTimes& base = times_for(b, segment_options[0]);
@@ -288,6 +303,10 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
       const int P = static_cast<int>(gc.groups.size());
       for (const SegmentOption& so : segment_options) {
         const UnitTimes& times = times_for(b, so);
+        if (so.k > 1) {
+          const auto& lengths = times.partition().lengths;
+          if (b * *std::min_element(lengths.begin(), lengths.end()) < result.min_unit_tokens) continue;
+        }
         for (bool recompute : recompute_options) {
           const MemoryPolicy policy{cluster.precision, recompute};
           // Activation bytes of one unit per layer (mean over segments), and the head's extra.

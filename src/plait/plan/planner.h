@@ -23,6 +23,10 @@ struct PlannerOptions {
   std::vector<std::string> families;      // schedule families to consider; empty: all
   std::vector<std::string> device_types;  // cluster device types to use; empty: all
   bool segments = true;                   // false: whole micro-batches only (k = 1)
+  // Sequence segments only where every unit (micro-batch size x shortest segment) holds at least
+  // this many tokens; -1: the largest shortest_seq of the measured profiles used (a profile is
+  // not extrapolated below the smallest work it measured), 0: no limit.
+  std::int64_t min_unit_tokens = -1;
   std::vector<int> microbatch_sizes;      // empty: 1, 2, 4, ..., 64 where they divide the batch
   bool recompute = true;                  // may plan recomputation (mixed16 only)
   bool even = false;                      // plan as if every device were alike, stages of
@@ -49,6 +53,8 @@ struct PlannerResult {
   };
   std::vector<Shortlisted> shortlist;
   std::string reference;      // with options.even: the profile every device was taken to have
+  std::int64_t min_unit_tokens = 0;  // the limit on segmented units applied (0: none)
+  std::string min_unit_source;       // where it came from
 };
 
 // Resolves the cluster's device profiles for the model at `seq`.

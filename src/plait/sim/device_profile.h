@@ -36,6 +36,9 @@ struct LinkProfile {
 struct MeasuredLayerTiming {
   std::string model;
   std::int64_t seq = 0;
+  // The shortest sequence the table measured for this model, device and dtype: one sample of it
+  // is the smallest unit of work the measurements cover (the planner does not cut units below it).
+  std::int64_t shortest_seq = 0;
   std::string dtype;
   double forward_slope = 0, forward_intercept = 0;
   double backward_slope = 0, backward_intercept = 0;

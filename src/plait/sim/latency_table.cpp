@@ -1,6 +1,7 @@
 #include "plait/sim/latency_table.h"
 
 #include <charconv>
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -220,6 +221,10 @@ DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann:
   MeasuredLayerTiming m;
   m.model = best->model;
   m.seq = best->seq;
+  m.shortest_seq = best->seq;
+  for (const LatencyEntry* e : candidates) {
+    if (e->model == best->model) m.shortest_seq = std::min(m.shortest_seq, e->seq);
+  }
   m.dtype = dtype;
   m.forward_slope = best->forward_slope_ms * 1e-3;
   m.forward_intercept = best->forward_intercept_ms * 1e-3;
