@@ -32,6 +32,8 @@ struct ProfileArgs {
   int repeats = 5;
   int threads = 1;
   int probe_layers = 2;
+  int in_flight = 2;
+  double slowdown = 1;
   ParallelFlags layout;
 };
 
@@ -68,6 +70,8 @@ void run_profile(const ProfileArgs& a) {
   runtime::ProfileOptions options;
   options.repeats = a.repeats;
   options.probe_layers = a.probe_layers;
+  options.in_flight = a.in_flight;
+  options.slowdown = a.slowdown;
   const std::string name = runtime::profile_model_name(m);
   std::printf("plait profile: %s (%d layers, hidden %d, %d heads, vocab %d), %d thread(s), median of "
               "%d runs\n",
@@ -151,6 +155,18 @@ void register_profile(CLI::App& app) {
                   "layers per stage of the run to predict, so weights and activations occupy the\n"
                   "caches as they will")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--in-flight", a->in_flight,
+                  "Micro-batches held at once while measuring (forwards of micro-batch r before the\n"
+                  "backwards of r - N + 1, as a pipeline stage holds them; 1: each backward right\n"
+                  "after its forward); use the run's in-flight count, so the caches are as cold")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--slowdown", a->slowdown,
+                  "Idle (S - 1) times each unit's duration after it, as a rank emulating a device S times\n"
+                  "slower does (parallel.devices[].slowdown), so each unit starts as cold as it will there;\n"
+                  "the times written are the unpadded ones")
+      ->check(CLI::Range(1.0, 1000.0))
       ->capture_default_str();
   add_parallel_flags(cmd, a->layout);
   cmd->callback([a] { run_profile(*a); });

@@ -1,7 +1,9 @@
 #include "plait/runtime/unit_profiler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "plait/core/memory_tracker.h"
 #include "plait/core/monotonic_clock.h"
@@ -52,31 +54,40 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
   // the caches as in a pipeline's steady state (1F1B holds 2 on its last stage, more earlier).
   // Micro-batch 0 is the warm-up and not timed.
   const int lag = std::max(1, options.in_flight) - 1;
+  // An emulated device of slow-down s sleeps (s - 1) times each unit's duration after it
+  // (DeviceEmulator::pad); idling alike makes every unit start as cold as it will there.
+  const auto timed = [&](std::vector<double>& into, bool keep, const auto& unit) {
+    const double t0 = monotonic_seconds();
+    unit();
+    const double seconds = monotonic_seconds() - t0;
+    if (keep) into.push_back(seconds);
+    if (options.slowdown > 1) {
+      std::this_thread::sleep_for(std::chrono::duration<double>((options.slowdown - 1) * seconds));
+    }
+  };
   const auto forward = [&](int r) {
     for (std::size_t j = 0; j < k; ++j) {
       const model::Segment& s = segments[j];
       // Positions are what matter for the cost; the buffers fit any segment.
-      const double t0 = monotonic_seconds();
-      if (probe == Probe::head) {
-        stage.forward_loss(r, batch, s, in.data(), nullptr, targets.data(), 1e-3);
-      } else {
-        stage.forward(r, batch, s, probe == Probe::embedding ? nullptr : in.data(),
-                      probe == Probe::embedding ? tokens.data() : nullptr, out.data());
-      }
-      if (r > 0) f[j].push_back(monotonic_seconds() - t0);
+      timed(f[j], r > 0, [&] {
+        if (probe == Probe::head) {
+          stage.forward_loss(r, batch, s, in.data(), nullptr, targets.data(), 1e-3);
+        } else {
+          stage.forward(r, batch, s, probe == Probe::embedding ? nullptr : in.data(),
+                        probe == Probe::embedding ? tokens.data() : nullptr, out.data());
+        }
+      });
     }
   };
   const auto backward = [&](int r) {
     for (std::size_t j = k; j-- > 0;) {
-      const double t0 = monotonic_seconds();
-      stage.backward_input(r, segments[j], probe == Probe::head ? nullptr : grad.data(),
-                           probe == Probe::embedding ? nullptr : grad_in.data());
-      if (r > 0) b[j].push_back(monotonic_seconds() - t0);
+      timed(b[j], r > 0, [&] {
+        stage.backward_input(r, segments[j], probe == Probe::head ? nullptr : grad.data(),
+                             probe == Probe::embedding ? nullptr : grad_in.data());
+      });
     }
     for (std::size_t j = k; j-- > 0;) {
-      const double t0 = monotonic_seconds();
-      stage.backward_weight(r, segments[j]);
-      if (r > 0) w[j].push_back(monotonic_seconds() - t0);
+      timed(w[j], r > 0, [&] { stage.backward_weight(r, segments[j]); });
     }
   };
   for (int r = 0; r <= repeats + lag; ++r) {

@@ -38,6 +38,9 @@ struct ProfileOptions {
   // Micro-batches held at once: micro-batch r's forwards run before the backwards of
   // r - (in_flight - 1), as in a 1F1B steady state (1: each backward right after its forward).
   int in_flight = 2;
+  // > 1: idle (slowdown - 1) times each unit's duration after it, as a rank emulating a device
+  // that much slower does (device_emulator.h), so units start with caches as cold as there.
+  double slowdown = 1;
 };
 
 SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_size,
