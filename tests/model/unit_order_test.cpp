@@ -1,6 +1,8 @@
 // Misuse of the unit protocol is a clear error, not silent corruption.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "plait/core/error.h"
 #include "plait/core/memory_tracker.h"
 #include "tiny_model.h"
@@ -44,7 +46,10 @@ TEST(UnitOrder, OutOfOrderCallsAreErrorsNamingStageMicrobatchAndSegment) {
   m.backward_weight(0, segs[1]);
   EXPECT_THROW(m.backward_weight(0, segs[1]), Error);
   EXPECT_EQ(m.microbatches_in_flight(), 0u);
-  EXPECT_THROW(fwd(Segment{0, 0, 25}), Error);  // past max_seq
+  // Past max_seq (token buffers as long as the segment: the check must fire, not an overread).
+  const std::vector<std::int32_t> long_tokens(25, 0);
+  EXPECT_THROW(m.forward_loss(0, 1, Segment{0, 0, 25}, nullptr, long_tokens.data(), long_tokens.data(), 1.0),
+               Error);
   EXPECT_THROW(m.forward(1, 1, segs[0], nullptr, b.tokens.data(), nullptr), Error);  // head stage
 }
 
