@@ -75,6 +75,10 @@ TEST(ScheduleText, MalformedTextNamesLineAndColumn) {
       {"F0.0 F1.\n", "t.txt: line 1, column 9: ", "expected a segment number after '.'"},
       {"F0.0c\n", "t.txt: line 1, column 6: ", "expected a chunk number after 'c'"},
       {"F0.0c1x\n", "t.txt: line 1, column 7: ", "unexpected characters"},
+      // Found by fuzz_schedule_text: a chunk this large made the inferred layout allocate for
+      // minutes.
+      {"F0.9\nB0.0c310000000 B0.0", "t.txt: line 2, column 6: ", "expected a chunk number in [0, 1023]"},
+      {"F0.0c1024\n", "t.txt: line 1, column 6: ", "expected a chunk number in [0, 1023]"},
       {"F0.0\nlayout 0\n", "t.txt: line 2, column 1: ", "'layout' must appear once"},
       {"layout 0,x\nF0.0\n", "t.txt: line 1, column 10: ", "comma-separated list"},
       {"segments 0\nF0.0\n", "t.txt: line 1, column 10: ", "positive integer"},

@@ -84,9 +84,17 @@ bool parse_action(std::string_view token, Action& action, std::string& error,
   action.chunk = 0;
   if (pos < token.size() && token[pos] == 'c') {
     ++pos;
+    const std::size_t start = pos;
     if (!read_index(token, pos, action.chunk)) {
       error = "expected a chunk number after 'c'";
       error_offset = pos;
+      return false;
+    }
+    // A rank's chunks become that many virtual stages per rank in the inferred layout; a stray
+    // "c310000000" would otherwise allocate ranks x 310M stage slots (found by fuzz_schedule_text).
+    if (action.chunk >= kMaxChunks) {
+      error = "expected a chunk number in [0, " + std::to_string(kMaxChunks - 1) + "]";
+      error_offset = start;
       return false;
     }
   }

@@ -36,6 +36,9 @@ std::string to_string(const Action& action, bool with_chunk);
 // Appends the text of `action` to `out` (no allocation per call beyond `out`'s growth).
 void append_action(std::string& out, const Action& action, bool with_chunk);
 
+// Model chunks per rank an action may name (c0 .. c1023).
+inline constexpr std::int32_t kMaxChunks = 1024;
+
 // Parses one action token. On failure returns false and sets `error` to what was expected and
 // `error_offset` to the offset in `token` where it went wrong.
 bool parse_action(std::string_view token, Action& action, std::string& error,
