@@ -43,6 +43,27 @@ TEST(UnitProfiler, MeasuresEveryPieceOfEverySegment) {
   EXPECT_EQ(b.seq, 16);
 }
 
+// The pipeline-like orders (W after the next micro-batch's F and B, any number in flight, idles
+// between units) are orders the stage accepts, and every piece is still measured.
+TEST(UnitProfiler, DeferredWeightsAndIdlesKeepEveryPieceMeasured) {
+  for (int in_flight : {1, 3}) {
+    ProfileOptions o;
+    o.repeats = 3;
+    o.in_flight = in_flight;
+    o.defer_weight = true;
+    o.slowdown = 1.5;
+    const SegmentProfile p = profile_segments(kModel, 2, model::even_segments(32, 2), o);
+    for (const auto* list : {&p.layer, &p.embedding, &p.head}) {
+      ASSERT_EQ(list->size(), 2u);
+      for (const UnitTimes& u : *list) {
+        EXPECT_GT(u.forward, 0);
+        EXPECT_GT(u.backward_input, 0);
+        EXPECT_GT(u.backward_weight, 0);
+      }
+    }
+  }
+}
+
 TEST(ProfileFiles, LatencyTableAndSegmentProfileReadBack) {
   const BatchProfile b = profile_batches(kModel, 16, 3, {3, 1});
   const fs::path table = temp_file("table.json");

@@ -34,6 +34,7 @@ struct ProfileArgs {
   int probe_layers = 2;
   int in_flight = 2;
   double slowdown = 1;
+  bool defer_weight = false;
   ParallelFlags layout;
 };
 
@@ -72,6 +73,7 @@ void run_profile(const ProfileArgs& a) {
   options.probe_layers = a.probe_layers;
   options.in_flight = a.in_flight;
   options.slowdown = a.slowdown;
+  options.defer_weight = a.defer_weight;
   const std::string name = runtime::profile_model_name(m);
   std::printf("plait profile: %s (%d layers, hidden %d, %d heads, vocab %d), %d thread(s), median of "
               "%d runs\n",
@@ -168,6 +170,9 @@ void register_profile(CLI::App& app) {
                   "the times written are the unpadded ones")
       ->check(CLI::Range(1.0, 1000.0))
       ->capture_default_str();
+  cmd->add_flag("--defer-weight", a->defer_weight,
+                "Run each micro-batch's W after the next micro-batch's F and B, as zero-bubble\n"
+                "schedules (zb-h1, zb-v, seq-zb) do, instead of right after its own B");
   add_parallel_flags(cmd, a->layout);
   cmd->callback([a] { run_profile(*a); });
 }

@@ -79,20 +79,26 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
       });
     }
   };
-  const auto backward = [&](int r) {
+  const auto backward_input = [&](int r) {
     for (std::size_t j = k; j-- > 0;) {
       timed(b[j], r > 0, [&] {
         stage.backward_input(r, segments[j], probe == Probe::head ? nullptr : grad.data(),
                              probe == Probe::embedding ? nullptr : grad_in.data());
       });
     }
+  };
+  const auto backward_weight = [&](int r) {
     for (std::size_t j = k; j-- > 0;) {
       timed(w[j], r > 0, [&] { stage.backward_weight(r, segments[j]); });
     }
   };
-  for (int r = 0; r <= repeats + lag; ++r) {
+  // defer_weight: micro-batch r's W after the next micro-batch's F and B, as zero-bubble
+  // schedules run it (its inputs have left the caches by then).
+  const int w_lag = lag + (options.defer_weight ? 1 : 0);
+  for (int r = 0; r <= repeats + w_lag; ++r) {
     if (r <= repeats) forward(r);
-    if (r - lag >= 0) backward(r - lag);
+    if (r - lag >= 0 && r - lag <= repeats) backward_input(r - lag);
+    if (r - w_lag >= 0) backward_weight(r - w_lag);
   }
   const double divide = probe == Probe::layers ? layers : 1;
   std::vector<UnitTimes> times(k);

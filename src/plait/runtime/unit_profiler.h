@@ -41,6 +41,9 @@ struct ProfileOptions {
   // > 1: idle (slowdown - 1) times each unit's duration after it, as a rank emulating a device
   // that much slower does (device_emulator.h), so units start with caches as cold as there.
   double slowdown = 1;
+  // Run a micro-batch's W after the next micro-batch's F and B (zero-bubble order) instead of
+  // right after its own B.
+  bool defer_weight = false;
 };
 
 SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_size,
