@@ -5,28 +5,12 @@
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/data/fixed_step_source.h"
 #include "plait/optim/grad_clip.h"
 #include "plait/runtime/rank_gather.h"
 
 namespace plait::runtime {
 namespace {
-
-// Round `round` of an evaluation: the executor runs at the training step (failure injection and
-// messages name it) while the batches come from the validation source's "step" `round`.
-class RoundSource : public data::BatchSource {
- public:
-  RoundSource(const data::BatchSource& source, std::int64_t round) : source_(source), round_(round) {}
-  void fill(std::int64_t, int microbatch, std::int32_t* inputs, std::int32_t* targets) const override {
-    source_.fill(round_, microbatch, inputs, targets);
-  }
-  int seq() const override { return source_.seq(); }
-  int microbatch_size() const override { return source_.microbatch_size(); }
-  int microbatches_per_step() const override { return source_.microbatches_per_step(); }
-
- private:
-  const data::BatchSource& source_;
-  std::int64_t round_;
-};
 
 // 0: all finite; else 1 + index of the first tensor holding a NaN (odd codes) or an infinity.
 double first_nonfinite(const model::StageModel& m, int& kind) {
@@ -215,7 +199,8 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
   const double scale = 1.0 / (static_cast<double>(batches) * static_cast<double>(plan_.global_tokens()));
   double local = 0;
   for (int b = 0; b < batches; ++b) {
-    const RoundSource round(source, b);
+    // Validation round b, run at the training step's number.
+    const data::FixedStepSource round(source, b);
     local += eval_executor_->run(step, round, monotonic_seconds(), false, b == 0 ? failure : FailureInjection{},
                                  scale).loss;
   }

@@ -37,6 +37,7 @@
 
 #include "mpi_test_session.h"
 #include "plait/checkpoint/checkpoint_store.h"
+#include "plait/data/fixed_step_source.h"
 #include "plait/data/token_shard.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/training_checkpoint.h"
@@ -327,21 +328,6 @@ TEST(CheckpointResume, APipelineOfFourLoadsIntoOtherLayouts) {
   }
 }
 
-// Training step `step`'s batch as an evaluation's batch 0.
-class StepBatch : public data::BatchSource {
- public:
-  StepBatch(const data::BatchSource& source, std::int64_t step) : source_(source), step_(step) {}
-  void fill(std::int64_t, int microbatch, std::int32_t* inputs, std::int32_t* targets) const override {
-    source_.fill(step_, microbatch, inputs, targets);
-  }
-  int seq() const override { return source_.seq(); }
-  int microbatch_size() const override { return source_.microbatch_size(); }
-  int microbatches_per_step() const override { return source_.microbatches_per_step(); }
-
- private:
-  const data::BatchSource& source_;
-  std::int64_t step_;
-};
 
 TEST(Evaluation, ForwardOnlyPipelineGivesTheTrainingLossOfTheSameBatch) {
   const int n = world().size();
@@ -359,7 +345,7 @@ TEST(Evaluation, ForwardOnlyPipelineGivesTheTrainingLossOfTheSameBatch) {
     MemoryTracker tracker;
     TrainingRun r(j, plan, world(), tracker, {});
     for (int step = 0; step < 2; ++step) {
-      const double evaluated = r.trainer().evaluate(step, StepBatch(r.data().train(), step), 1);
+      const double evaluated = r.trainer().evaluate(step, data::FixedStepSource(r.data().train(), step), 1);
       const DistributedStepResult trained = r.trainer().step(step, r.data().train());
       EXPECT_EQ(evaluated, trained.loss) << "step " << step;
     }
