@@ -43,8 +43,8 @@ TEST(Rotary, ForwardIsHuggingFaceRotateHalfAtAbsolutePositions) {
         for (int t = 0; t < s; ++t) {
           const std::size_t row = (static_cast<std::size_t>(b) * s + t) * kStride;
           for (int h = 0; h < kHeads; ++h) {
-            const auto ref = hf_apply_rotary(x.data() + row + h * kHeadDim, kHeadDim, pos0 + t,
-                                             theta);
+            const auto ref =
+                hf_apply_rotary(x.data() + row + h * kHeadDim, kHeadDim, pos0 + t, theta);
             for (int j = 0; j < kHeadDim; ++j) {
               EXPECT_NEAR(y[row + h * kHeadDim + j], ref[j], 1e-13)
                   << "theta " << theta << " pos " << pos0 + t << " head " << h << " j " << j;

@@ -50,8 +50,7 @@ void rmsnorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T*
 }
 
 template <typename T>
-void rmsnorm_backward_weight(T* dweight, const T* dout, const T* inp, const T* rstd, int n,
-                             int c) {
+void rmsnorm_backward_weight(T* dweight, const T* dout, const T* inp, const T* rstd, int n, int c) {
   // Each thread owns a fixed range of columns and walks the rows in order: deterministic.
   constexpr int kColumnBlock = 128;
   const int blocks = (c + kColumnBlock - 1) / kColumnBlock;

@@ -24,8 +24,8 @@ void check_arguments(int batch, int s, int heads, int head_dim, int row_stride, 
   }
   if (batch < 0 || s < 0 || heads <= 0 || std::int64_t{heads} * head_dim > row_stride) {
     throw Error("rotary: need batch, s >= 0 and 0 < heads * head_dim <= row_stride; got batch=" +
-                std::to_string(batch) + " s=" + std::to_string(s) + " heads=" +
-                std::to_string(heads) + " head_dim=" + std::to_string(head_dim) +
+                std::to_string(batch) + " s=" + std::to_string(s) +
+                " heads=" + std::to_string(heads) + " head_dim=" + std::to_string(head_dim) +
                 " row_stride=" + std::to_string(row_stride));
   }
   if (pos0 < 0 || !(theta > 0)) {
@@ -36,8 +36,8 @@ void check_arguments(int batch, int s, int heads, int head_dim, int row_stride, 
 
 // x' = R(sign * angle) x for every head of every row; sign = +1 forward, -1 for R^T.
 template <typename T>
-void rotate(T* x, int batch, int s, int heads, int head_dim, int row_stride, int pos0,
-            double theta, int sign) {
+void rotate(T* x, int batch, int s, int heads, int head_dim, int row_stride, int pos0, double theta,
+            int sign) {
   check_arguments(batch, s, heads, head_dim, row_stride, pos0, theta);
   const int half = head_dim / 2;
   const std::int64_t work = std::int64_t{batch} * s * heads * head_dim;
