@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "finite_difference.h"
+#include "plait/core/error.h"
 
 namespace plait::kernels {
 namespace {
@@ -17,17 +18,25 @@ using namespace plait::kernels::testing;
 struct Case {
   int batch, heads, c, s;
   std::vector<int> lengths;  // K/V blocks; the queries are the last s positions
+  int kv_heads = 0;          // grouped-query attention; 0: as many as query heads
   int e() const {
     int e = 0;
     for (int l : lengths) e += l;
     return e;
   }
+  int kvh() const { return kv_heads ? kv_heads : heads; }
+  int ckv() const { return kvh() * (c / heads); }  // K (and V) columns of a K/V row
+  std::size_t block_size(std::size_t i) const {
+    return static_cast<std::size_t>(batch) * lengths[i] * 2 * ckv();
+  }
 };
 
-// Direct definition: for query position p = start + r, softmax over keys 0..p.
+// Direct definition: for query position p = start + r, softmax over keys 0..p, query head h
+// reading K/V head h / (heads / kv_heads).
 std::vector<double> reference_forward(const Case& cs, const std::vector<double>& q,
                                       const std::vector<std::vector<double>>& kv) {
-  const int e = cs.e(), start = e - cs.s, d = cs.c / cs.heads, c = cs.c;
+  const int e = cs.e(), start = e - cs.s, d = cs.c / cs.heads, c = cs.c, ckv = cs.ckv();
+  const int group = cs.heads / cs.kvh();
   std::vector<double> out(static_cast<std::size_t>(cs.batch) * cs.s * c);
   for (int b = 0; b < cs.batch; ++b) {
     // Gather K and V of all positions.
@@ -35,12 +44,14 @@ std::vector<double> reference_forward(const Case& cs, const std::vector<double>&
     int pos = 0;
     for (std::size_t i = 0; i < cs.lengths.size(); ++i) {
       for (int t = 0; t < cs.lengths[i]; ++t, ++pos) {
-        const double* row = kv[i].data() + (static_cast<std::size_t>(b) * cs.lengths[i] + t) * 2 * c;
+        const double* row =
+            kv[i].data() + (static_cast<std::size_t>(b) * cs.lengths[i] + t) * 2 * ckv;
         key[pos] = row;
-        val[pos] = row + c;
+        val[pos] = row + ckv;
       }
     }
     for (int h = 0; h < cs.heads; ++h) {
+      const int kh = (h / group) * d;  // the K/V head's columns
       for (int r = 0; r < cs.s; ++r) {
         const double* qq = q.data() + (static_cast<std::size_t>(b) * cs.s + r) * c + h * d;
         const int valid = start + r + 1;
@@ -48,7 +59,7 @@ std::vector<double> reference_forward(const Case& cs, const std::vector<double>&
         double m = -1e300, sum = 0;
         for (int j = 0; j < valid; ++j) {
           double dotp = 0;
-          for (int k = 0; k < d; ++k) dotp += qq[k] * key[j][h * d + k];
+          for (int k = 0; k < d; ++k) dotp += qq[k] * key[j][kh + k];
           w[j] = dotp / std::sqrt(double(d));
           m = std::max(m, w[j]);
         }
@@ -56,7 +67,7 @@ std::vector<double> reference_forward(const Case& cs, const std::vector<double>&
         double* o = out.data() + (static_cast<std::size_t>(b) * cs.s + r) * c + h * d;
         for (int k = 0; k < d; ++k) {
           double acc = 0;
-          for (int j = 0; j < valid; ++j) acc += w[j] / sum * val[j][h * d + k];
+          for (int j = 0; j < valid; ++j) acc += w[j] / sum * val[j][kh + k];
           o[k] = acc;
         }
       }
@@ -85,21 +96,39 @@ Run<T> run_kernel(const Case& cs, const std::vector<T>& q, const std::vector<std
     blocks.push_back({kv[i].data(), run.dkv[i].data(), cs.lengths[i]});
   }
   attention_forward<T>(run.out.data(), run.probs.data(), q.data(), blocks, cs.batch, cs.s, cs.c,
-                       cs.heads);
+                       cs.heads, cs.kvh());
   std::vector<T> workspace(attention_backward_workspace(cs.s, e, omp_get_max_threads()));
   attention_backward<T>(run.dq.data(), blocks, dout.data(), q.data(), run.probs.data(), cs.batch,
-                        cs.s, cs.c, cs.heads, workspace.data());
+                        cs.s, cs.c, cs.heads, cs.kvh(), workspace.data());
   return run;
 }
 
-void check_against_definition(const Case& cs, bool finite_differences = true) {
-  auto q = random_vector(static_cast<std::size_t>(cs.batch) * cs.s * cs.c, 1);
-  std::vector<std::vector<double>> kv;
+struct Inputs {
+  std::vector<double> q, probe;         // probe: the gradient of the output
+  std::vector<std::vector<double>> kv;  // one per block
+};
+
+Inputs random_inputs(const Case& cs) {
+  Inputs in;
+  in.q = random_vector(static_cast<std::size_t>(cs.batch) * cs.s * cs.c, 1);
   for (std::size_t i = 0; i < cs.lengths.size(); ++i) {
-    kv.push_back(random_vector(static_cast<std::size_t>(cs.batch) * cs.lengths[i] * 2 * cs.c,
-                               10 + i));
+    in.kv.push_back(random_vector(cs.block_size(i), 10 + i));
   }
-  auto probe = random_vector(q.size(), 2);
+  in.probe = random_vector(in.q.size(), 2);
+  return in;
+}
+
+std::vector<std::vector<float>> to_float(const std::vector<std::vector<double>>& blocks) {
+  std::vector<std::vector<float>> out;
+  for (const auto& b : blocks) out.push_back(testing::to_float(b));
+  return out;
+}
+
+void check_against_definition(const Case& cs, bool finite_differences = true) {
+  Inputs in = random_inputs(cs);
+  auto& q = in.q;
+  auto& kv = in.kv;
+  const auto& probe = in.probe;
   const double initial = 0.75;  // dkv starts non-zero: backward must accumulate into it
   const Run<double> run = run_kernel<double>(cs, q, kv, probe, initial);
 
@@ -132,9 +161,8 @@ void check_against_definition(const Case& cs, bool finite_differences = true) {
   }
 
   // fp32 against fp64.
-  std::vector<std::vector<float>> kvf;
-  for (const auto& b : kv) kvf.push_back(to_float(b));
-  const Run<float> runf = run_kernel<float>(cs, to_float(q), kvf, to_float(probe), 0.75f);
+  const Run<float> runf =
+      run_kernel<float>(cs, testing::to_float(q), to_float(kv), testing::to_float(probe), 0.75f);
   EXPECT_LT(scaled_max_error(to_double(runf.out), run.out), kFloatTolerance);
   EXPECT_LT(scaled_max_error(to_double(runf.dq), run.dq), kFloatTolerance);
   for (std::size_t i = 0; i < kv.size(); ++i) {
@@ -161,6 +189,125 @@ TEST(Attention, ThreadedPathMatchesDefinitionAndFloatMatchesDouble) {
   // the gradients are the same code as above, so no finite differences here.
   check_against_definition({2, 4, 64, 2 * kAttentionQueryBlock + 3, {50, 2 * kAttentionQueryBlock + 3}},
                            false);
+}
+
+// Grouped-query attention (kv_heads < heads).
+
+TEST(Attention, GroupedQueriesWithKVPrefixMatchDefinitionAndFiniteDifferences) {
+  // 4 query heads on 2 K/V heads; queries are the last 5 of 10 positions, K/V in blocks 3, 2, 5.
+  check_against_definition({2, 4, 8, 5, {3, 2, 5}, 2});
+}
+
+TEST(Attention, MultiQueryMatchesDefinitionAndFiniteDifferences) {
+  check_against_definition({1, 3, 6, 4, {2, 4}, 1});  // one K/V head for all queries
+}
+
+TEST(Attention, GroupedThreadedPathMatchesDefinitionAndFloatMatchesDouble) {
+  check_against_definition(
+      {2, 8, 64, 2 * kAttentionQueryBlock + 3, {50, 2 * kAttentionQueryBlock + 3}, 2}, false);
+}
+
+// A block's K/V with each K/V head copied to the g query heads of its group (Hugging Face's
+// repeat_kv): (B, length, 2 Ckv) -> (B, length, 2C).
+std::vector<double> repeat_kv(const Case& cs, const std::vector<double>& kv, int length) {
+  const int d = cs.c / cs.heads, group = cs.heads / cs.kvh(), ckv = cs.ckv(), c = cs.c;
+  std::vector<double> out(static_cast<std::size_t>(cs.batch) * length * 2 * c);
+  for (int row = 0; row < cs.batch * length; ++row) {
+    for (int h = 0; h < cs.heads; ++h) {
+      for (int k = 0; k < d; ++k) {
+        const std::size_t src = static_cast<std::size_t>(row) * 2 * ckv + (h / group) * d + k;
+        const std::size_t dst = static_cast<std::size_t>(row) * 2 * c + h * d + k;
+        out[dst] = kv[src];            // K
+        out[dst + c] = kv[src + ckv];  // V
+      }
+    }
+  }
+  return out;
+}
+
+// GQA = multi-head attention on the repeated K/V; a K/V head's gradient is the sum of its
+// copies' gradients (the backward of repeat_kv).
+void check_against_repeated_kv(const Case& cs) {
+  const Inputs in = random_inputs(cs);
+  Case mha = cs;
+  mha.kv_heads = 0;
+  std::vector<std::vector<double>> kv_repeated;
+  for (std::size_t i = 0; i < in.kv.size(); ++i) {
+    kv_repeated.push_back(repeat_kv(cs, in.kv[i], cs.lengths[i]));
+  }
+  const double initial = 0.75;
+  const Run<double> gqa = run_kernel<double>(cs, in.q, in.kv, in.probe, initial);
+  const Run<double> ref = run_kernel<double>(mha, in.q, kv_repeated, in.probe, 0.0);
+  EXPECT_LT(scaled_max_error(gqa.out, ref.out), 1e-14);
+  EXPECT_LT(scaled_max_error(gqa.probs, ref.probs), 1e-14);
+  EXPECT_LT(scaled_max_error(gqa.dq, ref.dq), 1e-14);
+  const int d = cs.c / cs.heads, group = cs.heads / cs.kvh(), ckv = cs.ckv(), c = cs.c;
+  for (std::size_t i = 0; i < in.kv.size(); ++i) {
+    std::vector<double> summed(gqa.dkv[i].size(), 0.0), got = gqa.dkv[i];
+    for (auto& v : got) v -= initial;
+    for (int row = 0; row < cs.batch * cs.lengths[i]; ++row) {
+      for (int h = 0; h < cs.heads; ++h) {
+        for (int k = 0; k < d; ++k) {
+          const std::size_t dst = static_cast<std::size_t>(row) * 2 * ckv + (h / group) * d + k;
+          const std::size_t src = static_cast<std::size_t>(row) * 2 * c + h * d + k;
+          summed[dst] += ref.dkv[i][src];
+          summed[dst + ckv] += ref.dkv[i][src + c];
+        }
+      }
+    }
+    EXPECT_LT(scaled_max_error(got, summed), 1e-14) << "block " << i;
+  }
+}
+
+TEST(Attention, GroupedEqualsMultiHeadOnRepeatedKV) {
+  check_against_repeated_kv({2, 6, 12, 5, {4, 3, 5}, 3});  // g = 2, with a K/V prefix
+  check_against_repeated_kv({1, 4, 8, kAttentionQueryBlock + 5, {40, kAttentionQueryBlock + 5}, 1});
+}
+
+TEST(Attention, GroupedThreadedEqualsMultiHeadOnRepeatedKV) {
+  // Threaded (one (batch row, K/V head) per item backward), several query blocks, g = 4.
+  check_against_repeated_kv(
+      {2, 8, 128, 2 * kAttentionQueryBlock + 3, {50, 2 * kAttentionQueryBlock + 3}, 2});
+}
+
+TEST(Attention, GroupedBackwardIsTheSameForAnyThreadCount) {
+  // All 4 query heads share one K/V head, with head dimension 64: a backward that let threads
+  // accumulate into a shared dK/dV (or in an order set by the schedule) would differ from the
+  // one-thread result in its last bits, or lose updates. 16 runs, as a race shows by chance.
+  const Case cs{1, 4, 256, 2 * kAttentionQueryBlock + 3, {50, 2 * kAttentionQueryBlock + 3}, 1};
+  const Inputs in = random_inputs(cs);
+  const auto q = testing::to_float(in.q), probe = testing::to_float(in.probe);
+  const auto kv = to_float(in.kv);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const auto one = run_kernel<float>(cs, q, kv, probe, 0.75f);
+  omp_set_num_threads(std::max(threads, 4));
+  for (int run = 0; run < 16; ++run) {
+    const auto many = run_kernel<float>(cs, q, kv, probe, 0.75f);
+    EXPECT_EQ(one.out, many.out);
+    EXPECT_EQ(one.dq, many.dq);
+    for (std::size_t i = 0; i < kv.size(); ++i) {
+      EXPECT_EQ(one.dkv[i], many.dkv[i]) << "block " << i << ", run " << run;
+    }
+  }
+  omp_set_num_threads(threads);
+}
+
+TEST(Attention, RejectsKVHeadsNotDividingHeads) {
+  // 4 heads of 2 on 8 columns; K/V rows as for 3 K/V heads.
+  std::vector<float> q(24), kv(3 * 2 * 6), out(24), probs(4 * 9), dkv(kv.size());
+  const std::vector<KVBlock<float>> blocks = {{kv.data(), dkv.data(), 3}};
+  std::vector<float> workspace(attention_backward_workspace(3, 3, omp_get_max_threads()));
+  for (int kv_heads : {3, 0, 8}) {
+    EXPECT_THROW(
+        attention_forward<float>(out.data(), probs.data(), q.data(), blocks, 1, 3, 8, 4, kv_heads),
+        Error)
+        << kv_heads;
+    EXPECT_THROW(attention_backward<float>(q.data(), blocks, out.data(), q.data(), probs.data(), 1,
+                                           3, 8, 4, kv_heads, workspace.data()),
+                 Error)
+        << kv_heads;
+  }
 }
 
 }  // namespace

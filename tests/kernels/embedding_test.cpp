@@ -28,6 +28,28 @@ TEST(Embedding, BackwardMatchesFiniteDifferencesWithRepeatedTokensAndOffset) {
   EXPECT_LT(scaled_max_error(dwpe, numeric_gradient(loss, wpe)), kGradientTolerance);
 }
 
+TEST(Embedding, WithoutPositionsIsTheTokenEmbeddingOnly) {
+  // LLaMA: no wpe (null in both directions, never read); a segment at pos0 > 0 embeds its tokens
+  // exactly as anywhere else.
+  const int batch = 2, s = 3, c = 5, vocab = 4, pos0 = 2;
+  const std::vector<std::int32_t> tokens = {1, 3, 1, 0, 1, 1};
+  auto wte = random_vector(vocab * c, 1), probe = random_vector(batch * s * c, 3);
+  std::vector<double> out(batch * s * c);
+  auto loss = [&] {
+    embedding_forward<double>(out.data(), tokens.data(), wte.data(), nullptr, batch, s, c, pos0,
+                              vocab);
+    return dot(probe, out);
+  };
+  loss();
+  for (int i = 0; i < batch * s; ++i) {
+    for (int j = 0; j < c; ++j) EXPECT_EQ(out[i * c + j], wte[tokens[i] * c + j]);
+  }
+  std::vector<double> dwte(vocab * c, 0.25);  // accumulates
+  embedding_backward<double>(dwte.data(), nullptr, probe.data(), tokens.data(), batch, s, c, pos0);
+  for (auto& g : dwte) g -= 0.25;
+  EXPECT_LT(scaled_max_error(dwte, numeric_gradient(loss, wte)), kGradientTolerance);
+}
+
 TEST(Embedding, RejectsTokensOutsideTheVocabulary) {
   std::vector<float> out(4), wte(8), wpe(8);
   const std::vector<std::int32_t> tokens = {0, 4};

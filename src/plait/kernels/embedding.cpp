@@ -24,9 +24,13 @@ void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T
 #pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
   for (int i = 0; i < n; ++i) {
     const T* te = wte + static_cast<std::size_t>(tokens[i]) * c;
-    const T* pe = wpe + static_cast<std::size_t>(pos0 + i % s) * c;
     T* o = out + static_cast<std::size_t>(i) * c;
-    for (int j = 0; j < c; ++j) o[j] = te[j] + pe[j];
+    if (wpe) {
+      const T* pe = wpe + static_cast<std::size_t>(pos0 + i % s) * c;
+      for (int j = 0; j < c; ++j) o[j] = te[j] + pe[j];
+    } else {
+      std::copy(te, te + c, o);
+    }
   }
 }
 
@@ -46,10 +50,10 @@ void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tok
         const std::size_t row = static_cast<std::size_t>(b) * s + t;
         const T* g = dout + row * c;
         T* te = dwte + static_cast<std::size_t>(tokens[row]) * c;
-        T* pe = dwpe + static_cast<std::size_t>(pos0 + t) * c;
-        for (int j = j0; j < j1; ++j) {
-          te[j] += g[j];
-          pe[j] += g[j];
+        for (int j = j0; j < j1; ++j) te[j] += g[j];
+        if (dwpe) {
+          T* pe = dwpe + static_cast<std::size_t>(pos0 + t) * c;
+          for (int j = j0; j < j1; ++j) pe[j] += g[j];
         }
       }
     }

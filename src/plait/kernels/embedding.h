@@ -1,18 +1,21 @@
 #pragma once
 // GPT-2 input embedding (llm.c encoder_forward/backward): token embedding plus learned absolute
 // position embedding. pos0 is the absolute position of the first column, so a sequence segment
-// starting at position pos0 embeds exactly as it would inside the whole sequence.
+// starting at position pos0 embeds exactly as it would inside the whole sequence. LLaMA has no
+// learned positions (rotary.h rotates q and k instead): wpe = nullptr / dwpe = nullptr means the
+// token embedding only.
 #include <cstdint>
 
 namespace plait::kernels {
 
-// out (B,s,C): out[b,t] = wte[tokens[b,t]] + wpe[pos0 + t]; tokens (B,s) in [0, vocab),
-// wte (vocab, C), wpe (>= pos0 + s, C).
+// out (B,s,C): out[b,t] = wte[tokens[b,t]] [+ wpe[pos0 + t]]; tokens (B,s) in [0, vocab),
+// wte (vocab, C), wpe (>= pos0 + s, C) or null.
 template <typename T>
 void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, int batch,
                        int s, int c, int pos0, int vocab);
 
-// dwte[tokens[b,t]] += dout[b,t]; dwpe[pos0 + t] += sum_b dout[b,t]. dout (B,s,C).
+// dwte[tokens[b,t]] += dout[b,t]; dwpe[pos0 + t] += sum_b dout[b,t] unless dwpe is null.
+// dout (B,s,C).
 template <typename T>
 void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int batch,
                         int s, int c, int pos0);

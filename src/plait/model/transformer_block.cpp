@@ -55,7 +55,9 @@ void TransformerBlock::forward(BlockUnitState& st, std::span<const kernels::KVBl
   blocks.push_back({st.kv.data(), nullptr, s});
   st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
   st.atty = pool.acquire(kAct, nc);
-  attention_forward<float>(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h);
+  // GPT-2 is multi-head attention: every query head has its own K/V head (kv_heads = heads).
+  attention_forward<float>(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h,
+                           h);
   st.x_mid = pool.acquire(kAct, nc);
   matmul_forward<float>(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
                         c, c);
@@ -104,7 +106,7 @@ void TransformerBlock::backward_input(BlockUnitState& st,
   // Attention half.
   matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.proj_w, n, c, c, false);
   attention_backward<float>(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
-                            batch, s, c, h, workspace.data());
+                            batch, s, c, h, h, workspace.data());
   matmul_backward_input(st.d_ln1.data(), st.dq.data(), p_.attn_w, n, c, c, false);
   matmul_backward_input(st.d_ln1.data(), st.dkv.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
                         n, c, 2 * c, true);
