@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // segments x stages); the runtime builds any size.
   const auto& t = job.run.train;
   const int world = job.parallel.world_size();
-  if (world > 16 || job.global_microbatches() > 64 || t.segments().size() > 8 ||
+  if (world > 16 || job.global_microbatches() > 64 || t.segments.segments() > 8 ||
       job.run.model.layers > 64 || static_cast<long>(job.parallel.chunks) * world > 64) {
     return 0;
   }

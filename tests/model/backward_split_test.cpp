@@ -12,12 +12,14 @@ namespace {
 
 using namespace plait::model::testing;
 
+class BackwardSplit : public FamilyTest {};
+
 bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
-TEST(BackwardSplit, BThenWEqualsFusedBitwiseOnTheWholeModel) {
-  const GPTConfig config = tiny_config();
+TEST_P(BackwardSplit, BThenWEqualsFusedBitwiseOnTheWholeModel) {
+  const spec::ModelSpec config = tiny();
   const Batch b = random_batch(2, 13, config.vocab, 5);
   const auto segs = segments_from_lengths(13, {3, 6, 4});
   std::vector<std::vector<float>> grads;
@@ -37,9 +39,9 @@ TEST(BackwardSplit, BThenWEqualsFusedBitwiseOnTheWholeModel) {
   EXPECT_TRUE(bitwise_equal(grads[2], grads[0]));
 }
 
-TEST(BackwardSplit, BThenWEqualsFusedBitwiseOnAMiddleStage) {
+TEST_P(BackwardSplit, BThenWEqualsFusedBitwiseOnAMiddleStage) {
   // A stage without embedding or head: B also returns dL/d(input), which must match too.
-  const GPTConfig config = tiny_config();
+  const spec::ModelSpec config = tiny();
   const StageSpec spec{0, 2, false, false};
   const int rows = 2, seq = 9;
   const auto segs = segments_from_lengths(seq, {4, 5});
@@ -80,6 +82,8 @@ TEST(BackwardSplit, BThenWEqualsFusedBitwiseOnAMiddleStage) {
   EXPECT_TRUE(bitwise_equal(grads[1], grads[0]));
   EXPECT_TRUE(bitwise_equal(grad_ins[1], grad_ins[0]));
 }
+
+PLAIT_FOR_EVERY_FAMILY(BackwardSplit);
 
 }  // namespace
 }  // namespace plait::model

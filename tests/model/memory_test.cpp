@@ -1,4 +1,4 @@
-// The tracker sees exactly the bytes unit_memory_bytes() predicts, at every step of a unit's
+// The tracker sees exactly the bytes ::plait::spec::unit_memory() (fp32) predicts, at every step of a unit's
 // life (F, B, W, fused B+W), for stages with and without embedding and head; the capacity error
 // fires and leaves the model usable.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <omp.h>
 
 #include "plait/core/memory_tracker.h"
-#include "plait/model/unit_memory.h"
+#include "plait/spec/unit_memory.h"
 #include "tiny_model.h"
 
 namespace plait::model {
@@ -14,13 +14,14 @@ namespace {
 
 using namespace plait::model::testing;
 
+class UnitMemory : public FamilyTest {};
+
 constexpr auto kAct = MemoryCategory::kActivations;
 constexpr auto kKV = MemoryCategory::kKVCache;
 
 // Runs one micro-batch of two segments through `spec`, checking the tracker against the
 // prediction after every call.
-void check_stage(const StageSpec& spec, bool fused) {
-  const GPTConfig config = tiny_config();
+void check_stage(const spec::ModelSpec& config, const StageSpec& spec, bool fused) {
   MemoryTracker tracker;
   StageModel m(config, spec, tracker);
   m.init_parameters(1);
@@ -28,8 +29,8 @@ void check_stage(const StageSpec& spec, bool fused) {
   const auto segs = segments_from_lengths(seq, {12, 8});
   const Batch b = random_batch(rows, seq, config.vocab, 2);
   const int threads = omp_get_max_threads();
-  std::vector<UnitMemory> mem;
-  for (const Segment& s : segs) mem.push_back(unit_memory_bytes(config, spec, rows, s, threads));
+  std::vector<::plait::spec::UnitMemory> mem;
+  for (const Segment& s : segs) mem.push_back(::plait::spec::unit_memory(config, spec.part(), rows, s, ::plait::spec::Precision::fp32, threads));
 
   auto act = [&] { return static_cast<long long>(tracker.current(kAct)); };
   auto kv = [&] { return static_cast<long long>(tracker.current(kKV)); };
@@ -53,15 +54,15 @@ void check_stage(const StageSpec& spec, bool fused) {
     } else {
       m.forward(0, rows, s, in, tp, out.data());
     }
-    const UnitMemory& u = mem[s.index];
+    const ::plait::spec::UnitMemory& u = mem[s.index];
     EXPECT_EQ(act() - a0, static_cast<long long>(u.forward_activations)) << "F " << s.index;
     EXPECT_EQ(kv() - k0, static_cast<long long>(u.forward_kv)) << "F " << s.index;
     EXPECT_EQ(peak_over(total0), static_cast<long long>(u.forward_peak)) << "F " << s.index;
   }
   std::size_t all_dkv = 0;
-  for (const UnitMemory& u : mem) all_dkv += u.dkv;
+  for (const ::plait::spec::UnitMemory& u : mem) all_dkv += u.dkv;
   for (int i = 1; i >= 0; --i) {
-    const UnitMemory& u = mem[i];
+    const ::plait::spec::UnitMemory& u = mem[i];
     const long long a0 = act(), k0 = kv();
     tracker.reset_peaks();
     const std::size_t total0 = tracker.current_total() + (i == 1 ? all_dkv : 0);
@@ -98,8 +99,8 @@ void check_stage(const StageSpec& spec, bool fused) {
   EXPECT_EQ(kv(), 0);
 }
 
-TEST(UnitMemory, TrackerMatchesThePredictionOnEveryKindOfStage) {
-  const GPTConfig c = tiny_config();
+TEST_P(UnitMemory, TrackerMatchesThePredictionOnEveryKindOfStage) {
+  const spec::ModelSpec c = tiny();
   const std::vector<StageSpec> specs = {StageSpec::whole_model(c), {0, 2, false, false},
                                         {1, 2, false, true},       {0, 1, true, false},
                                         {0, 0, true, false},       {2, 2, false, true}};
@@ -108,13 +109,13 @@ TEST(UnitMemory, TrackerMatchesThePredictionOnEveryKindOfStage) {
       SCOPED_TRACE("stage [" + std::to_string(spec.first_layer) + "," +
                    std::to_string(spec.last_layer) + ") emb=" + std::to_string(spec.has_embedding) +
                    " head=" + std::to_string(spec.has_head) + " fused=" + std::to_string(fused));
-      check_stage(spec, fused);
+      check_stage(c, spec, fused);
     }
   }
 }
 
-TEST(UnitMemory, CapacityErrorNamesTheCategoryAndLeavesTheModelUsable) {
-  const GPTConfig config = tiny_config();
+TEST_P(UnitMemory, CapacityErrorNamesTheCategoryAndLeavesTheModelUsable) {
+  const spec::ModelSpec config = tiny();
   const StageSpec spec = StageSpec::whole_model(config);
   const int rows = 2;
   const Segment seg{0, 0, 16};
@@ -125,7 +126,7 @@ TEST(UnitMemory, CapacityErrorNamesTheCategoryAndLeavesTheModelUsable) {
     StageModel m(config, spec, probe);
     static_bytes = probe.current_total();
   }
-  const UnitMemory u = unit_memory_bytes(config, spec, rows, seg, omp_get_max_threads());
+  const ::plait::spec::UnitMemory u = ::plait::spec::unit_memory(config, spec.part(), rows, seg, ::plait::spec::Precision::fp32, omp_get_max_threads());
   // Room for the parameters and gradients and half of one forward.
   MemoryTracker tracker(static_bytes + u.forward_peak / 2);
   StageModel m(config, spec, tracker);
@@ -144,8 +145,8 @@ TEST(UnitMemory, CapacityErrorNamesTheCategoryAndLeavesTheModelUsable) {
   EXPECT_NO_THROW(m.forward_loss(0, rows, seg, nullptr, b.tokens.data(), b.targets.data(), 1.0));
 }
 
-TEST(UnitMemory, ParametersAndGradientsAreOneBufferEach) {
-  const GPTConfig config = tiny_config();
+TEST_P(UnitMemory, ParametersAndGradientsAreOneBufferEach) {
+  const spec::ModelSpec config = tiny();
   MemoryTracker tracker;
   StageModel m(config, StageSpec::whole_model(config), tracker);
   EXPECT_EQ(tracker.current(MemoryCategory::kParameters), m.parameters().size_bytes());
@@ -154,6 +155,8 @@ TEST(UnitMemory, ParametersAndGradientsAreOneBufferEach) {
   for (const NamedTensor& t : m.tensors()) counted += t.numel;
   EXPECT_EQ(static_cast<std::int64_t>(counted), config.parameter_count());
 }
+
+PLAIT_FOR_EVERY_FAMILY(UnitMemory);
 
 }  // namespace
 }  // namespace plait::model

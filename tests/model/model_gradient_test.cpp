@@ -15,8 +15,10 @@ namespace {
 
 using namespace plait::model::testing;
 
-TEST(ModelGradient, EveryTensorMatchesDirectionalFiniteDifferences) {
-  GPTConfig config = tiny_config();
+class ModelGradient : public FamilyTest {};
+
+TEST_P(ModelGradient, EveryTensorMatchesDirectionalFiniteDifferences) {
+  spec::ModelSpec config = tiny();
   config.tie_embeddings = true;
   const Batch b = random_batch(2, 9, config.vocab, 4);
   const double scale = 1.0 / (b.rows * b.seq);
@@ -66,6 +68,8 @@ TEST(ModelGradient, EveryTensorMatchesDirectionalFiniteDifferences) {
     EXPECT_NEAR(fd_random, analytic_random, 5e-3 * gnorm) << t.name;
   }
 }
+
+PLAIT_FOR_EVERY_FAMILY(ModelGradient);
 
 }  // namespace
 }  // namespace plait::model

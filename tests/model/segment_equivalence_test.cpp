@@ -18,6 +18,8 @@ namespace {
 
 using namespace plait::model::testing;
 
+class Segments : public FamilyTest {};
+
 constexpr double kGradientTolerance = 1e-5;
 constexpr double kLossTolerance = 1e-6;
 constexpr std::uint64_t kSeed = 7;
@@ -27,7 +29,7 @@ struct Reference {
   std::vector<float> gradients;
 };
 
-Reference whole_sequence(const GPTConfig& config, const Batch& b, double scale) {
+Reference whole_sequence(const spec::ModelSpec& config, const Batch& b, double scale) {
   MemoryTracker tracker;
   StageModel m(config, StageSpec::whole_model(config), tracker);
   m.init_parameters(kSeed);
@@ -45,8 +47,8 @@ double worst_tensor_error(const StageModel& m, const std::vector<float>& referen
   return worst;
 }
 
-TEST(Segments, AnyCutGivesTheWholeSequenceLossAndGradients) {
-  const GPTConfig config = tiny_config();
+TEST_P(Segments, AnyCutGivesTheWholeSequenceLossAndGradients) {
+  const spec::ModelSpec config = tiny();
   const Batch b = random_batch(2, 13, config.vocab, 1);
   const double scale = 1.0 / (b.rows * b.seq);
   const Reference ref = whole_sequence(config, b, scale);
@@ -73,8 +75,8 @@ TEST(Segments, AnyCutGivesTheWholeSequenceLossAndGradients) {
   }
 }
 
-TEST(Segments, InterleavedMicrobatchesGiveTheSequentialGradients) {
-  const GPTConfig config = tiny_config();
+TEST_P(Segments, InterleavedMicrobatchesGiveTheSequentialGradients) {
+  const spec::ModelSpec config = tiny();
   const Batch b0 = random_batch(2, 11, config.vocab, 1), b1 = random_batch(3, 11, config.vocab, 2);
   const auto segs = segments_from_lengths(11, {5, 6});
   MemoryTracker t1, t2;
@@ -103,8 +105,8 @@ TEST(Segments, InterleavedMicrobatchesGiveTheSequentialGradients) {
   EXPECT_EQ(mixed.microbatches_in_flight(), 0u);
 }
 
-TEST(Segments, TwoPipelineStagesWithSegmentsGiveTheWholeModelGradients) {
-  const GPTConfig config = tiny_config();
+TEST_P(Segments, TwoPipelineStagesWithSegmentsGiveTheWholeModelGradients) {
+  const spec::ModelSpec config = tiny();
   const Batch b = random_batch(2, 13, config.vocab, 1);
   const double scale = 1.0 / (b.rows * b.seq);
   MemoryTracker tracker;
@@ -146,6 +148,8 @@ TEST(Segments, TwoPipelineStagesWithSegmentsGiveTheWholeModelGradients) {
     EXPECT_LE(scaled_max_error(got, whole.gradient(t.name)), kGradientTolerance) << t.name;
   }
 }
+
+PLAIT_FOR_EVERY_FAMILY(Segments);
 
 }  // namespace
 }  // namespace plait::model

@@ -1,5 +1,6 @@
 #pragma once
-// A tiny GPT and helpers to run micro-batches through StageModels, shared by the model tests.
+// Tiny models of both families and helpers to run micro-batches through StageModels, shared by
+// the model tests; every test runs once per family (FamilyTest).
 #include <cstdint>
 #include <algorithm>
 #include <cmath>
@@ -8,18 +9,51 @@
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "plait/model/stage_model.h"
 
 namespace plait::model::testing {
 
-inline GPTConfig tiny_config() {
-  GPTConfig c;
-  c.layers = 2;
-  c.hidden = 16;
-  c.heads = 2;
-  c.vocab = 37;
-  c.max_seq = 24;
-  return c;
+// gpt2: 2 layers of 16 with 2 heads; llama: 2 layers of 16 with 4 query heads of 4 sharing 2 K/V
+// heads, SwiGLU of 24, untied head, rotary theta 100 (short sequences still turn the second
+// frequency pair by several radians).
+inline spec::ModelSpec tiny_model(spec::Family family) {
+  if (family == spec::Family::gpt2) return spec::gpt2_model(2, 16, 2, 37, 24);
+  spec::ModelSpec m;
+  m.family = spec::Family::llama;
+  m.layers = 2;
+  m.hidden = 16;
+  m.heads = 4;
+  m.kv_heads = 2;
+  m.ffn_hidden = 24;
+  m.vocab = 37;
+  m.max_seq = 24;
+  m.rope_theta = 100.0;
+  m.tie_embeddings = false;
+  return m;
+}
+
+// Parameterised over the families: TEST_P(Suite, ...) with `class Suite : public FamilyTest {};`
+// and PLAIT_FOR_EVERY_FAMILY(Suite).
+class FamilyTest : public ::testing::TestWithParam<spec::Family> {
+ protected:
+  spec::ModelSpec tiny() const { return tiny_model(GetParam()); }
+};
+#define PLAIT_FOR_EVERY_FAMILY(suite)                                                         \
+  INSTANTIATE_TEST_SUITE_P(Families, suite,                                                   \
+                           ::testing::Values(::plait::spec::Family::gpt2, ::plait::spec::Family::llama), \
+                           [](const auto& info) { return std::string(::plait::spec::family_name(info.param)); })
+
+// The segments of a sequence cut at the given lengths.
+inline std::vector<Segment> segments_from_lengths(int seq, const std::vector<int>& lengths) {
+  const spec::ModelSpec any = spec::gpt2_model(1, 8, 1, 8, seq);
+  const spec::SequencePartition p =
+      spec::partition_from_lengths(any, std::vector<std::int64_t>(lengths.begin(), lengths.end()));
+  EXPECT_EQ(p.seq(), seq);
+  std::vector<Segment> out;
+  for (int i = 0; i < p.count(); ++i) out.push_back(p.segment(i));
+  return out;
 }
 
 struct Batch {

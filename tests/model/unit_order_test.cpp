@@ -12,8 +12,10 @@ namespace {
 
 using namespace plait::model::testing;
 
-TEST(UnitOrder, OutOfOrderCallsAreErrorsNamingStageMicrobatchAndSegment) {
-  const GPTConfig config = tiny_config();
+class UnitOrder : public FamilyTest {};
+
+TEST_P(UnitOrder, OutOfOrderCallsAreErrorsNamingStageMicrobatchAndSegment) {
+  const spec::ModelSpec config = tiny();
   MemoryTracker tracker;
   StageModel m(config, StageSpec::whole_model(config), tracker);
   const Batch b = random_batch(1, 10, config.vocab, 1);
@@ -52,6 +54,8 @@ TEST(UnitOrder, OutOfOrderCallsAreErrorsNamingStageMicrobatchAndSegment) {
                Error);
   EXPECT_THROW(m.forward(1, 1, segs[0], nullptr, b.tokens.data(), nullptr), Error);  // head stage
 }
+
+PLAIT_FOR_EVERY_FAMILY(UnitOrder);
 
 }  // namespace
 }  // namespace plait::model

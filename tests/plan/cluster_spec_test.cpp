@@ -14,7 +14,7 @@ TEST(ClusterSpec, ShippedClusters) {
   const ClusterSpec z = read_cluster_spec(shared_cluster("zorse-64gpu.json"));
   EXPECT_EQ(z.num_devices(), 64);
   EXPECT_EQ(z.machines.size(), 13u);
-  EXPECT_EQ(z.precision, Precision::mixed16);
+  EXPECT_EQ(z.precision, Precision::bf16);
   EXPECT_FALSE(z.emulated);
   int a100 = 0, t4 = 0;
   for (int d = 0; d < z.num_devices(); ++d) {
@@ -105,7 +105,7 @@ TEST(ClusterSpec, ErrorsNameFileAndField) {
        "links[0].between: unknown machine in 'q'"},
       {"{" + types + ", " + machine + R"(, "links": [{"between": ["m:0", "m:3"], "gbit_per_s": 1, "latency_us": 1}]})",
        "links[0].between: machine m has 1 devices; 'm:3' is not one of them"},
-      {"{" + types + ", " + machine + R"(, "precision": "fp8"})", "precision: expected \"mixed16\" or \"fp32\""},
+      {"{" + types + ", " + machine + R"(, "precision": "fp8"})", "precision: expected \"mixed16\" (or \"bf16\") or \"fp32\""},
   };
   for (const Case& c : cases) {
     const std::string error = error_of(c.text);

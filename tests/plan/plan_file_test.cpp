@@ -20,7 +20,7 @@ struct Planned {
 
 Planned plan_cpu4() {
   const std::string base = shared_cluster("cpu4-base.json");
-  Planned p{make_problem(read_cluster_spec(shared_cluster("cpu4-emulated.json")), sim::resolve_model(base, 256), 32, 256), {}};
+  Planned p{make_problem(read_cluster_spec(shared_cluster("cpu4-emulated.json")), spec::resolve_model(base, 256), 32, 256), {}};
   PlannerOptions o;
   o.simulate = 4;
   o.top = 1;
@@ -47,7 +47,7 @@ TEST(PlanFile, TheRuntimeReadsIt) {
   EXPECT_EQ(job.run.train.seq, 256);
   EXPECT_EQ(job.run.train.lr, 0.002);  // from the base config
   EXPECT_EQ(job.run.data.paths, (std::vector<std::string>{"/usr/share/games/fortunes"}));
-  EXPECT_EQ(static_cast<int>(job.run.train.segments().size()), plan.choice.segments);
+  EXPECT_EQ(job.run.partition().count(), plan.choice.segments);
   ASSERT_EQ(job.parallel.devices.size(), 4u);
   for (int r = 0; r < 4; ++r) {
     const DeviceType& t = p.problem.cluster.type_of(plan.choice.rank_devices()[r]);

@@ -7,7 +7,7 @@
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/plan_estimate.h"
 #include "plait/plan/planner.h"
-#include "plait/schedule/sequence_partition.h"
+#include "plait/spec/sequence_partition.h"
 #include "test_files.h"
 
 namespace plait::plan {
@@ -21,7 +21,7 @@ const char* kMixed = R"({
                 "link": {"gbyte_per_s": 100, "latency_us": 5}}]})";
 
 PlanningProblem problem(const std::string& cluster, const std::string& model, std::int64_t batch, std::int64_t seq) {
-  return make_problem(read_cluster_spec(cluster), sim::resolve_model(model, seq), batch, seq);
+  return make_problem(read_cluster_spec(cluster), spec::resolve_model(model, seq), batch, seq);
 }
 
 // Work (micro-batches x layers) per device of a plan, indexed by device.
@@ -114,7 +114,7 @@ TEST(Planner, EstimateAndSimulationAgreeOnStaticMemory) {
     if (!plan.prediction.simulated) continue;
     const PlanChoice& c = plan.choice;
     const UnitTimes times(p, p.type_profiles, c.microbatch_size,
-                          schedule::partition_sequence(p.model.shape, p.seq, c.segments, c.split));
+                          plan_partition(p, c));
     const PlanPrediction e = estimate_plan(p, c, times);
     ASSERT_EQ(e.devices.size(), plan.prediction.devices.size());
     for (std::size_t i = 0; i < e.devices.size(); ++i) {
@@ -162,7 +162,7 @@ TEST(Planner, KeepsSegmentedUnitsWithinTheMeasuredRange) {
   o.simulate = 5;
   o.families = {"seq1f1b"};
   auto shortest_unit = [&](const Plan& plan) {
-    const auto lengths = schedule::partition_sequence(p.model.shape, p.seq, plan.choice.segments, plan.choice.split).lengths;
+    const auto lengths = plan_partition(p, plan.choice).lengths;
     return plan.choice.microbatch_size * *std::min_element(lengths.begin(), lengths.end());
   };
   const PlannerResult measured = plan_cluster(p, o);

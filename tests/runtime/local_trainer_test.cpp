@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include "runtime/mpi/tiny_job.h"
 
 namespace plait::runtime {
 namespace {
@@ -37,7 +38,15 @@ class FixedBatches : public data::BatchSource {
   std::vector<std::int32_t> tokens_;
 };
 
-model::GPTConfig tiny() { return {2, 32, 4, 64, 32, true}; }
+// Two layers of the runtime tests' tiny model (mpi/tiny_job.h).
+spec::ModelSpec tiny(spec::Family family = spec::Family::gpt2) { return test::tiny_job_model(family, 2); }
+
+// The partition a train config asks for.
+spec::SequencePartition partition(const spec::ModelSpec& m, const TrainConfig& t) {
+  return spec::cut_sequence(m, t.seq, t.segments);
+}
+
+class OverfitTest : public ::testing::TestWithParam<spec::Family> {};
 
 TrainConfig train(int steps, int seq, int rows, int microbatches) {
   TrainConfig t;
@@ -53,10 +62,11 @@ TrainConfig train(int steps, int seq, int rows, int microbatches) {
   return t;
 }
 
-TEST(LocalTrainer, ATinyModelOverfitsOneFixedBatch) {
+TEST_P(OverfitTest, ATinyModelOverfitsOneFixedBatch) {
   MemoryTracker tracker;
   const TrainConfig t = train(150, 16, 4, 1);
-  LocalTrainer trainer(tiny(), t, tracker);
+  const spec::ModelSpec m = tiny(GetParam());
+  LocalTrainer trainer(m, t, partition(m, t), tracker);
   const FixedBatches batches(4, 16, 4, 64, 1);
   const double first = trainer.step(0, batches).loss;
   EXPECT_NEAR(first, std::log(64.0), 0.2);  // a fresh model predicts ~uniformly
@@ -66,14 +76,18 @@ TEST(LocalTrainer, ATinyModelOverfitsOneFixedBatch) {
   EXPECT_LT(last, 0.05) << "first " << first;
 }
 
+INSTANTIATE_TEST_SUITE_P(Families, OverfitTest,
+                         ::testing::Values(spec::Family::gpt2, spec::Family::llama),
+                         [](const auto& info) { return std::string(spec::family_name(info.param)); });
+
 TEST(LocalTrainer, MicrobatchesAndSegmentsDoNotChangeTheStep) {
   // The same 4 rows as 1 micro-batch of 4, as 2 of 2, and as 2 of 2 cut into 3 segments:
   // the same loss and, after 3 steps, the same parameters (up to fp32 reassociation).
-  auto run = [](int rows, int microbatches, std::vector<int> segments) {
+  auto run = [](int rows, int microbatches, std::vector<std::int64_t> segments) {
     MemoryTracker tracker;
     TrainConfig t = train(3, 12, rows, microbatches);
-    t.segment_lengths = std::move(segments);
-    LocalTrainer trainer(tiny(), t, tracker);
+    t.segments.lengths = std::move(segments);
+    LocalTrainer trainer(tiny(), t, partition(tiny(), t), tracker);
     const FixedBatches batches(4, 12, rows, 64, 2);
     std::vector<double> losses;
     for (int s = 0; s < 3; ++s) losses.push_back(trainer.step(s, batches).loss);
@@ -98,7 +112,7 @@ TEST(LocalTrainer, ClipsByTheGlobalNormAndFollowsTheSchedule) {
   MemoryTracker tracker;
   TrainConfig t = train(10, 8, 2, 1);
   t.grad_clip = 1e-3;  // far below the norm: always clips
-  LocalTrainer trainer(tiny(), t, tracker);
+  LocalTrainer trainer(tiny(), t, partition(tiny(), t), tracker);
   const FixedBatches batches(2, 8, 2, 64, 1);
   const StepResult r = trainer.step(0, batches);
   EXPECT_GT(r.grad_norm, 1e-3);

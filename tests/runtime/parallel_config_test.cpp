@@ -43,7 +43,7 @@ TEST(ParallelConfig, GeneratedFormDefaultsAndGlobalBatch) {
   EXPECT_EQ(plan.global_tokens(), 12 * 2 * 32);
   EXPECT_TRUE(plan.vstage_specs[0].has_embedding);
   EXPECT_TRUE(plan.vstage_specs[1].has_head);
-  EXPECT_TRUE(plan.wte_split());
+  EXPECT_TRUE(plan.tied_table_split());
   // No section at all: one rank, Seq1F1B (which is 1F1B for one segment).
   const JobConfig none = parse_job_config(nlohmann::json::parse(kHead + "}"), "p.json");
   EXPECT_EQ(none.parallel.world_size(), 1);
@@ -60,11 +60,11 @@ TEST(ParallelConfig, FlopsSplitRecutsACountedSegmentation) {
                 "parallel": {"pp": 2)" + split + "}}"),
         "p.json");
   };
-  const auto e = make("").global_train().segment_lengths;
-  const auto f = make(R"(, "split": "flops")").global_train().segment_lengths;
-  EXPECT_EQ(e, (std::vector<int>{64, 64, 64, 64}));
+  const auto e = make("").run.partition().lengths;
+  const auto f = make(R"(, "split": "flops")").run.partition().lengths;
+  EXPECT_EQ(e, (std::vector<std::int64_t>{64, 64, 64, 64}));
   ASSERT_EQ(f.size(), 4u);
-  EXPECT_EQ(std::accumulate(f.begin(), f.end(), 0), 256);
+  EXPECT_EQ(std::accumulate(f.begin(), f.end(), std::int64_t{0}), 256);
   // Equal FLOPs: earlier segments attend to fewer keys, so they are longer.
   EXPECT_TRUE(std::is_sorted(f.rbegin(), f.rend())) << f[0] << " " << f[1] << " " << f[2] << " " << f[3];
   EXPECT_GT(f.front(), f.back());

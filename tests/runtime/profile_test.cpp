@@ -1,15 +1,13 @@
 // Profiles and the simulator inputs derived from the engine: the unit profiler measures every
 // piece, its files read back (the latency table through the simulator's strict reader), the
-// profile-fed cost model composes units from layers, and the engine memory coefficients make
-// the simulator's memory model reproduce model::unit_memory_bytes exactly.
+// profile-fed cost model composes units from layers, and the simulator's memory model composes
+// the engine's unit bytes (spec::unit_memory) by stage part.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include "plait/model/unit_memory.h"
-#include "plait/runtime/engine_memory_coefficients.h"
 #include "plait/runtime/profile_cost_model.h"
 #include "plait/runtime/profile_json.h"
 #include "plait/runtime/unit_profiler.h"
@@ -21,14 +19,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const model::GPTConfig kModel{4, 32, 4, 256, 64, true};
+const spec::ModelSpec kModel = spec::gpt2_model(4, 32, 4, 256, 64);
 
 fs::path temp_file(const std::string& name) {
   return fs::temp_directory_path() / ("plait_profile_test_" + std::to_string(::getpid()) + "_" + name);
 }
 
 TEST(UnitProfiler, MeasuresEveryPieceOfEverySegment) {
-  const std::vector<model::Segment> segments = model::even_segments(32, 3);
+  const spec::SequencePartition segments = spec::even_partition(kModel, 32, 3);
   const SegmentProfile p = profile_segments(kModel, 2, segments, {3, 2});
   ASSERT_EQ(p.layer.size(), 3u);
   for (const auto* list : {&p.layer, &p.embedding, &p.head}) {
@@ -52,7 +50,7 @@ TEST(UnitProfiler, DeferredWeightsAndIdlesKeepEveryPieceMeasured) {
     o.in_flight = in_flight;
     o.defer_weight = true;
     o.slowdown = 1.5;
-    const SegmentProfile p = profile_segments(kModel, 2, model::even_segments(32, 2), o);
+    const SegmentProfile p = profile_segments(kModel, 2, spec::even_partition(kModel, 32, 2), o);
     for (const auto* list : {&p.layer, &p.embedding, &p.head}) {
       ASSERT_EQ(list->size(), 2u);
       for (const UnitTimes& u : *list) {
@@ -84,12 +82,12 @@ TEST(ProfileFiles, LatencyTableAndSegmentProfileReadBack) {
   EXPECT_TRUE(layer);
   fs::remove(table);
 
-  const SegmentProfile p = profile_segments(kModel, 2, model::even_segments(32, 2), {3, 1});
+  const SegmentProfile p = profile_segments(kModel, 2, spec::even_partition(kModel, 32, 2), {3, 1});
   const fs::path file = temp_file("segments.json");
   std::ofstream(file) << to_json(p, 1).dump();
   const SegmentProfile back = read_segment_profile(file.string());
   EXPECT_EQ(back.model, p.model);
-  EXPECT_EQ(back.segments, p.segments);
+  EXPECT_EQ(back.partition, p.partition);
   EXPECT_NEAR(back.head[1].backward_weight, p.head[1].backward_weight, 1e-12);
   std::ofstream(file) << R"({"model": {"layers": 4, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 64},
     "microbatch_size": 2, "segments": [{"start": 0, "length": 8}, {"start": 9, "length": 8}],
@@ -107,14 +105,14 @@ TEST(ProfileCostModel, UnitsAreLayersPlusEmbeddingAndHeadTimesSlowdown) {
   PipelinePlan plan;
   plan.model = kModel;
   plan.microbatch_size = 1;
-  plan.segments = model::even_segments(16, 2);
+  plan.partition = spec::even_partition(kModel, 16, 2);
   plan.vstage_layers = {1, 3};
   plan.vstage_specs = {{0, 1, true, false}, {1, 4, false, true}};
   plan.devices = {DeviceEmulation{}, DeviceEmulation{"slow", 2.5, {}}};
   SegmentProfile p;
   p.model = kModel;
   p.microbatch_size = 1;
-  p.segments = plan.segments;
+  p.partition = plan.partition;
   p.layer = {{1, 2, 3}, {10, 20, 30}};
   p.embedding = {{0.5, 0.25, 0.125}, {0.5, 0.25, 0.125}};
   p.head = {{100, 200, 300}, {1000, 2000, 3000}};
@@ -124,39 +122,35 @@ TEST(ProfileCostModel, UnitsAreLayersPlusEmbeddingAndHeadTimesSlowdown) {
   EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::BW, 3, 1, 0), 20 + 30 + 0.25 + 0.125);
   EXPECT_DOUBLE_EQ(cost.compute_seconds(1, K::B, 0, 1, 1), 2.5 * (3 * 20 + 2000));
   EXPECT_DOUBLE_EQ(cost.compute_seconds(1, K::W, 0, 0, 1), 2.5 * (3 * 3 + 300));
-  p.segments = model::even_segments(16, 4);
+  p.partition = spec::even_partition(kModel, 16, 4);
   EXPECT_THROW(ProfileCostModel(p, plan, {}), Error);
 }
 
-TEST(EngineMemoryCoefficients, TheSimulatorReproducesTheEngineBytesOfAUnit) {
-  const model::GPTConfig m{6, 48, 6, 300, 128, true};
-  const sim::MemoryCoefficients c = engine_memory_coefficients(m);
-  const schedule::ModelShape shape{m.layers, m.hidden, m.heads, m.vocab, m.max_seq};
-  schedule::SequencePartition partition;
-  partition.lengths = {40, 24, 32};
-  partition.flops = {0, 0, 0};
-  const int batch = 3;
-  // Stages: 2 layers + embedding, 3 layers, 1 layer + head.
-  const sim::MemoryModel memory(shape, {2, 3, 1}, partition, batch, c);
-  const std::vector<model::StageSpec> specs = {{0, 2, true, false}, {2, 5, false, false}, {5, 6, false, true}};
-  const std::vector<model::Segment> segments = model::segments_from_lengths(96, {40, 24, 32});
-  for (int v = 0; v < 3; ++v) {
-    for (int j = 0; j < 3; ++j) {
-      const model::UnitMemory u = model::unit_memory_bytes(m, specs[v], batch, segments[j], 1);
-      // F: the unit's activations and its own K/V (the embedding's token ids, N floats, are the
-      // one term the simulator leaves out).
-      const double embedding_ids = specs[v].has_embedding ? 4.0 * batch * segments[j].length : 0;
-      EXPECT_NEAR(memory.activation_bytes(v, j), static_cast<double>(u.forward_activations + u.forward_kv) - embedding_ids,
-                  1e-6)
-          << "stage " << v << " segment " << j;
-      EXPECT_EQ(memory.kv_prefix_bytes(v, j), 0.0);
-      // Between B and W: what B keeps plus the dK/dV accumulator (the head keeps one more NC and
-      // the embedding its gradient, which the simulator does not count).
-      const double head_kept = specs[v].has_head ? 4.0 * batch * segments[j].length * m.hidden : 0;
-      const double embedding_kept = specs[v].has_embedding ? 4.0 * batch * segments[j].length * (m.hidden + 1) : 0;
-      EXPECT_NEAR(memory.held_for_weight_bytes(v, j),
-                  static_cast<double>(u.activations_after_b() + u.dkv) - head_kept - embedding_kept, 1e-6)
-          << "stage " << v << " segment " << j;
+// The simulator's memory model charges each virtual stage's units what the engine allocates for
+// that stage part (embedding on the first, head on the last), for both families.
+TEST(SimulatorMemory, ComposesTheEngineBytesOfEveryStagePart) {
+  for (spec::Family family : {spec::Family::gpt2, spec::Family::llama}) {
+    spec::ModelSpec m = spec::gpt2_model(6, 48, 6, 300, 128);
+    if (family == spec::Family::llama) {
+      m.family = family;
+      m.kv_heads = 3;
+      m.ffn_hidden = 80;
+    }
+    const spec::SequencePartition partition = spec::partition_from_lengths(m, {40, 24, 32});
+    const int batch = 3;
+    // Stages: 2 layers + embedding, 3 layers, 1 layer + head.
+    const sim::MemoryModel memory(m, {2, 3, 1}, partition, batch, {spec::Precision::fp32, false, 1});
+    const std::vector<model::StageSpec> specs = {{0, 2, true, false}, {2, 5, false, false}, {5, 6, false, true}};
+    for (int v = 0; v < 3; ++v) {
+      for (int j = 0; j < 3; ++j) {
+        const spec::UnitMemory u =
+            spec::unit_memory(m, specs[v].part(), batch, partition.segment(j), spec::Precision::fp32, 1);
+        EXPECT_EQ(memory.activation_bytes(v, j), static_cast<double>(u.forward_activations + u.forward_kv))
+            << "stage " << v << " segment " << j;
+        EXPECT_EQ(memory.held_for_weight_bytes(v, j), static_cast<double>(u.activations_after_b() + u.dkv))
+            << "stage " << v << " segment " << j;
+      }
+      EXPECT_EQ(memory.parameter_count(v), m.stage_parameters(specs[v].layer_count(), v == 0, v == 2));
     }
   }
 }

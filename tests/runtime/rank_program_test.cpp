@@ -16,7 +16,7 @@ namespace {
 PipelinePlan plan_for(const std::string& schedule, int pp, int dp, int chunks) {
   JobConfig job;
   job.run.source = "test";
-  job.run.model = {8, 32, 4, 64, 32, true};
+  job.run.model = spec::gpt2_model(8, 32, 4, 64, 32);
   job.run.train.steps = 1;
   job.run.train.seq = 16;
   job.run.train.microbatch_size = 1;

@@ -26,7 +26,7 @@ TEST(TrainConfig, ParsesWithDefaultsAndSegments) {
       "cfg.json");
   EXPECT_EQ(c.train.microbatches, 1);
   EXPECT_DOUBLE_EQ(c.train.min_lr, c.train.lr / 10);
-  EXPECT_EQ(c.train.segment_lengths, (std::vector<int>{22, 21, 21}));
+  EXPECT_EQ(c.partition().lengths, (std::vector<std::int64_t>{22, 21, 21}));
   EXPECT_EQ(c.train.tokens_per_step(), 128);
   EXPECT_EQ(c.data.paths, (std::vector<std::string>{"/usr/share/games/fortunes"}));
   const RunConfig d = parse_run_config(
@@ -34,7 +34,7 @@ TEST(TrainConfig, ParsesWithDefaultsAndSegments) {
                             R"(, "train": {"steps": 10, "seq": 8, "microbatch_size": 2, "segments": [5, 3]},
                                "data": {"paths": ["a.txt"]}})"),
       "cfg.json");
-  EXPECT_EQ(d.train.segments().back().start, 5);
+  EXPECT_EQ(d.partition().starts.back(), 5);
   EXPECT_EQ(d.data.paths, (std::vector<std::string>{"a.txt"}));
 }
 

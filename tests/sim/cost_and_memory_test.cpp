@@ -6,11 +6,11 @@
 #include "plait/schedule/lowering.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/schedule/schedule_text.h"
-#include "plait/schedule/sequence_partition.h"
 #include "plait/sim/event_simulator.h"
 #include "plait/sim/flops_cost_model.h"
 #include "plait/sim/memory_model.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
+#include "plait/spec/sequence_partition.h"
 #include "plait/sim/stage_layers.h"
 #include "plait/sim/zorse_profiles.h"
 
@@ -19,7 +19,7 @@ namespace {
 
 using schedule::ActionKind;
 
-const schedule::ModelShape k7B{32, 4096, 32, 50257, 32768};
+const spec::ModelSpec k7B = spec::gpt2_model(32, 4096, 32, 50257, 32768);
 
 DeviceProfile flat(double flops) {
   DeviceProfile d;
@@ -31,13 +31,13 @@ DeviceProfile flat(double flops) {
 // F = linear + attention; B = linear + 2 attention; W = linear (per layer); the head adds
 // 2sHV to each; durations are FLOPs over the sustained rate; attention grows with the prefix.
 TEST(FlopsCostModel, SplitsBackwardIntoInputAndWeightGradients) {
-  const auto part = schedule::even_partition(k7B, 32768, 4);
+  const auto part = spec::even_partition(k7B, 32768, 4);
   const std::vector<int> layers = split_layers(32, 8);
   const FlopsCostModel cost(k7B, layers, part, 2, {flat(1e14)});
   for (int seg = 0; seg < 4; ++seg) {
     const std::int64_t start = part.start(seg), len = part.lengths[seg];
-    const double lin = 2 * schedule::layer_linear_flops(k7B, len);
-    const double att = 2 * schedule::layer_attention_flops(k7B, start, len);
+    const double lin = 2 * k7B.layer_linear_flops(len);
+    const double att = 2 * k7B.layer_attention_flops(start, len);
     const UnitFlops& mid = cost.unit_flops(seg, 3);
     EXPECT_DOUBLE_EQ(mid.total(ActionKind::F), 4 * (lin + att));
     EXPECT_DOUBLE_EQ(mid.total(ActionKind::B), 4 * (lin + 2 * att));
@@ -70,33 +70,58 @@ TEST(FlopsCostModel, MeasuredProfileReproducesItsFit) {
   EXPECT_NEAR(b_part + w_part, 0.023, 1e-12);  // the fitted full backward at b = 1
 }
 
-TEST(ZorseProfiles, PickTheClosestMeasuredModel) {
+// A model reads the Zorse table of its own family and hidden size — never another family's, and
+// never a nearest size: a GPT of hidden 4096 reads deepspeedgpt_6.7b, a LLaMA of hidden 2048
+// deepspeedllama_tiny (on an L4 its forward is 1.12 ms per sample and layer there, where GPT
+// 1.3B's table says 8.99 ms), and a size no table measured is an error naming the choices.
+TEST(ZorseProfiles, ReadTheTableOfTheSameFamilyAndSize) {
   const std::vector<std::string> gpus = zorse_gpu_types();
   EXPECT_GE(gpus.size(), 15u);
   const DeviceProfile v100 = zorse_device_profile("v100x16", "float16", k7B);
   ASSERT_TRUE(v100.measured.has_value());
-  EXPECT_EQ(v100.measured->model, "deepspeedllama_7b");  // hidden 4096, longest sequence
-  EXPECT_EQ(v100.measured->seq, 4096);
+  EXPECT_EQ(v100.measured->model, "deepspeedgpt_6.7b");
+  EXPECT_EQ(v100.measured->seq, 512);
   EXPECT_DOUBLE_EQ(v100.memory_bytes, 16.0 * 1024 * 1024 * 1024);
   EXPECT_GT(v100.measured->forward_slope, 0);
-  // Hidden 2048 on p40: GPT 1.3B (seq 512) and LLaMA tiny (seq 1024) match; the longer wins.
-  const schedule::ModelShape small{24, 2048, 16, 50257, 512};
-  const DeviceProfile p40 = zorse_device_profile("p40", "float16", small);
-  EXPECT_EQ(p40.measured->model, "deepspeedllama_tiny");
-  EXPECT_EQ(p40.measured->seq, 1024);
-  // float32: both measured at 512 only; the tie goes to GPT.
-  EXPECT_EQ(zorse_device_profile("p40", "float32", small).measured->model, "deepspeedgpt_1.3b");
+  const spec::ModelSpec gpt_small = spec::gpt2_model(24, 2048, 16, 50257, 512);
+  EXPECT_EQ(zorse_device_profile("p40", "float16", gpt_small).measured->model, "deepspeedgpt_1.3b");
+  spec::ModelSpec tiny_llama = spec::find_model_preset("tinyllama-1.1b")->model;
+  tiny_llama.max_seq = 1024;
+  EXPECT_EQ(zorse_device_profile("l4", "float16", tiny_llama).measured->seq, 1024);  // the longest
+  const DeviceProfile l4 = zorse_device_profile("l4", "float16", tiny_llama, {"", 512});
+  EXPECT_EQ(l4.measured->model, "deepspeedllama_tiny");
+  EXPECT_EQ(l4.measured->seq, 512);
+  // Seconds per sample and layer at 512 tokens (the fit's slope).
+  EXPECT_NEAR(l4.measured->forward_slope, 1.12e-3, 0.01e-3);
+  const DeviceProfile gpt_l4 = zorse_device_profile("l4", "float16", gpt_small);
+  EXPECT_NEAR(gpt_l4.measured->forward_slope, 8.99e-3, 0.01e-3);
+  try {
+    zorse_device_profile("l4", "float16", spec::gpt2_model(12, 768, 12, 50257, 512));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("measures no gpt2 model of hidden size 768 on l4"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--profile-model"), std::string::npos) << e.what();
+  }
+  // The user's choice is read, scaled by FLOPs, or refused when that table lacks the device.
+  EXPECT_EQ(zorse_device_profile("l4", "float16", spec::gpt2_model(12, 768, 12, 50257, 512),
+                                 {"deepspeedgpt_1.3b", 512})
+                .measured->model,
+            "deepspeedgpt_1.3b");
+  EXPECT_THROW(zorse_device_profile("a100x40", "float16", k7B, {"deepspeedgpt_1.3b", 512}), Error);
   EXPECT_THROW(zorse_device_profile("tpu-v9", "float16", k7B), Error);
   EXPECT_THROW(resolve_device("a200", k7B), Error);
   EXPECT_EQ(resolve_devices("a100-80gb,zorse:t4", k7B).size(), 2u);
 }
 
 // Static memory: 12H^2 + 13H per layer, embeddings on stage 0, final norm and LM head last;
-// 2 + 4 + 12 bytes per parameter by default.
+// 2 + 4 + 12 bytes per parameter in bf16. Units: the model description's bf16 table
+// (spec/unit_memory.h), per token and GPT layer 2(9C) + 16 kept to W, 2(5C) + 4 n_h freed at B,
+// 2(2C) of K/V; with recomputation only the layer inputs 2C and the K/V.
 TEST(MemoryModel, StaticAndPerUnitBytes) {
-  const auto part = schedule::even_partition(k7B, 32768, 4);
+  const auto part = spec::even_partition(k7B, 32768, 4);
   const std::vector<int> layers = split_layers(32, 4);
-  const MemoryModel mem(k7B, layers, part, 1, MemoryCoefficients{});
+  const MemoryModel mem(k7B, layers, part, 1, MemoryOptions{});
   const std::int64_t H = 4096, per_layer = 12 * H * H + 13 * H;
   EXPECT_EQ(mem.parameter_count(1), 8 * per_layer);
   EXPECT_EQ(mem.parameter_count(0), 8 * per_layer + (50257 + 32768) * H);
@@ -104,24 +129,23 @@ TEST(MemoryModel, StaticAndPerUnitBytes) {
   const StaticMemory s = mem.static_memory({1});
   EXPECT_DOUBLE_EQ(s.total(), 18.0 * 8 * per_layer);
   // Segment 2 of 4 (8192 tokens from 16384) on a middle stage of 8 layers.
-  EXPECT_DOUBLE_EQ(mem.activation_bytes(1, 2), 8192.0 * 8 * 34 * H);
-  EXPECT_DOUBLE_EQ(mem.held_for_weight_bytes(1, 2), 8192.0 * 8 * 32 * H);
-  EXPECT_DOUBLE_EQ(mem.kv_prefix_bytes(1, 2), 16384.0 * 8 * 4 * H);
-  EXPECT_DOUBLE_EQ(mem.kv_prefix_bytes(1, 0), 0.0);
-  EXPECT_DOUBLE_EQ(mem.activation_bytes(3, 0) - mem.activation_bytes(1, 0), 8192.0 * 50257 * 4);
-  MemoryCoefficients no_flash;
-  no_flash.attention_score_bytes = 5;  // Korthikanti et al.'s materialised softmax
-  const MemoryModel mem5(k7B, layers, part, 1, no_flash);
-  EXPECT_DOUBLE_EQ(mem5.activation_bytes(1, 2) - mem.activation_bytes(1, 2), 5.0 * 32 * 8192 * 24576 * 8);
+  const double per_token_layer = 2 * 9 * H + 16 + 2 * 5 * H + 4 * 32 + 2 * 2 * H;
+  EXPECT_DOUBLE_EQ(mem.activation_bytes(1, 2), 8192.0 * 8 * per_token_layer);
+  // After B: what W needs (2(9C) + 16 and the B outputs 2(9C)) and the fp32 dK/dV (4 x 2C).
+  EXPECT_DOUBLE_EQ(mem.held_for_weight_bytes(1, 2), 8192.0 * 8 * (2 * 9 * H + 16 + 2 * 9 * H + 4 * 2 * H));
+  // The head stage adds x_final, its norm (2 x 2C + 8) and the fp32 logits.
+  EXPECT_DOUBLE_EQ(mem.activation_bytes(3, 0) - mem.activation_bytes(1, 0), 8192.0 * (50257 * 4 + 4 * H + 8));
+  const MemoryModel recomputed(k7B, layers, part, 1, MemoryOptions{spec::Precision::bf16, true, 1});
+  EXPECT_DOUBLE_EQ(recomputed.activation_bytes(1, 2), 8192.0 * 8 * (2 * H + 2 * 2 * H));
 }
 
 // The simulator's activation bytes follow the schedule: 1F1B holds p micro-batches on rank 0,
 // GPipe holds all m.
 TEST(MemoryModel, PeakActivationsFollowTheSchedule) {
-  const schedule::ModelShape tiny{4, 64, 4, 100, 16};
-  const auto part = schedule::even_partition(tiny, 16, 1);
+  const spec::ModelSpec tiny = spec::gpt2_model(4, 64, 4, 100, 16);
+  const auto part = spec::even_partition(tiny, 16, 1);
   const std::vector<int> layers = split_layers(4, 4);
-  const MemoryModel mem(tiny, layers, part, 1, MemoryCoefficients{});
+  const MemoryModel mem(tiny, layers, part, 1, MemoryOptions{});
   const UniformCostModel cost(1, 1, 1);
   const double unit = mem.activation_bytes(0, 0);
   for (const char* name : {"1f1b", "gpipe"}) {
@@ -131,8 +155,8 @@ TEST(MemoryModel, PeakActivationsFollowTheSchedule) {
   }
   // ZB-H1: B keeps what W needs until W runs.
   const schedule::Schedule zb = schedule::parse_schedule("F0.0 B0.0 F1.0 W0.0 B1.0 W1.0\n", "zb");
-  const auto one = schedule::even_partition(tiny, 16, 1);
-  const MemoryModel m1(tiny, {4}, one, 1, MemoryCoefficients{});
+  const auto one = spec::even_partition(tiny, 16, 1);
+  const MemoryModel m1(tiny, {4}, one, 1, MemoryOptions{});
   const SimResult r = simulate(zb, schedule::lower(zb), cost, &m1);
   EXPECT_DOUBLE_EQ(r.ranks[0].peak_activation_bytes, m1.activation_bytes(0, 0) + m1.held_for_weight_bytes(0, 0));
 }
@@ -174,19 +198,20 @@ TEST(EventSimulator, RefusesAProgramThatCannotFinish) {
 }
 
 TEST(ModelPresets, ShapesAndConfigFiles) {
-  const ModelSpec m = resolve_model("gpt-13b", 8192);
-  EXPECT_EQ(m.shape.layers, 40);
-  EXPECT_EQ(m.shape.hidden, 5120);
-  EXPECT_EQ(m.shape.heads, 40);
-  EXPECT_EQ(m.shape.max_seq, 8192);
+  using spec::resolve_model;
+  const spec::NamedModel m = resolve_model("gpt-13b", 8192);
+  EXPECT_EQ(m.model.layers, 40);
+  EXPECT_EQ(m.model.hidden, 5120);
+  EXPECT_EQ(m.model.heads, 40);
+  EXPECT_EQ(m.model.max_seq, 8192);
   EXPECT_THROW(resolve_model("gpt-99b", 8192), Error);
   const std::string path = testing::TempDir() + "/model.json";
   std::FILE* f = std::fopen(path.c_str(), "w");
   std::fputs(R"({"train": {"steps": 3}, "model": {"layers": 4, "hidden": 256, "heads": 8, "vocab": 1000, "max_seq": 512}})", f);
   std::fclose(f);
-  const ModelSpec c = resolve_model(path, 256);
-  EXPECT_EQ(c.shape.layers, 4);
-  EXPECT_EQ(c.shape.vocab, 1000);
+  const spec::NamedModel c = resolve_model(path, 256);
+  EXPECT_EQ(c.model.layers, 4);
+  EXPECT_EQ(c.model.vocab, 1000);
   try {
     resolve_model(path, 1024);
     FAIL();

@@ -5,7 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/schedule/heterogeneous_pipeline.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 #include "plait/sim/flops_cost_model.h"
 #include "plait/sim/simulation.h"
 
@@ -24,8 +24,8 @@ DeviceProfile flat(double tflops) {
 SimulationConfig config_for(std::vector<DeviceProfile> devices) {
   SimulationConfig c;
   c.seq = 1024;
-  c.model = resolve_model("gpt-1.3b", c.seq);
-  c.model.shape.vocab = 8;  // a negligible LM head, so equal layers mean equal work
+  c.model = spec::resolve_model("gpt-1.3b", c.seq);
+  c.model.model.vocab = 8;  // a negligible LM head, so equal layers mean equal work
   c.microbatch_size = 1;
   c.devices = std::move(devices);
   c.record_events = false;
@@ -35,9 +35,9 @@ SimulationConfig config_for(std::vector<DeviceProfile> devices) {
 // The heterogeneous schedule for `pipeline`, with the unit costs the simulator will charge.
 schedule::Schedule build(const SimulationConfig& c, const schedule::HeterogeneousPipeline& p,
                          const std::vector<int>& layers, const char* family) {
-  const auto partition = schedule::partition_sequence(c.model.shape, c.seq, p.num_segments, c.split);
-  auto cost = std::make_shared<FlopsCostModel>(c.model.shape, layers, partition, c.microbatch_size, c.devices);
-  cost->set_recompute(c.recompute);
+  const auto partition = spec::cut_sequence(c.model.model, c.seq, {p.num_segments, {}, c.split, 1});
+  auto cost = std::make_shared<FlopsCostModel>(c.model.model, layers, partition, c.microbatch_size, c.devices);
+  cost->set_recompute(c.memory.recompute);
   if (!c.links.empty()) cost->set_links(c.links);
   schedule::HeterogeneousCosts costs;
   costs.unit_seconds = [cost](int r, schedule::ActionKind kind, std::int32_t seg, std::int32_t s) {
@@ -125,7 +125,7 @@ TEST(HeterogeneousSimulation, RecomputationChargesTheForwardAgain) {
   p.stage_ranks = {{0}};
   p.stage_counts = {{2}};
   const double plain = simulate_schedule(c, build(c, p, c.vstage_layers, "1f1b"), "1f1b").result.step_time;
-  c.recompute = true;
+  c.memory.recompute = true;
   const double recomputed = simulate_schedule(c, build(c, p, c.vstage_layers, "1f1b"), "1f1b").result.step_time;
   EXPECT_NEAR(recomputed / plain, 4.0 / 3.0, 1e-9);  // F + 2F becomes F + F + 2F
   c.vstage_layers = {23};

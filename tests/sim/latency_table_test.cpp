@@ -4,9 +4,8 @@
 #include <fstream>
 
 #include "plait/core/error.h"
-#include "plait/schedule/sequence_partition.h"
 #include "plait/sim/latency_table.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 #include "plait/sim/zorse_profiles.h"
 
 namespace plait::sim {
@@ -27,7 +26,7 @@ std::string error_of(const std::string& path) {
   return "";
 }
 
-const schedule::ModelShape kSmall{4, 128, 4, 256, 128};
+const spec::ModelSpec kSmall = spec::gpt2_model(4, 128, 4, 256, 128);
 
 // A profile of this machine in Zorse's shape: one model, read strictly; the profile reproduces
 // the fit for the whole sequence it was measured at (FLOPs from the planned shape).
@@ -40,7 +39,7 @@ TEST(LatencyTable, ReadsAProfileAndReproducesItsFit) {
   EXPECT_EQ(t.entries[0].forward_ms.size(), 3u);
   const DeviceProfile d = measured_device_profile(t, nullptr, "cpu", "float32", kSmall, {}, "cpu");
   ASSERT_TRUE(d.measured.has_value());
-  const double flops = schedule::layer_linear_flops(kSmall, 128) + schedule::layer_attention_flops(kSmall, 0, 128);
+  const double flops = kSmall.layer_forward_flops(128);
   EXPECT_NEAR(d.forward_seconds(1, 3 * flops, 0), 3 * 2.0e-3 + 0.5e-3, 1e-12);  // b = 3
   EXPECT_NE(d.source.find("planned model's shape"), std::string::npos);
   // The writer round-trips.
@@ -78,24 +77,25 @@ TEST(LatencyTable, FitsALineLikeZorse) {
 // The planner's llama-7b asks for deepspeedllama_7b at the planned sequence: 1024 exists for all
 // four GPU types of the acceptance cluster, 4096 too; without a preference the longest wins.
 TEST(LatencyTable, PreferredModelAndSequence) {
-  const ModelSpec llama = resolve_model("llama-7b", 1024);
+  const spec::NamedModel llama = spec::resolve_model("llama-7b", 1024);
   EXPECT_EQ(llama.profile_model, "deepspeedllama_7b");
-  EXPECT_FALSE(llama.tie_embeddings);
-  EXPECT_EQ(llama.shape.vocab, 32000);
+  EXPECT_FALSE(llama.model.tie_embeddings);
+  EXPECT_EQ(llama.model.vocab, 32000);
   for (const char* gpu : {"a100x40", "a10g", "v100x16", "t4"}) {
     for (std::int64_t seq : {1024, 4096}) {
-      const DeviceProfile d = zorse_device_profile(gpu, "float16", llama.shape, {llama.profile_model, seq});
+      const DeviceProfile d = zorse_device_profile(gpu, "float16", llama.model, {llama.profile_model, seq});
       EXPECT_EQ(d.measured->model, "deepspeedllama_7b") << gpu;
       EXPECT_EQ(d.measured->seq, seq) << gpu;
     }
   }
   // 3000 is closer to 4096 than to 2048 by ratio (a100x40 has 1024, 2048, 4096).
-  EXPECT_EQ(zorse_device_profile("a100x40", "float16", llama.shape, {llama.profile_model, 3000}).measured->seq, 4096);
-  EXPECT_EQ(zorse_device_profile("a100x40", "float16", llama.shape, {llama.profile_model, 1500}).measured->seq, 2048);
+  EXPECT_EQ(zorse_device_profile("a100x40", "float16", llama.model, {llama.profile_model, 3000}).measured->seq, 4096);
+  EXPECT_EQ(zorse_device_profile("a100x40", "float16", llama.model, {llama.profile_model, 1500}).measured->seq, 2048);
   // The measured fit comes back for a whole micro-batch of the measured sequence (within the
-  // 0.5% by which plait's GPT-shaped FLOPs differ from Zorse's parameter count).
-  const DeviceProfile t4 = zorse_device_profile("t4", "float16", llama.shape, {llama.profile_model, 1024});
-  const double flops = schedule::layer_linear_flops(llama.shape, 1024) + schedule::layer_attention_flops(llama.shape, 0, 1024);
+  // 0.1% by which plait's FLOPs formula, attention included, differs from Zorse's
+  // 2 * seq * parameters + 2 * hidden * seq^2).
+  const DeviceProfile t4 = zorse_device_profile("t4", "float16", llama.model, {llama.profile_model, 1024});
+  const double flops = llama.model.layer_forward_flops(1024);
   const double fitted = t4.measured->forward_slope * 2 + t4.measured->forward_intercept;
   EXPECT_NEAR(t4.forward_seconds(1, 2 * flops, 0) / fitted, 1.0, 0.01);
 }

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/schedule/schedule_family.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 #include "support/run_command.h"
 
 namespace plait::sim {
@@ -30,10 +30,19 @@ TEST(SimCli, PrintsTheResultWithTheDeviceAndItsSource) {
   EXPECT_NE(r.out.find("(source: 142.1 TFLOP/s: best per-GPU throughput"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result     step "), std::string::npos) << r.out;
   // A micro-batch schedule with --segments left at its default runs whole micro-batches.
-  const CommandResult one = run_plait("sim " + kSmall + "--schedule 1f1b --device zorse:a100x80");
+  const CommandResult one = run_plait("sim " + kSmall + "--schedule 1f1b --device zorse:l4");
   ASSERT_EQ(one.status, 0) << one.err;
   EXPECT_NE(one.out.find("1 segment(s)"), std::string::npos) << one.out;
-  EXPECT_NE(one.out.find("device     zorse:a100x80:float16: measured per-layer latencies"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("device     zorse:l4:float16: measured per-layer latencies"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("deepspeedgpt_1.3b (named for this model) on l4"), std::string::npos) << one.out;  // the model's own table
+  // Zorse never measured GPT 1.3B on an A100 80GB: an error naming the choice, not LLaMA's table.
+  const CommandResult none = run_plait("sim " + kSmall + "--schedule 1f1b --device zorse:a100x80");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("has no float16 latencies of deepspeedgpt_1.3b on a100x80"), std::string::npos) << none.err;
+  const CommandResult chosen =
+      run_plait("sim " + kSmall + "--schedule 1f1b --device zorse:a100x80 --profile-model deepspeedllama_tiny");
+  ASSERT_EQ(chosen.status, 0) << chosen.err;
+  EXPECT_NE(chosen.out.find("deepspeedllama_tiny (named for this model) on a100x80"), std::string::npos) << chosen.out;
 }
 
 // --help lists every preset of the table with its shape (the table is the list, so a preset added
@@ -41,8 +50,8 @@ TEST(SimCli, PrintsTheResultWithTheDeviceAndItsSource) {
 TEST(SimCli, HelpListsEveryModelPreset) {
   const CommandResult r = run_plait("sim --help");
   ASSERT_EQ(r.status, 0) << r.err;
-  ASSERT_GE(model_presets().size(), 6u);
-  for (const ModelPreset& p : model_presets()) {
+  ASSERT_GE(spec::model_presets().size(), 10u);
+  for (const spec::NamedModel& p : spec::model_presets()) {
     // The help line that starts with the preset's name.
     std::string line;
     std::istringstream lines(r.out);
@@ -52,11 +61,18 @@ TEST(SimCli, HelpListsEveryModelPreset) {
       }
     }
     ASSERT_FALSE(line.empty()) << p.name << "\n" << r.out;
-    const std::string shape = std::to_string(p.layers) + "/" + std::to_string(p.hidden) + "/" + std::to_string(p.heads);
-    EXPECT_NE(line.find(shape + ", vocab " + std::to_string(p.vocab)), std::string::npos) << line;
-    EXPECT_EQ(line.find("untied") != std::string::npos, !p.tie_embeddings) << line;
+    const spec::ModelSpec& m = p.model;
+    const std::string shape = std::string(spec::family_name(m.family)) + " " + std::to_string(m.layers) + "/" +
+                              std::to_string(m.hidden) + "/" + std::to_string(m.heads);
+    EXPECT_NE(line.find(shape), std::string::npos) << line;
+    EXPECT_NE(line.find(", ffn " + std::to_string(m.ffn_hidden) + ", vocab " + std::to_string(m.vocab)),
+              std::string::npos)
+        << line;
+    EXPECT_EQ(line.find("untied") != std::string::npos, !m.tie_embeddings) << line;
   }
-  EXPECT_NE(r.out.find("llama-7b  32/4096/32, vocab 32000, untied LM head"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tinyllama-1.1b  llama 22/2048/32 (4 kv), ffn 5632, vocab 32000, untied LM head"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(SimCli, BadParametersGiveOneClearLine) {
@@ -72,7 +88,7 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
       {"sim " + kSmall + "--schedule 1f1b --segments 2", "1f1b: schedules whole micro-batches, so segments must be 1"},
       {"sim --model gpt-7b --pp 64 --schedule 1f1b", "cannot place 32 layers on 64 virtual stages"},
       {"sim " + kSmall + "--split uneven", "unknown split method 'uneven'; expected even or flops"},
-      {"sim --model gpt-99b", "--model: 'gpt-99b' is neither a preset (gpt-1.3b, gpt-2.7b"},
+      {"sim --model gpt-99b", "--model: 'gpt-99b' is neither a preset (gpt2-small, gpt-1.3b, gpt-2.7b"},
       {"sim " + kSmall + "--device h100", "--device: 'h100' is not a profile"},
       {"sim " + kSmall + "--device zorse:tpu", "has no GPU type 'tpu'"},
       {"sim " + kSmall + "--schedule pipedream", "--schedule: 'pipedream' is neither a schedule (gpipe, 1f1b"},

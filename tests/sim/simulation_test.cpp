@@ -11,7 +11,7 @@ namespace {
 SimulationConfig small_config() {
   SimulationConfig c;
   c.seq = 4096;
-  c.model = resolve_model("gpt-1.3b", c.seq);
+  c.model = spec::resolve_model("gpt-1.3b", c.seq);
   c.microbatch_size = 2;
   c.shape = {4, 1, 6, 2};
   return c;
@@ -89,7 +89,7 @@ TEST(Simulation, CompareRunsEveryApplicableFamily) {
   EXPECT_NE(table.find("1.000x"), std::string::npos) << table;  // 1f1b against itself
   // 30 layers cannot fill 2 x 16 virtual stages: a constraint, reported, not thrown.
   c.shape.stages = 16;
-  c.model.shape.layers = 30;
+  c.model.model.layers = 30;
   const auto crowded = compare_schedules(c, 2, 2);
   for (const ComparisonRow& row : crowded) {
     if (row.family == "interleaved") {

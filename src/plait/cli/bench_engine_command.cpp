@@ -1,6 +1,7 @@
-// `plait bench engine`: times full training steps (forward, backward, AdamW) of a GPT shape —
-// GPT-2 small by default — and, in the same run and with the same threads, the machine's sgemm
-// peak, and reports the achieved FLOP rate against that peak (docs/engine.md, "Benchmark").
+// `plait bench engine`: times full training steps (forward, backward, AdamW) of a model of either
+// family — a preset or config (GPT-2 small by default) with shape options on top — and, in the
+// same run and with the same threads, the machine's sgemm peak, and reports the achieved FLOP
+// rate against that peak (docs/engine.md, "Benchmark").
 #include <omp.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "plait/core/monotonic_clock.h"
 #include "plait/kernels/blas.h"
 #include "plait/runtime/local_trainer.h"
+#include "plait/spec/model_presets.h"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -24,7 +26,11 @@ namespace plait::cli {
 namespace {
 
 struct BenchArgs {
-  model::GPTConfig model{12, 768, 12, 50257, 0, true};
+  std::string model = "gpt2-small";
+  // Shape options over the model's (0 / empty: the model's own).
+  std::string family;
+  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0;
+  std::int64_t max_seq = 0;
   int seq = 512;
   int batch = 4;
   int microbatches = 1;
@@ -34,8 +40,58 @@ struct BenchArgs {
   int warmup = 1;
   int peak_size = 4096;
   int peak_repeats = 3;
-  bool untied = false;
+  bool untied = false, tied = false;
 };
+
+// The benchmarked model: the preset or config, then the shape options. A changed hidden size
+// re-derives gpt2's ffn (4 * hidden); gpt2 has kv_heads = heads; a llama without kv heads given
+// takes multi-head attention when its heads change.
+spec::ModelSpec bench_model(const BenchArgs& a) {
+  spec::ModelSpec m = spec::resolve_model(a.model, a.seq).model;
+  const bool family_changed = !a.family.empty() && spec::parse_family(a.family) != m.family;
+  if (!a.family.empty()) {
+    if (a.family != "gpt2" && a.family != "llama") {
+      throw InputError("plait bench engine", "--family", "expected gpt2 or llama, found '" + a.family + "'");
+    }
+    m.family = spec::parse_family(a.family);
+    if (family_changed) m.tie_embeddings = m.family == spec::Family::gpt2;
+  }
+  for (auto [flag, value] : {std::pair{"--layers", a.layers}, {"--hidden", a.hidden}, {"--heads", a.heads},
+                             {"--kv-heads", a.kv_heads}, {"--ffn", a.ffn}, {"--vocab", a.vocab}}) {
+    if (value < 0) {
+      throw InputError("plait bench engine", flag, "expected a positive integer, found " + std::to_string(value));
+    }
+  }
+  if (a.layers) m.layers = a.layers;
+  if (a.hidden) m.hidden = a.hidden;
+  if (a.heads) m.heads = a.heads;
+  if (a.vocab) m.vocab = a.vocab;
+  if (a.max_seq) m.max_seq = a.max_seq;
+  if (m.family == spec::Family::gpt2) {
+    if (a.kv_heads) throw InputError("plait bench engine", "--kv-heads", "a llama option (gpt2 has kv_heads = heads)");
+    m.kv_heads = m.heads;
+    if (a.ffn) {
+      m.ffn_hidden = a.ffn;
+    } else if (a.hidden || family_changed) {
+      m.ffn_hidden = 4 * m.hidden;
+    }
+  } else {
+    if (a.kv_heads) {
+      m.kv_heads = a.kv_heads;
+    } else if (a.heads || family_changed) {
+      m.kv_heads = m.heads;
+    }
+    if (a.ffn) {
+      m.ffn_hidden = a.ffn;
+    } else if (family_changed) {
+      throw InputError("plait bench engine", "--ffn", "a llama model needs its MLP width (e.g. --ffn 2048)");
+    }
+  }
+  if (a.untied) m.tie_embeddings = false;
+  if (a.tied) m.tie_embeddings = true;
+  spec::check_model_spec(m, "plait bench engine");
+  return m;
+}
 
 // Uniform random tokens: the engine's cost does not depend on the text.
 class RandomBatches : public data::BatchSource {
@@ -75,12 +131,7 @@ double sgemm_peak_gflops(int n, int repeats) {
 void run_bench(BenchArgs args) {
   if (args.threads > 0) omp_set_num_threads(args.threads);
   const int threads = omp_get_max_threads();
-  model::GPTConfig& m = args.model;
-  if (m.max_seq == 0) m.max_seq = args.seq;
-  m.tie_embeddings = !args.untied;
-  for (auto [flag, value] : {std::pair{"--layers", m.layers}, {"--hidden", m.hidden},
-                             {"--heads", m.heads}, {"--vocab", m.vocab}, {"--seq", args.seq},
-                             {"--max-seq", m.max_seq}, {"--batch", args.batch},
+  for (auto [flag, value] : {std::pair{"--seq", args.seq}, {"--batch", args.batch},
                              {"--microbatches", args.microbatches}, {"--segments", args.segments},
                              {"--steps", args.steps}, {"--peak-size", args.peak_size},
                              {"--peak-repeats", args.peak_repeats}}) {
@@ -90,11 +141,8 @@ void run_bench(BenchArgs args) {
     }
   }
   if (args.warmup < 0) throw InputError("plait bench engine", "--warmup", "expected >= 0");
-  if (m.hidden % m.heads != 0) {
-    throw InputError("plait bench engine", "--heads",
-                     "hidden " + std::to_string(m.hidden) + " is not divisible by heads " +
-                         std::to_string(m.heads));
-  }
+  if (args.untied && args.tied) throw InputError("plait bench engine", "--tied", "give --tied or --untied, not both");
+  const spec::ModelSpec m = bench_model(args);
   if (args.seq > m.max_seq) {
     throw InputError("plait bench engine", "--seq",
                      "sequence length " + std::to_string(args.seq) + " exceeds --max-seq " +
@@ -107,12 +155,13 @@ void run_bench(BenchArgs args) {
   t.microbatches = args.microbatches;
   t.lr = 1e-4;
   t.min_lr = 1e-5;
-  for (const model::Segment& s : model::even_segments(args.seq, args.segments)) {
-    t.segment_lengths.push_back(s.length);
-  }
+  t.segments.count = args.segments;
+  const spec::SequencePartition partition = spec::cut_sequence(m, t.seq, t.segments);
 
   // FLOPs per step. Matmuls: 6 * parameters * tokens (2 forward + 4 backward per weight and
-  // token; Kaplan et al. 2020, eq. 2.1; counts the tied LM head once and wpe in full).
+  // token; Kaplan et al. 2020, eq. 2.1), without the lookup tables no matmul reads: the position
+  // table (gpt2) and the token table when the LM head is untied (a tied table is the head's
+  // matmul and counts once).
   // Attention: per layer and sequence the causal query-key pairs are P = T(T+1)/2 (for any
   // segmentation); QK^T and PV cost 2*C*P each forward and twice that backward, so
   // 12 * C * P per layer and sequence, i.e. 6 * L * C * T(T+1) per sequence. This counts only
@@ -120,18 +169,21 @@ void run_bench(BenchArgs args) {
   const double tokens = static_cast<double>(t.tokens_per_step());
   const double sequences = static_cast<double>(args.batch) * args.microbatches;
   const double params = static_cast<double>(m.parameter_count());
-  const double matmul_flops = 6.0 * params * tokens;
+  const double lookups = (m.learned_positions() ? static_cast<double>(m.max_seq) * m.hidden : 0.0) +
+                         (m.tie_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
+  const double matmul_flops = 6.0 * (params - lookups) * tokens;
   const double attention_flops =
       6.0 * m.layers * m.hidden * static_cast<double>(args.seq) * (args.seq + 1.0) * sequences;
   const double step_flops = matmul_flops + attention_flops;
 
-  std::printf("plait bench engine: L=%d C=%d H=%d V=%d seq=%d, %d micro-batch(es) of %d sequences, "
+  std::printf("plait bench engine: %s (%s), seq=%d, %d micro-batch(es) of %d sequences, "
               "%d segment(s), fp32, %d thread(s), OpenBLAS %s\n",
-              m.layers, m.hidden, m.heads, m.vocab, args.seq, args.microbatches, args.batch,
+              args.model.c_str(), spec::describe(m).c_str(), args.seq, args.microbatches, args.batch,
               args.segments, threads, openblas_get_corename());
-  std::printf("  parameters %.0f (%.2fM); per step: %.0f tokens, 6*params*tokens = %.1f GFLOP, "
-              "attention 6*L*C*T(T+1)*sequences = %.1f GFLOP, total %.1f GFLOP\n",
-              params, params / 1e6, tokens, matmul_flops / 1e9, attention_flops / 1e9,
+  std::printf("  parameters %.0f (%.2fM; %.2fM in lookup tables); per step: %.0f tokens, "
+              "6*matmul params*tokens = %.1f GFLOP, attention 6*L*C*T(T+1)*sequences = %.1f GFLOP, "
+              "total %.1f GFLOP\n",
+              params, params / 1e6, lookups / 1e6, tokens, matmul_flops / 1e9, attention_flops / 1e9,
               step_flops / 1e9);
 
   const double peak_before = sgemm_peak_gflops(args.peak_size, args.peak_repeats);
@@ -139,7 +191,7 @@ void run_bench(BenchArgs args) {
               peak_before);
 
   MemoryTracker tracker;
-  runtime::LocalTrainer trainer(m, t, tracker);
+  runtime::LocalTrainer trainer(m, t, partition, tracker);
   const RandomBatches batches(args.seq, args.batch, args.microbatches, m.vocab);
   std::vector<double> times;
   std::printf("  %-6s %9s %10s %10s %8s  %s\n", "step", "time (s)", "tokens/s", "GFLOP/s",
@@ -182,18 +234,25 @@ void register_bench_engine(CLI::App& app) {
   CLI::App* group = command_group(app, "bench", "Benchmarks (they print figures; they are not tests)");
   auto* cmd = group->add_subcommand(
       "engine",
-      "Time full training steps (forward, backward, AdamW) of a GPT shape, GPT-2 small by default,\n"
-      "and the sgemm peak in the same run; print tokens/s, achieved GFLOP/s (6*params*tokens plus\n"
-      "causal attention FLOPs) and the fraction of that peak, and peak memory by category.");
+      "Time full training steps (forward, backward, AdamW) of a model of either family (a preset\n"
+      "or config, GPT-2 small by default; the shape options change it), and the sgemm peak in the\n"
+      "same run; print tokens/s, achieved GFLOP/s (6*matmul params*tokens plus causal attention\n"
+      "FLOPs) and the fraction of that peak, and peak memory by category.");
   auto args = std::make_shared<BenchArgs>();
-  cmd->add_option("--layers", args->model.layers, "Transformer blocks")->capture_default_str();
-  cmd->add_option("--hidden", args->model.hidden, "Hidden size C")->capture_default_str();
-  cmd->add_option("--heads", args->model.heads, "Attention heads (must divide hidden)")
+  cmd->add_option("--model", args->model,
+                  "Model preset or JSON config whose \"model\" section is used; presets:\n" +
+                      spec::model_preset_lines())
       ->capture_default_str();
-  cmd->add_option("--vocab", args->model.vocab, "Vocabulary size")->capture_default_str();
+  cmd->add_option("--family", args->family, "Change the family: gpt2 or llama");
+  cmd->add_option("--layers", args->layers, "Transformer layers");
+  cmd->add_option("--hidden", args->hidden, "Hidden size C");
+  cmd->add_option("--heads", args->heads, "Attention (query) heads, dividing hidden");
+  cmd->add_option("--kv-heads", args->kv_heads, "Key/value heads (llama), dividing heads");
+  cmd->add_option("--ffn", args->ffn, "MLP width (gpt2 default 4 x hidden)");
+  cmd->add_option("--vocab", args->vocab, "Vocabulary size");
   cmd->add_option("--seq", args->seq, "Sequence length T")->capture_default_str();
-  cmd->add_option("--max-seq", args->model.max_seq,
-                  "Positions in the model (default: --seq, so wpe holds only used rows)");
+  cmd->add_option("--max-seq", args->max_seq,
+                  "Positions in the model (default for presets: --seq, so wpe holds only used rows)");
   cmd->add_option("--batch", args->batch, "Sequences per micro-batch")->capture_default_str();
   cmd->add_option("--microbatches", args->microbatches, "Micro-batches per step")
       ->capture_default_str();
@@ -209,6 +268,7 @@ void register_bench_engine(CLI::App& app) {
   cmd->add_option("--peak-repeats", args->peak_repeats, "Timed sgemm calls (best one counts)")
       ->capture_default_str();
   cmd->add_flag("--untied", args->untied, "Separate LM head instead of the tied embedding");
+  cmd->add_flag("--tied", args->tied, "LM head tied to the token embedding");
   cmd->callback([args] { run_bench(*args); });
 }
 

@@ -1,8 +1,8 @@
 // `plait bench runtime memory|speed` (run under mpirun): the distributed runtime measured next to
 // the simulator's prediction for the same run (docs/runtime.md, "Benchmarks").
 //   memory: p ranks (default 4), each schedule's measured peak activation + K/V bytes per stage
-//           against sim::simulate with the engine's exact memory coefficients
-//           (runtime/engine_memory_coefficients.h), and Seq1F1B's stage-0 peak against 1F1B's.
+//           against sim::simulate with the engine's exact unit memory (spec/unit_memory.h,
+//           fp32), and Seq1F1B's stage-0 peak against 1F1B's.
 //   speed:  p ranks (default 2), one thread each, each schedule's measured pipeline step time
 //           against sim::simulate fed with this machine's measured per-unit engine times
 //           (runtime/profile_cost_model.h) and a measured link latency.
@@ -24,7 +24,6 @@
 #include "plait/core/monotonic_clock.h"
 #include "plait/data/batch_loader.h"
 #include "plait/runtime/distributed_trainer.h"
-#include "plait/runtime/engine_memory_coefficients.h"
 #include "plait/runtime/measured_step.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/profile_cost_model.h"
@@ -57,7 +56,7 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   }
   runtime::JobConfig job;
   job.run.source = "plait bench runtime";
-  job.run.model = {o.layers, o.hidden, o.heads, 256, o.seq, true};
+  job.run.model = spec::gpt2_model(o.layers, o.hidden, o.heads, 256, o.seq);
   runtime::TrainConfig& t = job.run.train;
   t.steps = o.steps + 1;
   t.seq = o.seq;
@@ -67,8 +66,8 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   t.warmup_steps = 0;
   const int k = family->sequence_level ? o.segments : 1;
   if (k > 1) {
-    for (const model::Segment& s : model::even_segments(o.seq, k)) t.segment_lengths.push_back(s.length);
-    job.segments_from_count = true;
+    t.segments.count = k;
+    t.segments.split = spec::parse_split_method(o.split);
     job.parallel.split = o.split;
   }
   job.parallel.schedule = schedule;
@@ -87,19 +86,6 @@ struct RandomTokens {
   }
   std::vector<std::uint16_t> tokens;
 };
-
-schedule::SequencePartition partition_of(const runtime::PipelinePlan& plan) {
-  schedule::SequencePartition p;
-  for (const model::Segment& s : plan.segments) {
-    p.lengths.push_back(s.length);
-    p.flops.push_back(0);
-  }
-  return p;
-}
-
-schedule::ModelShape shape_of(const model::GPTConfig& m) {
-  return {m.layers, m.hidden, m.heads, m.vocab, m.max_seq};
-}
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
@@ -144,8 +130,8 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                       static_cast<double>(tracker.peak(MemoryCategory::kKVCache))};
     const auto all = runtime::gather_all(world, mine);
     if (!lead) continue;
-    const sim::MemoryModel memory(shape_of(plan.model), plan.vstage_layers, partition_of(plan),
-                                  plan.microbatch_size, runtime::engine_memory_coefficients(plan.model));
+    const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
+                                  {spec::Precision::fp32, false, 1});
     const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
     const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
     const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
@@ -215,7 +201,7 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
   // activations compete for the caches as in the run.
   options.probe_layers = plan.model.layers / plan.num_ranks();
   runtime::SegmentProfile mine =
-      runtime::profile_segments(plan.model, plan.microbatch_size, plan.segments, options);
+      runtime::profile_segments(plan.model, plan.microbatch_size, plan.partition, options);
   std::vector<double> packed;
   for (const auto* list : {&mine.layer, &mine.embedding, &mine.head}) {
     for (const runtime::UnitTimes& u : *list) {
@@ -328,7 +314,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const int in_flight = peak_in_flight(runs[i].plan);
     const auto known = std::find_if(profiles.begin(), profiles.end(), [&](const Profiles& e) {
-      return runs[e.run].plan.segments == runs[i].plan.segments && e.in_flight == in_flight;
+      return runs[e.run].plan.partition == runs[i].plan.partition && e.in_flight == in_flight;
     });
     profile_of[i] = static_cast<std::size_t>(known - profiles.begin());
     if (known == profiles.end()) profiles.push_back({i, in_flight, {}});
@@ -357,8 +343,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
               o.profile.empty() ? "" : (" (" + o.profile + ")").c_str());
   for (const Profiles& e : profiles) {
     const runtime::SegmentProfile p = combine(e.typical);
-    std::printf("  unit times, %zu segment(s), %d micro-batch(es) in flight, ms F / B / W: layer",
-                p.segments.size(), e.in_flight);
+    std::printf("  unit times, %d segment(s), %d micro-batch(es) in flight, ms F / B / W: layer",
+                p.partition.count(), e.in_flight);
     for (const runtime::UnitTimes& u : p.layer) {
       std::printf(" %.2f/%.2f/%.2f", 1e3 * u.forward, 1e3 * u.backward_input, 1e3 * u.backward_weight);
     }
@@ -380,8 +366,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const double median = sorted[sorted.size() / 2];
     double bubble = 0;
     for (double b : run.bubbles) bubble += b / static_cast<double>(run.bubbles.size());
-    std::printf("%-12s %2d %2zu | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
-                run.name.c_str(), run.plan.schedule.layout.max_chunks(), run.plan.segments.size(),
+    std::printf("%-12s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
+                run.name.c_str(), run.plan.schedule.layout.max_chunks(), run.plan.partition.count(),
                 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
                 100 * (typical.step_time - median) / median, 100 * bubble,
                 100 * typical.bubble_fraction);

@@ -8,7 +8,7 @@
 #include "plait/cli/commands.h"
 #include "plait/core/error.h"
 #include "plait/schedule/schedule_family.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 #include "plait/sim/simulation.h"
 
 namespace plait::cli {
@@ -31,7 +31,7 @@ void run_bench_sim(const BenchSimOptions& o) {
   if (o.repeat < 1) throw Error("--repeat: expected at least 1, found " + std::to_string(o.repeat));
   sim::SimulationConfig config;
   config.seq = o.seq;
-  config.model = sim::resolve_model(o.model, o.seq);
+  config.model = spec::resolve_model(o.model, o.seq);
   config.shape = {o.pp, family->fixed_chunks > 0 ? family->fixed_chunks : o.chunks, o.microbatches,
                   family->sequence_level ? o.segments : 1};
   config.record_events = o.events;

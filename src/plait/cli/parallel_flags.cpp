@@ -65,19 +65,16 @@ void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
       throw Error("--segments: " + std::to_string(f.segments) + " segments of a " +
                   std::to_string(job.run.train.seq) + "-token sequence");
     }
-    job.run.train.segment_lengths.clear();
-    if (f.segments > 1) {
-      for (const model::Segment& s : model::even_segments(job.run.train.seq, f.segments)) {
-        job.run.train.segment_lengths.push_back(s.length);
-      }
-    }
-    job.segments_from_count = true;
+    spec::SegmentRequest& r = job.run.train.segments;
+    r.lengths.clear();
+    r.count = f.segments;
   }
   if (!f.split.empty()) {
-    if (!job.segments_from_count && !job.run.train.segment_lengths.empty()) {
+    if (job.run.train.segments.explicit_lengths()) {
       throw Error("--split: train.segments gives explicit lengths; give --segments K to re-cut");
     }
     p.split = f.split;
+    job.run.train.segments.split = spec::parse_split_method(f.split);
   }
   if (!p.devices.empty() && static_cast<int>(p.devices.size()) != p.world_size()) {
     throw Error("--pp/--dp: " + std::to_string(p.world_size()) + " ranks, but parallel.devices lists " +

@@ -18,7 +18,7 @@
 #include "plait/plan/planner.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/latency_table.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 
 namespace plait::cli {
 
@@ -31,7 +31,7 @@ struct PlanOptions {
   std::string devices_of_type, schedule, microbatch_size;
   std::string max_stages = "16", simulate = "12", min_unit_tokens;
   bool no_segments = false, no_recompute = false, even = false, verbose = false;
-  std::string evaluate;
+  std::string evaluate, profile_model;
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
 };
 
@@ -50,8 +50,8 @@ void write_flops_profile(const PlanOptions& o) {
   } catch (const std::exception&) {
   }
   if (!(gflops > 0)) throw Error("--gflops: expected a positive number, found '" + o.gflops + "'");
-  const sim::ModelSpec model = sim::resolve_model(o.model, seq);
-  const sim::LatencyEntry e = sim::flops_latency_entry(model.name, o.device_name, o.dtype, model.shape, seq, gflops * 1e9,
+  const spec::NamedModel model = spec::resolve_model(o.model, seq);
+  const sim::LatencyEntry e = sim::flops_latency_entry(model.name, o.device_name, o.dtype, model.model, seq, gflops * 1e9,
                                                        static_cast<int>(positive_flag("--max-microbatch", o.max_microbatch, 1024)));
   write_json_file(o.flops_profile, sim::latency_table_json({e}));
   std::printf("wrote %s: provisional %s profile of %s at seq %lld from FLOPs at %.1f GFLOP/s (per layer: forward "
@@ -61,7 +61,8 @@ void write_flops_profile(const PlanOptions& o) {
 }
 
 void evaluate(const PlanOptions& o) {
-  const plan::ClusterSpec cluster = plan::read_cluster_spec(o.cluster);
+  plan::ClusterSpec cluster = plan::read_cluster_spec(o.cluster);
+  if (!o.profile_model.empty()) cluster.profile_model = o.profile_model;
   plan::LoadedPlan loaded = plan::read_plan_file(o.evaluate, cluster);
   const plan::PlanningProblem problem = plan::make_problem(cluster, loaded.model, loaded.global_batch, loaded.seq);
   plan::Plan p;
@@ -107,8 +108,10 @@ void run_plan(const PlanOptions& o) {
   }
 
   plan::ClusterSpec cluster = plan::read_cluster_spec(o.cluster);
-  sim::ModelSpec model = sim::resolve_model(o.model, seq);
-  const plan::PlanningProblem problem = plan::make_problem(std::move(cluster), std::move(model), batch, seq);
+  if (!o.profile_model.empty()) cluster.profile_model = o.profile_model;
+  spec::NamedModel model = spec::resolve_model(o.model, seq);
+  const plan::PlanningProblem problem =
+      plan::make_problem(std::move(cluster), std::move(model), batch, seq, options.device_types);
   const plan::PlannerResult result = plan::plan_cluster(problem, options);
   std::fputs(plan::format_result(problem, result, o.verbose).c_str(), stdout);
   if (!o.out.empty()) {
@@ -130,8 +133,13 @@ void register_plan(CLI::App& app) {
                   "machines, links; see docs/planner.md and share/clusters/")
       ->type_name("FILE");
   cmd->add_option("--model", o->model,
-                  "Model preset (" + sim::model_preset_names() + ")\nor a JSON config whose \"model\" section is used")
+                  "Model preset (" + spec::model_preset_names() + ")\nor a JSON config whose \"model\" section is used")
       ->type_name("PRESET|FILE");
+  cmd->add_option("--profile-model", o->profile_model,
+                  "The measured model whose tables the cluster's zorse: profiles read (overrides the\n"
+                  "cluster spec's \"profile_model\"; default: the preset's table, or the one of the\n"
+                  "model's family and hidden size; a model without one is an error, never a substitute)")
+      ->type_name("NAME");
   cmd->add_option("--global-batch", o->global_batch, "Sequences per optimizer step (the global batch B)")
       ->type_name("INT");
   cmd->add_option("--seq", o->seq, "Tokens per sequence S")->type_name("INT");

@@ -65,7 +65,7 @@ void run_profile(const ProfileArgs& a) {
                                             : runtime::load_job_config(a.config);
   apply_parallel_flags(a.layout, job);
   omp_set_num_threads(a.threads);
-  const model::GPTConfig& m = job.run.model;
+  const spec::ModelSpec& m = job.run.model;
   const runtime::TrainConfig t = job.global_train();
   const std::vector<int> seqs = a.seqs.empty() ? std::vector<int>{t.seq} : parse_seqs(a.seqs, m.max_seq);
   runtime::ProfileOptions options;
@@ -75,9 +75,8 @@ void run_profile(const ProfileArgs& a) {
   options.slowdown = a.slowdown;
   options.defer_weight = a.defer_weight;
   const std::string name = runtime::profile_model_name(m);
-  std::printf("plait profile: %s (%d layers, hidden %d, %d heads, vocab %d), %d thread(s), median of "
-              "%d runs\n",
-              name.c_str(), m.layers, m.hidden, m.heads, m.vocab, a.threads, a.repeats);
+  std::printf("plait profile: %s (%s), %d thread(s), median of %d runs\n", name.c_str(),
+              spec::describe(m).c_str(), a.threads, a.repeats);
 
   std::vector<sim::LatencyEntry> entries;
   for (int seq : seqs) {
@@ -101,10 +100,10 @@ void run_profile(const ProfileArgs& a) {
               a.out.c_str(), name.c_str(), a.device.c_str());
 
   const runtime::SegmentProfile sp =
-      runtime::profile_segments(m, t.microbatch_size, t.segments(), options);
+      runtime::profile_segments(m, t.microbatch_size, job.run.partition(), options);
   std::printf("  segments of the config (micro-batch %d), ms for F / B / W:\n", t.microbatch_size);
-  for (std::size_t j = 0; j < sp.segments.size(); ++j) {
-    const model::Segment& s = sp.segments[j];
+  for (int j = 0; j < sp.partition.count(); ++j) {
+    const spec::Segment s = sp.partition.segment(j);
     std::printf("    [%5d, %5d)  layer %7.3f / %7.3f / %7.3f   embedding %7.3f / %7.3f / %7.3f   head "
                 "%7.3f / %7.3f / %7.3f\n",
                 s.start, s.end(), sp.layer[j].forward * 1e3, sp.layer[j].backward_input * 1e3,

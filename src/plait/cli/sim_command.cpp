@@ -12,7 +12,7 @@
 #include "plait/schedule/schedule_family.h"
 #include "plait/schedule/schedule_text.h"
 #include "plait/schedule/validator.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 #include "plait/sim/report_text.h"
 #include "plait/sim/schedule_comparison.h"
 #include "plait/sim/simulation.h"
@@ -30,6 +30,7 @@ struct SimOptions {
   std::string seq = "32768";
   std::string schedule = "seq1f1b";
   std::string device = "a100-80gb";
+  std::string profile_model;
   bool compare = false;
   std::string trace, html;
 };
@@ -51,14 +52,16 @@ void write_timelines(const sim::SimulationConfig& config, const sim::SimulationR
 void run_sim(const CLI::App& cmd, const SimOptions& o) {
   sim::SimulationConfig config;
   config.seq = positive_flag("--seq", o.seq, std::int64_t{1} << 32);
-  config.model = sim::resolve_model(o.model, config.seq);
+  config.model = spec::resolve_model(o.model, config.seq);
   config.microbatch_size = static_cast<int>(positive_flag("--microbatch-size", o.microbatch_size, 1 << 20));
-  config.split = schedule::parse_split_method(o.split);
+  config.split = spec::parse_split_method(o.split);
   config.shape.stages = static_cast<int>(positive_flag("--pp", o.pp, 1 << 16));
   config.shape.microbatches = static_cast<int>(positive_flag("--microbatches", o.microbatches, 1 << 24));
   const int chunks = static_cast<int>(positive_flag("--chunks", o.chunks, 64));
   const int segments = static_cast<int>(positive_flag("--segments", o.segments, 1 << 16));
-  config.devices = sim::resolve_devices(o.device, config.model.shape);
+  config.devices = sim::resolve_devices(
+      o.device, config.model.model,
+      {o.profile_model.empty() ? config.model.profile_model : o.profile_model, config.seq});
   config.record_events = !o.trace.empty() || !o.html.empty();
 
   if (o.compare) {
@@ -124,10 +127,10 @@ void register_sim(CLI::App& app) {
       "rank, and timelines. Costs come from FLOPs and a device profile; see docs/simulator.md.");
   auto o = std::make_shared<SimOptions>();
   cmd->add_option("--model", o->model,
-                  "Model preset or JSON config whose \"model\" section is {layers, hidden, heads,\n"
-                  "vocab, max_seq}. Presets (layers/hidden/heads; vocab 50257 is GPT-2's BPE; the\n"
-                  "result prints each preset's source, docs/simulator.md lists them):\n" +
-                      sim::model_preset_lines() + "\nPresets size max_seq to --seq.")
+                  "Model preset or JSON config whose \"model\" section describes it (family gpt2 or\n"
+                  "llama, layers, hidden, heads, ...; docs/config.md). Presets (family layers/hidden/\n"
+                  "heads; the result prints each preset's source, docs/simulator.md lists them):\n" +
+                      spec::model_preset_lines() + "\nPresets size max_seq to --seq.")
       ->capture_default_str();
   cmd->add_option("--pp", o->pp, "Pipeline ranks p")->type_name("INT")
       ->capture_default_str();
@@ -163,6 +166,10 @@ void register_sim(CLI::App& app) {
                   "(per-layer latencies measured by Zorse, share/profiles/zorse), or a JSON file;\n"
                   "a comma-separated list gives one profile per rank")
       ->capture_default_str();
+  cmd->add_option("--profile-model", o->profile_model,
+                  "The measured model whose Zorse tables zorse: profiles read (default: the\n"
+                  "preset's, or the one of the model's family and hidden size; none is never\n"
+                  "substituted silently), e.g. deepspeedllama_7b");
   cmd->add_flag("--compare", o->compare,
                 "Simulate every schedule and print a table (step time, bubble, throughput relative\n"
                 "to 1f1b, peak memory per rank); skips those whose constraints fail, with the reason");

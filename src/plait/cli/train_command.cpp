@@ -100,7 +100,8 @@ std::int32_t parse_lookahead(const std::string& text) {
               text + "'");
 }
 
-std::string join(const std::vector<int>& values, const char* sep) {
+template <typename T>
+std::string join(const std::vector<T>& values, const char* sep) {
   std::string out;
   for (std::size_t i = 0; i < values.size(); ++i) out += (i ? sep : "") + std::to_string(values[i]);
   return out;
@@ -109,23 +110,21 @@ std::string join(const std::vector<int>& values, const char* sep) {
 void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                   const runtime::PipelinePlan& plan, const runtime::TrainConfig& t,
                   std::int32_t lookahead, const ThreadChoice& threads) {
-  const model::GPTConfig& m = job.run.model;
+  const spec::ModelSpec& m = job.run.model;
   std::printf("plait train: config %s\n", args.config.empty()
                                               ? "built-in default (the same as configs/default.json)"
                                               : args.config.c_str());
-  std::printf("  model: %d layers, hidden %d, %d heads, vocab %d, max_seq %d, %s embeddings: %.2fM "
-              "parameters\n",
-              m.layers, m.hidden, m.heads, m.vocab, m.max_seq, m.tie_embeddings ? "tied" : "untied",
-              m.parameter_count() / 1e6);
-  std::printf("  train: %d steps of %d x %d sequences of %d tokens (%lld tokens/step), %zu "
+  std::printf("  model: %s, max_seq %lld, %s embeddings: %.2fM parameters\n", spec::describe(m).c_str(),
+              static_cast<long long>(m.max_seq), m.tie_embeddings ? "tied" : "untied",
+              static_cast<double>(m.parameter_count()) / 1e6);
+  std::printf("  train: %d steps of %d x %d sequences of %d tokens (%lld tokens/step), %d "
               "segment(s), lr %.2e -> %.2e (warm-up %d), AdamW wd %.2f, clip %.2f, non-finite "
               "steps: %s\n",
               t.steps, t.microbatches, t.microbatch_size, t.seq,
-              static_cast<long long>(t.tokens_per_step()), t.segments().size(), t.lr, t.min_lr,
+              static_cast<long long>(t.tokens_per_step()), t.segments.segments(), t.lr, t.min_lr,
               t.warmup_steps, t.weight_decay, t.grad_clip, runtime::to_string(t.on_nonfinite));
   std::printf("  threads: %d per rank (%s)\n", omp_get_max_threads(), threads.why.c_str());
-  std::vector<int> lengths;
-  for (const model::Segment& s : plan.segments) lengths.push_back(s.length);
+  const std::vector<std::int64_t>& lengths = plan.partition.lengths;
   std::printf("  parallel: %s on %d rank(s), %d virtual stage(s) of %s layers, segments %s, "
               "receives posted %s\n",
               plan.schedule_name.c_str(), plan.num_ranks(), plan.num_vstages(),
@@ -151,7 +150,7 @@ void write_timelines(const TrainArgs& args, const runtime::PipelinePlan& plan,
       plan, step,
       "plait train: " + plan.schedule_name + ", " + std::to_string(plan.num_ranks()) +
           " ranks, m=" + std::to_string(plan.global_microbatches()) +
-          ", k=" + std::to_string(plan.segments.size()) + ", seq " + std::to_string(plan.seq) +
+          ", k=" + std::to_string(plan.partition.count()) + ", seq " + std::to_string(plan.seq) +
           " (measured, step " + std::to_string(step_index) + ")",
       std::move(summary));
   if (!args.trace.empty()) {

@@ -108,10 +108,6 @@ void softmax_backward_rows(T* ds, const T* p, int rows, int r0, int start, int e
 
 }  // namespace
 
-std::size_t attention_backward_workspace(int s, int e, int threads) {
-  return static_cast<std::size_t>(threads) * std::min(s, kAttentionQueryBlock) * e;
-}
-
 template <typename T>
 void attention_forward(T* out, T* probs, const T* q, std::span<const KVBlock<T>> blocks, int batch,
                        int s, int c, int heads, int kv_heads) {

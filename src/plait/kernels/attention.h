@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <span>
 
+#include "plait/spec/unit_memory.h"
+
 namespace plait::kernels {
 
 template <typename T>
@@ -28,9 +30,11 @@ struct KVBlock {
   int length;
 };
 
-// Queries are processed in blocks of this many rows; a block needs keys only up to its last
-// row's position, so the causal upper triangle is skipped except inside the diagonal blocks.
-inline constexpr int kAttentionQueryBlock = 128;
+// Queries are processed in blocks of spec::kAttentionQueryBlock rows; a block needs keys only up
+// to its last row's position, so the causal upper triangle is skipped except inside the diagonal
+// blocks. The block size and the backward's workspace are the model description's memory
+// formulas (spec/unit_memory.h), which the engine's accounting and the planner read.
+using spec::kAttentionQueryBlock;
 
 // out (B,s,C) = softmax(q k^T / sqrt(d) + causal mask) v, per query head with its group's K/V
 // head; probs (B,NH,s,e) keeps the probabilities for the backward: row r holds them for keys
@@ -43,7 +47,9 @@ void attention_forward(T* out, T* probs, const T* q, std::span<const KVBlock<T>>
                        int s, int c, int heads, int kv_heads);
 
 // Workspace (in elements of T) attention_backward needs with `threads` OpenMP threads.
-std::size_t attention_backward_workspace(int s, int e, int threads);
+inline std::size_t attention_backward_workspace(int s, int e, int threads) {
+  return spec::attention_workspace_elements(s, e, threads);
+}
 
 // dq (B,s,C) = dL/dq; every block's dkv += dL/dk, dL/dv (so a later segment's backward leaves
 // the gradient for earlier positions in their blocks). Standard softmax backward:

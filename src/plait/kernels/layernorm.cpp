@@ -11,7 +11,7 @@ namespace plait::kernels {
 
 template <typename T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
-                       int n, int c) {
+                       int n, int c, double eps) {
 #pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
   for (int i = 0; i < n; ++i) {
     const T* x = inp + static_cast<std::size_t>(i) * c;
@@ -25,7 +25,7 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
     T var = 0;
 #pragma omp simd reduction(+ : var)
     for (int j = 0; j < c; ++j) var += (x[j] - m) * (x[j] - m);
-    const T s = T(1) / std::sqrt(var / c + T(kLayerNormEps));
+    const T s = T(1) / std::sqrt(var / c + T(eps));
     for (int j = 0; j < c; ++j) y[j] = (x[j] - m) * s * weight[j] + bias[j];
     mean[i] = m;
     rstd[i] = s;
@@ -91,9 +91,9 @@ void layernorm_backward_weight(T* dweight, T* dbias, const T* dout, const T* inp
 }
 
 template void layernorm_forward<float>(float*, float*, float*, const float*, const float*,
-                                       const float*, int, int);
+                                       const float*, int, int, double);
 template void layernorm_forward<double>(double*, double*, double*, const double*, const double*,
-                                        const double*, int, int);
+                                        const double*, int, int, double);
 template void layernorm_backward_input<float>(float*, const float*, const float*, const float*,
                                               const float*, const float*, const float*, int, int);
 template void layernorm_backward_input<double>(double*, const double*, const double*,

@@ -1,5 +1,6 @@
 #pragma once
-// Layer normalisation (Ba, Kiros, Hinton 2016) over the last dimension, eps = 1e-5 as in GPT-2:
+// Layer normalisation (Ba, Kiros, Hinton 2016) over the last dimension, eps = 1e-5 by default as
+// in GPT-2 (a model's norm_eps otherwise):
 //   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  out = xhat * weight + bias.
 // Backward split into B (input) and W (weight, bias), as for the linear layers.
 namespace plait::kernels {
@@ -9,7 +10,7 @@ inline constexpr double kLayerNormEps = 1e-5;
 // out (N,C), mean (N), rstd (N) from inp (N,C), weight (C), bias (C).
 template <typename T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
-                       int n, int c);
+                       int n, int c, double eps = kLayerNormEps);
 
 // dinp (N,C) = [dresidual (N,C) +] dL/dinp given dout (N,C), with
 //   dinp = rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)),  dnorm = dout * weight.

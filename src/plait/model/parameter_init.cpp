@@ -18,24 +18,15 @@ std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
-void init_tensor(std::span<float> values, const NamedTensor& tensor, const GPTConfig& config,
-                 std::uint64_t seed) {
-  const std::string_view name = tensor.name;
-  const bool layernorm = name.find("ln_") != std::string_view::npos;
-  if (ends_with(name, ".bias") || (layernorm && ends_with(name, ".weight"))) {
-    const float value = ends_with(name, ".bias") ? 0.0f : 1.0f;
-    for (float& v : values) v = value;
+void init_tensor(std::span<float> values, const NamedTensor& tensor, std::uint64_t seed) {
+  if (tensor.init.kind == TensorInit::Kind::constant) {
+    for (float& v : values) v = static_cast<float>(tensor.init.value);
     return;
   }
-  double std = 0.02;
-  if (ends_with(name, "c_proj.weight")) std /= std::sqrt(2.0 * config.layers);
-  const std::uint64_t key = splitmix64(seed ^ fnv1a(name));
+  const double std = tensor.init.value;
+  const std::uint64_t key = splitmix64(seed ^ fnv1a(tensor.name));
   const auto n = static_cast<std::int64_t>(values.size());
   // Box-Muller from two 32-bit uniforms of one counter-based draw per element.
 #pragma omp parallel for schedule(static) if (n > (1 << 16))

@@ -8,6 +8,7 @@
 #include "plait/kernels/embedding.h"
 #include "plait/kernels/layernorm.h"
 #include "plait/kernels/matmul.h"
+#include "plait/kernels/rmsnorm.h"
 #include "plait/model/parameter_init.h"
 
 namespace plait::model {
@@ -25,27 +26,31 @@ std::string range_name(const StageSpec& s) {
 
 }  // namespace
 
-StageModel::StageModel(const GPTConfig& config, StageSpec spec, MemoryTracker& tracker)
-    : config_(config),
+StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker)
+    : config_(model),
       spec_(spec),
       tracker_(tracker),
-      tensors_(parameter_layout(config, spec)),
+      tensors_(parameter_layout(model, spec)),
       parameters_(tracker, MemoryCategory::kParameters, layout_size(tensors_)),
       gradients_(tracker, MemoryCategory::kGradients, layout_size(tensors_)),
       pool_(tracker) {
   blocks_.reserve(static_cast<std::size_t>(spec.layer_count()));
   for (int l = spec.first_layer; l < spec.last_layer; ++l) {
-    blocks_.emplace_back(config_, BlockTensors::locate(parameters_.data(), tensors_, l),
-                         BlockTensors::locate(gradients_.data(), tensors_, l));
+    blocks_.push_back(make_block(config_, l, parameters_.data(), gradients_.data(), tensors_));
   }
+  auto locate = [&](const std::string& name, float*& param, float*& grad) {
+    const std::size_t offset = find_tensor(tensors_, name).offset;
+    param = parameters_.data() + offset;
+    grad = gradients_.data() + offset;
+  };
   if (spec.has_embedding) {
-    wte_ = find_tensor(tensors_, "wte").offset;
-    wpe_ = find_tensor(tensors_, "wpe").offset;
+    locate(embedding_tensor_name(config_), wte_, wte_grad_);
+    if (config_.learned_positions()) locate("wpe", wpe_, wpe_grad_);
   }
   if (spec.has_head) {
-    lnf_w_ = find_tensor(tensors_, "ln_f.weight").offset;
-    lnf_b_ = find_tensor(tensors_, "ln_f.bias").offset;
-    head_w_ = find_tensor(tensors_, config.tie_embeddings ? "wte" : "lm_head.weight").offset;
+    locate(final_norm_name(config_), lnf_w_, lnf_w_grad_);
+    if (config_.has_biases()) locate(final_norm_name(config_, "bias"), lnf_b_, lnf_b_grad_);
+    locate(head_tensor_name(config_), head_w_, head_w_grad_);
   }
 }
 
@@ -62,7 +67,7 @@ std::span<float> StageModel::gradient(std::string_view name) {
 }
 
 void StageModel::init_parameters(std::uint64_t seed) {
-  for (const NamedTensor& t : tensors_) init_tensor(parameter(t.name), t, config_, seed);
+  for (const NamedTensor& t : tensors_) init_tensor(parameter(t.name), t, seed);
 }
 
 void StageModel::zero_gradients() {
@@ -144,12 +149,13 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
   const std::size_t nc = static_cast<std::size_t>(n) * c;
   UnitState& u = m->units.emplace_back();
   u.segment = seg;
-  u.layers.resize(static_cast<std::size_t>(nl));
+  u.layers.reserve(static_cast<std::size_t>(nl));
+  for (const auto& block : blocks_) u.layers.push_back(block->make_state());
   try {
     // The buffer that receives the input of local layer i (i == nl: the head's input, or the
     // stage output).
     auto stream = [&](int i) -> float* {
-      if (i < nl) return (u.layers[i].x_in = pool_.acquire(kAct, nc)).data();
+      if (i < nl) return (u.layers[i]->x_in = pool_.acquire(kAct, nc)).data();
       if (spec_.has_head) return (u.head.x_final = pool_.acquire(kAct, nc)).data();
       return out;
     };
@@ -157,15 +163,15 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
     if (spec_.has_embedding) {
       u.tokens = pool_.acquire(kAct, static_cast<std::size_t>(n));
       std::memcpy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t));
-      kernels::embedding_forward(x, u.tokens.ints(), parameters_.data() + wte_,
-                                 parameters_.data() + wpe_, batch, s, c, seg.start, config_.vocab);
+      kernels::embedding_forward(x, u.tokens.ints(), wte_, wpe_, batch, s, c, seg.start,
+                                 config_.vocab);
     } else {
       std::memcpy(x, in, nc * sizeof(float));
     }
     for (int i = 0; i < nl; ++i) {
       const auto prefix = kv_blocks(*m, seg.index, i, false);
       float* next = stream(i + 1);
-      blocks_[i].forward(u.layers[i], prefix, batch, s, next, pool_);
+      blocks_[i]->forward(*u.layers[i], prefix, batch, seg, next, pool_);
     }
     return spec_.has_head ? head_forward(u, batch, targets, loss_scale) : 0.0;
   } catch (...) {
@@ -182,13 +188,10 @@ double StageModel::head_forward(UnitState& u, int batch, const std::int32_t* tar
   const std::size_t nc = static_cast<std::size_t>(n) * c;
   HeadState& hs = u.head;
   hs.lnf = pool_.acquire(kAct, nc);
-  hs.meanf = pool_.acquire(kAct, n);
-  hs.rstdf = pool_.acquire(kAct, n);
-  kernels::layernorm_forward(hs.lnf.data(), hs.meanf.data(), hs.rstdf.data(), hs.x_final.data(),
-                             parameters_.data() + lnf_w_, parameters_.data() + lnf_b_, n, c);
+  final_norm_forward(hs, n);
   hs.logits = pool_.acquire(kAct, static_cast<std::size_t>(n) * v);
-  kernels::matmul_forward<float>(hs.logits.data(), hs.lnf.data(), parameters_.data() + head_w_,
-                                 nullptr, nullptr, n, c, v);
+  kernels::matmul_forward<float>(hs.logits.data(), hs.lnf.data(), head_w_, nullptr, nullptr, n, c,
+                                 v);
   // The loss gradient is known now; the logits buffer becomes dlogits for B and W.
   PooledBuffer losses = pool_.acquire(kAct, n);
   return kernels::cross_entropy_forward_backward(hs.logits.data(), losses.data(), targets, n, v,
@@ -200,7 +203,7 @@ std::vector<kernels::KVBlock<float>> StageModel::kv_blocks(const MicrobatchState
   std::vector<kernels::KVBlock<float>> blocks;
   blocks.reserve(static_cast<std::size_t>(units));
   for (int i = 0; i < units; ++i) {
-    const BlockUnitState& st = m.units[i].layers[layer];
+    const LayerState& st = *m.units[i].layers[layer];
     blocks.push_back({st.kv.data(), with_gradients ? st.dkv.data() : nullptr,
                       m.units[i].segment.length});
   }
@@ -257,9 +260,10 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
   // attention backward adds into all earlier positions.
   if (!m.backward_started) {
     for (UnitState& earlier : m.units) {
-      const std::size_t n_i = static_cast<std::size_t>(batch) * earlier.segment.length * c;
-      for (BlockUnitState& st : earlier.layers) {
-        st.dkv = pool_.acquire_zeroed(MemoryCategory::kKVCache, 2 * n_i);
+      const std::size_t n_i =
+          static_cast<std::size_t>(batch) * earlier.segment.length * config_.kv_dim();
+      for (auto& st : earlier.layers) {
+        st->dkv = pool_.acquire_zeroed(MemoryCategory::kKVCache, 2 * n_i);
       }
     }
     m.backward_started = true;
@@ -268,7 +272,7 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
   UnitState& u = m.units[seg.index];
   // The buffer that receives dL/d(input of local layer i) (i == nl: of the head's input).
   auto grad_target = [&](int i) -> float* {
-    if (i > 0) return (u.layers[i - 1].dx_out = pool_.acquire(kAct, nc)).data();
+    if (i > 0) return (u.layers[i - 1]->dx_out = pool_.acquire(kAct, nc)).data();
     if (spec_.has_embedding) return (u.d_embed = pool_.acquire(kAct, nc)).data();
     return grad_in;
   };
@@ -282,8 +286,8 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
   for (int i = nl - 1; i >= 0; --i) {
     float* dst = grad_target(i);
     const auto blocks = kv_blocks(m, seg.index + 1, i, true);
-    blocks_[i].backward_input(u.layers[i], blocks, batch, s, dst, pool_);
-    if (fused) blocks_[i].backward_weight(u.layers[i], batch, s);
+    blocks_[i]->backward_input(*u.layers[i], blocks, batch, seg, dst, pool_);
+    if (fused) blocks_[i]->backward_weight(*u.layers[i], batch, seg);
   }
   u.b_done = true;
   if (fused) {
@@ -301,7 +305,7 @@ void StageModel::backward_weight(int microbatch, Segment seg) {
   // Same order as the fused backward: head, layers top down, embedding.
   if (spec_.has_head) head_backward_weight(u, m.batch);
   for (int i = spec_.layer_count() - 1; i >= 0; --i) {
-    blocks_[i].backward_weight(u.layers[i], m.batch, seg.length);
+    blocks_[i]->backward_weight(*u.layers[i], m.batch, seg);
   }
   if (spec_.has_embedding) embedding_backward_weight(u, m.batch);
   u.w_done = true;
@@ -321,29 +325,58 @@ void StageModel::head_backward_input(UnitState& u, int batch, float* dx) {
   const int n = batch * u.segment.length;
   HeadState& hs = u.head;
   hs.d_lnf = pool_.acquire(kAct, static_cast<std::size_t>(n) * c);
-  kernels::matmul_backward_input(hs.d_lnf.data(), hs.logits.data(), parameters_.data() + head_w_,
-                                 n, c, v, false);
-  kernels::layernorm_backward_input<float>(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(),
-                                           parameters_.data() + lnf_w_, hs.meanf.data(),
-                                           hs.rstdf.data(), n, c);
+  kernels::matmul_backward_input(hs.d_lnf.data(), hs.logits.data(), head_w_, n, c, v, false);
+  final_norm_backward_input(hs, dx, n);
 }
 
 void StageModel::head_backward_weight(UnitState& u, int batch) {
   const int c = config_.hidden, v = config_.vocab;
   const int n = batch * u.segment.length;
   HeadState& hs = u.head;
-  kernels::matmul_backward_weight<float>(gradients_.data() + head_w_, nullptr, hs.logits.data(),
-                                         hs.lnf.data(), n, c, v);
-  kernels::layernorm_backward_weight(gradients_.data() + lnf_w_, gradients_.data() + lnf_b_,
-                                     hs.d_lnf.data(), hs.x_final.data(), hs.meanf.data(),
-                                     hs.rstdf.data(), n, c);
+  kernels::matmul_backward_weight<float>(head_w_grad_, nullptr, hs.logits.data(), hs.lnf.data(), n,
+                                         c, v);
+  final_norm_backward_weight(hs, n);
   hs = HeadState{};
 }
 
+void StageModel::final_norm_forward(HeadState& hs, int n) {
+  const int c = config_.hidden;
+  hs.rstdf = pool_.acquire(kAct, static_cast<std::size_t>(n));
+  if (config_.family == spec::Family::gpt2) {
+    hs.meanf = pool_.acquire(kAct, static_cast<std::size_t>(n));
+    kernels::layernorm_forward(hs.lnf.data(), hs.meanf.data(), hs.rstdf.data(), hs.x_final.data(),
+                               lnf_w_, lnf_b_, n, c, config_.norm_eps);
+  } else {
+    kernels::rmsnorm_forward(hs.lnf.data(), hs.rstdf.data(), hs.x_final.data(), lnf_w_, n, c,
+                             config_.norm_eps);
+  }
+}
+
+void StageModel::final_norm_backward_input(HeadState& hs, float* dx, int n) const {
+  const int c = config_.hidden;
+  if (config_.family == spec::Family::gpt2) {
+    kernels::layernorm_backward_input<float>(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(),
+                                             lnf_w_, hs.meanf.data(), hs.rstdf.data(), n, c);
+  } else {
+    kernels::rmsnorm_backward_input<float>(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(), lnf_w_,
+                                           hs.rstdf.data(), n, c);
+  }
+}
+
+void StageModel::final_norm_backward_weight(HeadState& hs, int n) {
+  const int c = config_.hidden;
+  if (config_.family == spec::Family::gpt2) {
+    kernels::layernorm_backward_weight(lnf_w_grad_, lnf_b_grad_, hs.d_lnf.data(), hs.x_final.data(),
+                                       hs.meanf.data(), hs.rstdf.data(), n, c);
+  } else {
+    kernels::rmsnorm_backward_weight(lnf_w_grad_, hs.d_lnf.data(), hs.x_final.data(),
+                                     hs.rstdf.data(), n, c);
+  }
+}
+
 void StageModel::embedding_backward_weight(UnitState& u, int batch) {
-  kernels::embedding_backward(gradients_.data() + wte_, gradients_.data() + wpe_,
-                              u.d_embed.data(), u.tokens.ints(), batch, u.segment.length,
-                              config_.hidden, u.segment.start);
+  kernels::embedding_backward(wte_grad_, wpe_grad_, u.d_embed.data(), u.tokens.ints(), batch,
+                              u.segment.length, config_.hidden, u.segment.start);
   u.tokens.reset();
   u.d_embed.reset();
 }

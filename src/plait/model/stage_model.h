@@ -1,6 +1,6 @@
 #pragma once
-// A pipeline stage of a GPT-2 model: a contiguous range of transformer blocks plus, where asked,
-// the embedding and/or the final LayerNorm + LM head + loss. Work is done in units — one
+// A pipeline stage of a model of either family (spec/model_spec.h): a contiguous range of
+// transformer layers plus, where asked, the embedding and/or the final norm + LM head + loss. Work is done in units — one
 // (micro-batch, segment) — as a pipeline schedule issues them: F (forward / forward_loss), B
 // (backward_input), W (backward_weight), or B+W fused (backward).
 //
@@ -12,8 +12,8 @@
 //
 // Memory: parameters and gradients are one contiguous buffer each (categories parameters,
 // gradients); a unit's saved activations (activations) and its K/V and dK/dV (kv_cache) live in
-// a TensorPool and are released as soon as their last use is done. unit_memory.h gives the exact
-// bytes; docs/engine.md explains them.
+// a TensorPool and are released as soon as their last use is done. spec/unit_memory.h gives the
+// exact bytes; docs/engine.md explains them.
 #include <cstdint>
 #include <map>
 #include <span>
@@ -22,24 +22,26 @@
 
 #include "plait/core/buffer.h"
 #include "plait/core/memory_tracker.h"
-#include "plait/model/gpt_config.h"
+#include "plait/model/block.h"
 #include "plait/model/parameter_layout.h"
-#include "plait/model/segment.h"
 #include "plait/model/stage_spec.h"
 #include "plait/model/tensor_pool.h"
-#include "plait/model/transformer_block.h"
+#include "plait/spec/model_spec.h"
+#include "plait/spec/sequence_partition.h"
 
 namespace plait::model {
+
+using spec::Segment;
 
 class StageModel {
  public:
   // Allocates the parameters (zero; call init_parameters) and gradients (zero).
-  StageModel(const GPTConfig& config, StageSpec spec, MemoryTracker& tracker);
+  StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker);
   ~StageModel();
   StageModel(const StageModel&) = delete;
   StageModel& operator=(const StageModel&) = delete;
 
-  const GPTConfig& config() const { return config_; }
+  const spec::ModelSpec& config() const { return config_; }
   const StageSpec& spec() const { return spec_; }
   MemoryTracker& tracker() const { return tracker_; }
 
@@ -52,7 +54,7 @@ class StageModel {
   std::span<float> parameter(std::string_view name);
   std::span<float> gradient(std::string_view name);
 
-  // GPT-2 initialisation, deterministic per tensor name (parameter_init.h).
+  // The family's initialisation, deterministic per tensor name (parameter_init.h).
   void init_parameters(std::uint64_t seed);
   void zero_gradients();
 
@@ -88,7 +90,7 @@ class StageModel {
 
  private:
   struct HeadState {
-    PooledBuffer x_final, lnf, meanf, rstdf, logits, d_lnf;
+    PooledBuffer x_final, lnf, meanf, rstdf, logits, d_lnf;  // meanf: gpt2's LayerNorm only
   };
   struct UnitState {
     Segment segment;
@@ -96,7 +98,7 @@ class StageModel {
     bool w_done = false;
     PooledBuffer tokens, d_embed;
     HeadState head;
-    std::vector<BlockUnitState> layers;
+    std::vector<std::unique_ptr<LayerState>> layers;
   };
   struct MicrobatchState {
     int batch = 0;
@@ -113,6 +115,10 @@ class StageModel {
   void head_backward_input(UnitState& u, int batch, float* dx);
   void head_backward_weight(UnitState& u, int batch);
   void embedding_backward_weight(UnitState& u, int batch);
+  // The final norm of the family (gpt2 LayerNorm, llama RMSNorm) over the head's input.
+  void final_norm_forward(HeadState& hs, int n);
+  void final_norm_backward_input(HeadState& hs, float* dx, int n) const;
+  void final_norm_backward_weight(HeadState& hs, int n);
   std::vector<kernels::KVBlock<float>> kv_blocks(const MicrobatchState& m, int units, int layer,
                                                  bool with_gradients) const;
   // Forgets a micro-batch once every unit has had its W.
@@ -120,16 +126,25 @@ class StageModel {
   MicrobatchState& microbatch_state(int microbatch, const Segment& segment, const char* what);
   [[noreturn]] void fail(int microbatch, const Segment& segment, const std::string& problem) const;
 
-  GPTConfig config_;
+  spec::ModelSpec config_;
   StageSpec spec_;
   MemoryTracker& tracker_;
   std::vector<NamedTensor> tensors_;
   FloatBuffer parameters_;
   FloatBuffer gradients_;
   TensorPool pool_;
-  std::vector<TransformerBlock> blocks_;
-  // Offsets of the embedding and head tensors (unused when the stage lacks them).
-  std::size_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0, head_w_ = 0;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  // Pointers to the embedding and head tensors (null when the stage or family lacks them).
+  float* wte_ = nullptr;
+  float* wpe_ = nullptr;
+  float* lnf_w_ = nullptr;
+  float* lnf_b_ = nullptr;
+  float* head_w_ = nullptr;
+  float* wte_grad_ = nullptr;
+  float* wpe_grad_ = nullptr;
+  float* lnf_w_grad_ = nullptr;
+  float* lnf_b_grad_ = nullptr;
+  float* head_w_grad_ = nullptr;
   std::map<int, MicrobatchState> microbatches_;
 };
 

@@ -6,7 +6,7 @@
 
 namespace plait::model {
 
-void validate_stage_spec(const GPTConfig& config, const StageSpec& spec) {
+void validate_stage_spec(const spec::ModelSpec& config, const StageSpec& spec) {
   if (spec.first_layer < 0 || spec.first_layer > spec.last_layer ||
       spec.last_layer > config.layers) {
     throw Error("stage layers [" + std::to_string(spec.first_layer) + ", " +

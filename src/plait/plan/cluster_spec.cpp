@@ -83,7 +83,7 @@ DeviceType parse_type(const JsonFields& f, const std::string& name, const std::s
 }  // namespace
 
 const char* precision_name(Precision precision) {
-  return precision == Precision::mixed16 ? "mixed16" : "fp32";
+  return precision == Precision::bf16 ? "mixed16" : "fp32";
 }
 
 std::string ClusterSpec::device_name(int device) const {
@@ -108,14 +108,15 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& document, const std::string
   c.path = file;
   c.name = top.string("name", std::filesystem::path(file).stem().string());
   const std::string precision = top.string("precision", "mixed16");
-  if (precision == "mixed16") {
-    c.precision = Precision::mixed16;
+  if (precision == "mixed16" || precision == "bf16") {
+    c.precision = Precision::bf16;
   } else if (precision == "fp32") {
     c.precision = Precision::fp32;
   } else {
-    top.fail("precision", "expected \"mixed16\" or \"fp32\", found \"" + precision + "\"");
+    top.fail("precision", "expected \"mixed16\" (or \"bf16\") or \"fp32\", found \"" + precision + "\"");
   }
   c.emulated = top.boolean("emulated", false);
+  c.profile_model = top.string("profile_model", "");
 
   const JsonFields types = top.object("device_types");
   std::map<std::string, int> type_index;

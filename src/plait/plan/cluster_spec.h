@@ -7,6 +7,9 @@
 //     "precision": "mixed16",        // "mixed16" (fp16/bf16 mixed precision, GPUs) or "fp32"
 //                                    // (plait's CPU engine); default mixed16
 //     "emulated": false,             // plan files then carry one "devices" entry per rank
+//     "profile_model": "deepspeedllama_tiny",  // optional: the measured model whose Zorse
+//                                    // tables the zorse: profiles read (default: the preset's
+//                                    // table, or the one of the model's family and hidden size)
 //     "device_types": {
 //       "a100": {"profile": "zorse:a100x40", "memory_gib": 40},
 //       "cpu":  {"profile": "cpu-profile.json", "profile_device": "cpu", "memory_gib": 2,
@@ -37,10 +40,12 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/sim/device_profile.h"
+#include "plait/spec/unit_memory.h"
 
 namespace plait::plan {
 
-enum class Precision { mixed16, fp32 };
+// mixed16 (the file's name for bf16 mixed precision) or fp32: spec/unit_memory.h's element sizes.
+using Precision = spec::Precision;
 
 struct DeviceType {
   std::string name;
@@ -66,8 +71,9 @@ struct Machine {
 struct ClusterSpec {
   std::string path;
   std::string name;
-  Precision precision = Precision::mixed16;
+  Precision precision = Precision::bf16;
   bool emulated = false;
+  std::string profile_model;  // "" : as the model says (sim/latency_table.h)
   std::vector<DeviceType> types;
   std::vector<Machine> machines;
   std::vector<ClusterDevice> devices;

@@ -6,17 +6,17 @@
 namespace plait::plan {
 
 DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice& choice, const MemoryPolicy& policy,
-                               const sim::MemoryModel& memory, const schedule::SequencePartition& partition, int group,
+                               const sim::MemoryModel& memory, const spec::SequencePartition& partition, int group,
                                std::size_t index, int rank) {
   const StageGroup& g = choice.groups[group];
   const int last_vstage = static_cast<int>(choice.vstage_layers.size()) - 1;
   std::int64_t parameters = 0;
-  bool head = false;
+  bool embedding = false, head = false;
   for (std::int32_t s : choice.group_vstages(group)) {
     parameters += memory.parameter_count(s);
+    embedding = embedding || s == 0;
     head = head || s == last_vstage;
   }
-  const std::int64_t longest_unit = *std::max_element(partition.lengths.begin(), partition.lengths.end());
   DevicePrediction p;
   p.device = g.devices[index];
   p.rank = rank;
@@ -25,7 +25,8 @@ DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice&
   p.capacity_bytes = problem.cluster.type_of(p.device).memory_bytes;
   p.static_bytes = policy.static_bytes(parameters, static_cast<int>(g.devices.size()));
   p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
-                    policy.working_bytes(problem.model.shape, choice.microbatch_size, longest_unit, head);
+                    policy.working_bytes(problem.model.model, choice.microbatch_size, partition,
+                                         {1, embedding, head});
   return p;
 }
 

@@ -6,7 +6,7 @@
 
 #include "plait/plan/memory_policy.h"
 #include "plait/plan/plan.h"
-#include "plait/schedule/sequence_partition.h"
+#include "plait/spec/sequence_partition.h"
 #include "plait/sim/memory_model.h"
 
 namespace plait::plan {
@@ -17,7 +17,7 @@ namespace plait::plan {
 // policy's reserve plus the working set of the partition's longest unit, with the head's when the
 // group holds the last virtual stage). busy_seconds and activation_bytes are left 0.
 DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice& choice, const MemoryPolicy& policy,
-                               const sim::MemoryModel& memory, const schedule::SequencePartition& partition, int group,
+                               const sim::MemoryModel& memory, const spec::SequencePartition& partition, int group,
                                std::size_t index, int rank);
 
 }  // namespace plait::plan

@@ -1,5 +1,6 @@
 #include "plait/plan/device_profiles.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "plait/core/error.h"
@@ -25,19 +26,25 @@ sim::DeviceProfile slowed_down(sim::DeviceProfile profile, double slowdown) {
   return profile;
 }
 
-std::vector<sim::DeviceProfile> resolve_type_profiles(const ClusterSpec& cluster, const sim::ModelSpec& model,
-                                                      std::int64_t seq) {
-  const std::string dtype = cluster.precision == Precision::mixed16 ? "float16" : "float32";
-  const sim::LatencyPreference preference{model.profile_model, seq};
+std::vector<sim::DeviceProfile> resolve_type_profiles(const ClusterSpec& cluster, const spec::NamedModel& model,
+                                                      std::int64_t seq,
+                                                      const std::vector<std::string>& used_types) {
+  const std::string dtype = cluster.precision == Precision::bf16 ? "float16" : "float32";
+  // The table to read: the cluster spec's choice (or --profile-model), else the preset's.
+  const sim::LatencyPreference preference{
+      cluster.profile_model.empty() ? model.profile_model : cluster.profile_model, seq};
   std::vector<sim::DeviceProfile> out;
   for (const DeviceType& t : cluster.types) {
     sim::DeviceProfile p;
+    const bool used = used_types.empty() || std::find(used_types.begin(), used_types.end(), t.name) != used_types.end();
     try {
-      if (t.profile.starts_with("zorse:")) {
-        p = sim::zorse_device_profile(t.profile.substr(6), dtype, model.shape, preference);
+      if (!used) {
+        p.source = "not used by this plan";
+      } else if (t.profile.starts_with("zorse:")) {
+        p = sim::zorse_device_profile(t.profile.substr(6), dtype, model.model, preference);
       } else if (!t.profile.empty()) {
         const sim::LatencyTable table = sim::read_latency_table(t.profile, true);
-        p = sim::measured_device_profile(table, nullptr, t.profile_device, dtype, model.shape, preference, t.name);
+        p = sim::measured_device_profile(table, nullptr, t.profile_device, dtype, model.model, preference, t.name);
       } else {
         p.sustained_flops = t.tflops * 1e12;
         p.source = cluster.path + ": device_types." + t.name + ".tflops";

@@ -29,7 +29,7 @@ std::vector<double> group_sync_seconds(const PlanningProblem& problem, const Pla
     for (std::int32_t s : choice.group_vstages(g)) parameters += memory.parameter_count(s);
     out[g] = ring_sync_seconds(problem.cluster, choice.groups[g].devices, per_parameter * static_cast<double>(parameters));
   }
-  if (problem.model.tie_embeddings && groups > 1) {
+  if (problem.model.model.tie_embeddings && groups > 1) {
     // The group holding the last virtual stage has the LM head's copy of the embedding.
     const std::int32_t last_vstage = static_cast<std::int32_t>(choice.vstage_layers.size()) - 1;
     int last = 0;
@@ -39,7 +39,7 @@ std::vector<double> group_sync_seconds(const PlanningProblem& problem, const Pla
     }
     std::vector<int> holders = choice.groups[0].devices;
     if (last != 0) holders.insert(holders.end(), choice.groups[last].devices.begin(), choice.groups[last].devices.end());
-    const double tied = per_parameter * static_cast<double>(problem.model.shape.vocab) * problem.model.shape.hidden;
+    const double tied = per_parameter * static_cast<double>(problem.model.model.vocab) * problem.model.model.hidden;
     const double t = ring_sync_seconds(problem.cluster, holders, tied);
     out[0] += t;
     if (last != 0) out[last] += t;

@@ -5,6 +5,13 @@
 
 namespace plait::plan {
 
+spec::SequencePartition plan_partition(const PlanningProblem& problem, const PlanChoice& choice) {
+  spec::SegmentRequest request;
+  request.count = choice.segments;
+  request.split = choice.split;
+  return spec::cut_sequence(problem.model.model, problem.seq, request);
+}
+
 std::vector<int> PlanChoice::rank_devices() const {
   std::vector<int> out;
   for (const StageGroup& g : groups) out.insert(out.end(), g.devices.begin(), g.devices.end());
@@ -40,7 +47,7 @@ std::string PlanChoice::summary(const ClusterSpec& cluster) const {
     out += buf;
   }
   if (segments > 1) {
-    std::snprintf(buf, sizeof buf, " k=%d (%s)", segments, std::string(schedule::split_method_name(split)).c_str());
+    std::snprintf(buf, sizeof buf, " k=%d (%s)", segments, std::string(spec::split_method_name(split)).c_str());
     out += buf;
   }
   std::snprintf(buf, sizeof buf, " b=%d M=%d%s, %d stage%s [", microbatch_size, num_microbatches,

@@ -10,15 +10,15 @@
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/memory_policy.h"
 #include "plait/schedule/schedule.h"
-#include "plait/schedule/sequence_partition.h"
+#include "plait/spec/sequence_partition.h"
 #include "plait/sim/device_profile.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 
 namespace plait::plan {
 
 struct PlanningProblem {
   ClusterSpec cluster;
-  sim::ModelSpec model;
+  spec::NamedModel model;
   std::int64_t global_batch = 0;  // sequences per optimizer step
   std::int64_t seq = 0;           // tokens per sequence
   // One per cluster device type: the real speeds (slow-downs applied).
@@ -41,7 +41,7 @@ struct PlanChoice {
   std::string family = "1f1b";
   int chunks = 1;
   int segments = 1;
-  schedule::SplitMethod split = schedule::SplitMethod::even;
+  spec::SplitMethod split = spec::SplitMethod::even;
   int microbatch_size = 1;
   int num_microbatches = 1;  // global M: global_batch / microbatch_size
   bool recompute = false;
@@ -81,6 +81,9 @@ struct PlanPrediction {
   bool fits = true;
   std::string over_memory;  // the first device over its memory, when !fits
 };
+
+// The sequence partition a choice runs: choice.segments cut by choice.split (spec::cut_sequence).
+spec::SequencePartition plan_partition(const PlanningProblem& problem, const PlanChoice& choice);
 
 // "31.20 GiB", or "35.29 MiB" below 4 GiB (emulated devices), for reports and errors.
 std::string bytes_text(double bytes);

@@ -15,12 +15,12 @@ namespace plait::plan {
 using schedule::ActionKind;
 
 UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::DeviceProfile>& type_profiles,
-                     int microbatch_size, schedule::SequencePartition partition)
+                     int microbatch_size, spec::SequencePartition partition)
     : segments_(static_cast<int>(partition.lengths.size())),
       microbatch_size_(microbatch_size),
       partition_(std::move(partition)) {
   // Two one-layer virtual stages, the second with the head: its extra time is the head's.
-  const sim::FlopsCostModel cost(problem.model.shape, {1, 1}, partition_, microbatch_size, type_profiles);
+  const sim::FlopsCostModel cost(problem.model.model, {1, 1}, partition_, microbatch_size, type_profiles);
   const int types = static_cast<int>(type_profiles.size());
   seconds_.resize(static_cast<std::size_t>(types) * 3 * segments_ * 2);
   for (int t = 0; t < types; ++t) {
@@ -41,8 +41,8 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const int vstages = static_cast<int>(choice.vstage_layers.size());
   const bool split = choice.family == "zb-h1" || choice.family == "seq-zb" || choice.family == "zb-v";
   const MemoryPolicy policy{problem.cluster.precision, choice.recompute};
-  const sim::MemoryModel memory(problem.model.shape, choice.vstage_layers, times.partition(),
-                                choice.microbatch_size, policy.coefficients());
+  const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, times.partition(),
+                                choice.microbatch_size, policy.memory_options());
   const std::vector<int> devices = choice.rank_devices();
   const int ranks = static_cast<int>(devices.size());
   const double m = choice.num_microbatches;
@@ -75,7 +75,7 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
     const std::vector<std::int32_t> held = choice.group_vstages(g);
     double activation = 0;  // mean bytes of one unit on this group
     for (std::int32_t s : held) {
-      for (int j = 0; j < k; ++j) activation += memory.activation_bytes(s, j) + memory.kv_prefix_bytes(s, j);
+      for (int j = 0; j < k; ++j) activation += memory.activation_bytes(s, j);
     }
     const double units_per_mb = static_cast<double>(k) * held.size();
     activation /= units_per_mb;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "plait/plan/plan.h"
-#include "plait/schedule/sequence_partition.h"
+#include "plait/spec/sequence_partition.h"
 
 namespace plait::plan {
 
@@ -25,19 +25,19 @@ namespace plait::plan {
 class UnitTimes {
  public:
   UnitTimes(const PlanningProblem& problem, const std::vector<sim::DeviceProfile>& type_profiles,
-            int microbatch_size, schedule::SequencePartition partition);
+            int microbatch_size, spec::SequencePartition partition);
   double layer(int type, int kind, int segment) const { return at(type, kind, segment, 0); }
   double head(int type, int kind, int segment) const { return at(type, kind, segment, 1); }
   int segments() const { return segments_; }
   int microbatch_size() const { return microbatch_size_; }
-  const schedule::SequencePartition& partition() const { return partition_; }
+  const spec::SequencePartition& partition() const { return partition_; }
 
  private:
   double at(int type, int kind, int segment, int part) const {
     return seconds_[((static_cast<std::size_t>(type) * 3 + kind) * segments_ + segment) * 2 + part];
   }
   int segments_, microbatch_size_;
-  schedule::SequencePartition partition_;
+  spec::SequencePartition partition_;
   std::vector<double> seconds_;
 };
 

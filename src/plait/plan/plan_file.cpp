@@ -5,20 +5,19 @@
 
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
-#include "plait/core/segment_lengths.h"
 #include "plait/schedule/parallel_spec.h"
-#include "plait/schedule/sequence_partition.h"
 #include "plait/schedule/validator.h"
 #include "plait/sim/stage_layers.h"
+#include "plait/spec/model_spec_json.h"
+#include "plait/spec/sequence_partition.h"
 
 namespace plait::plan {
 
 nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, const nlohmann::json* base) {
-  const schedule::ModelShape& shape = problem.model.shape;
+  const spec::ModelSpec& shape = problem.model.model;
   const PlanChoice& choice = plan.choice;
   nlohmann::json doc = nlohmann::json::object();
-  doc["model"] = {{"layers", shape.layers},   {"hidden", shape.hidden},   {"heads", shape.heads},
-                  {"vocab", shape.vocab},     {"max_seq", shape.max_seq}, {"tie_embeddings", problem.model.tie_embeddings}};
+  doc["model"] = spec::model_spec_json(shape);
   nlohmann::json train = nlohmann::json::object();
   if (base && base->contains("train")) train = (*base)["train"];
   if (!train.contains("steps")) train["steps"] = 10;
@@ -26,7 +25,7 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   train["microbatch_size"] = choice.microbatch_size;
   train["microbatches"] = choice.num_microbatches;
   if (choice.segments > 1) {
-    train["segments"] = schedule::partition_sequence(shape, problem.seq, choice.segments, choice.split).lengths;
+    train["segments"] = plan_partition(problem, choice).lengths;
   } else {
     train["segments"] = 1;
   }
@@ -48,36 +47,32 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
   const nlohmann::json doc = read_json_file(path);
   const JsonFields top(doc, path);
   const JsonFields train = top.object("train");
-  top.raw("model");  // read by sim::resolve_model below
+  top.raw("model");  // read by spec::resolve_model below
   if (top.has("data")) top.raw("data");  // the runtime's
   LoadedPlan out;
   out.seq = train.integer_in("seq", 1, 1 << 24);
-  out.model = sim::resolve_model(path, out.seq);
-  const schedule::ModelShape& shape = out.model.shape;
+  out.model = spec::resolve_model(path, out.seq);
+  const spec::ModelSpec& shape = out.model.model;
   const int b = static_cast<int>(train.integer_in("microbatch_size", 1, 1 << 16));
   const int m = static_cast<int>(train.integer_in("microbatches", 1, 1 << 24, 1));
-  std::vector<int> lengths = read_segment_lengths(train, static_cast<int>(out.seq));
-  const int k = static_cast<int>(lengths.size());
-
   const JsonFields par = top.object("parallel");
-  const schedule::ParallelSpec spec = schedule::parse_parallel_spec(par);
-  // A count of segments with parallel.split "flops" is cut by equal FLOPs, as the runtime does
-  // (runtime::JobConfig::global_train).
-  if (spec.split == "flops" && k > 1 && train.raw("segments").is_number()) {
-    const auto flops = schedule::flops_partition(shape, out.seq, k).lengths;
-    lengths.assign(flops.begin(), flops.end());
-  }
+  const schedule::ParallelSpec parallel = schedule::parse_parallel_spec(par);
+  // A count of segments is cut by parallel.split, as the runtime cuts it (runtime::JobConfig).
+  spec::SegmentRequest request = spec::read_segment_request(train, out.seq);
+  if (!parallel.split.empty()) request.split = spec::parse_split_method(parallel.split);
+  const std::vector<std::int64_t> lengths = spec::cut_sequence(shape, out.seq, request).lengths;
+  const int k = static_cast<int>(lengths.size());
   PlanChoice& choice = out.choice;
   choice.microbatch_size = b;
   choice.segments = k;
   schedule::Schedule& s = out.schedule;
-  s = schedule::parallel_schedule(spec, m, k, path);
-  if (spec.form == schedule::ParallelSpec::Form::generated) {
-    choice.family = spec.schedule;
-    choice.vstage_layers = spec.layers.empty() ? sim::split_layers(shape.layers, s.layout.num_vstages) : spec.layers;
+  s = schedule::parallel_schedule(parallel, m, k, path);
+  if (parallel.form == schedule::ParallelSpec::Form::generated) {
+    choice.family = parallel.schedule;
+    choice.vstage_layers = parallel.layers.empty() ? sim::split_layers(shape.layers, s.layout.num_vstages) : parallel.layers;
   } else {
-    choice.family = spec.schedule_name;
-    choice.vstage_layers = spec.layers;
+    choice.family = parallel.schedule_name;
+    choice.vstage_layers = parallel.layers;
   }
   top.check_no_unknown_fields();
 
@@ -118,13 +113,12 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
   choice.chunks = s.layout.max_chunks();
   choice.num_microbatches = s.layout.num_microbatches;
   out.global_batch = static_cast<std::int64_t>(choice.num_microbatches) * b;
-  const std::vector<std::int64_t> wide(lengths.begin(), lengths.end());
-  if (wide == schedule::even_partition(shape, out.seq, k).lengths) {
-    choice.split = schedule::SplitMethod::even;
-  } else if (wide == schedule::flops_partition(shape, out.seq, k).lengths) {
-    choice.split = schedule::SplitMethod::flops;
+  if (lengths == spec::even_partition(shape, out.seq, k).lengths) {
+    choice.split = spec::SplitMethod::even;
+  } else if (lengths == spec::flops_partition(shape, out.seq, k).lengths) {
+    choice.split = spec::SplitMethod::flops;
   } else {
-    train.fail("segments", "predictions need even or equal-FLOPs segment lengths (schedule::partition_sequence)");
+    train.fail("segments", "predictions need even or equal-FLOPs segment lengths (spec::cut_sequence)");
   }
   return out;
 }

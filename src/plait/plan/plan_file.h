@@ -13,7 +13,7 @@
 // come from a base config when one is given.
 //
 // The parallel section is written and read by schedule::ParallelSpec (schedule/parallel_spec.h),
-// the reader the runtime uses, and train.segments by core's read_segment_lengths.
+// the reader the runtime uses, and train.segments by spec::read_segment_request.
 // read_plan_file reads such a file back (and the generated form 1), for predicting a plan made
 // elsewhere (e.g. an even baseline) on a cluster. It reads the fields it needs strictly; the
 // runtime validates the rest when it runs the file.
@@ -30,7 +30,7 @@ namespace plait::plan {
 nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, const nlohmann::json* base);
 
 struct LoadedPlan {
-  sim::ModelSpec model;
+  spec::NamedModel model;
   std::int64_t seq = 0;
   std::int64_t global_batch = 0;  // sequences
   PlanChoice choice;              // its devices are the cluster's first ranks

@@ -59,12 +59,10 @@ std::string format_problem(const PlanningProblem& problem) {
   for (int d = 0; d < c.num_devices(); ++d) ++counts[c.type_of(d).name];
   std::string types;
   for (const auto& [name, n] : counts) types += (types.empty() ? "" : ", ") + std::to_string(n) + " " + name;
-  const schedule::ModelShape& s = problem.model.shape;
   std::string out;
   out += line("cluster    %s: %d devices (%s) on %zu machine%s", c.name.c_str(), c.num_devices(), types.c_str(),
               c.machines.size(), c.machines.size() == 1 ? "" : "s");
-  out += line("model      %s: %d layers, hidden %d, %d heads, vocab %d%s", problem.model.name.c_str(), s.layers,
-              s.hidden, s.heads, s.vocab, problem.model.tie_embeddings ? ", tied embeddings" : "");
+  out += line("model      %s: %s", problem.model.name.c_str(), spec::describe(problem.model.model).c_str());
   out += line("batch      %lld sequences x %lld tokens = %.0f tokens per step", static_cast<long long>(problem.global_batch),
               static_cast<long long>(problem.seq), problem.tokens_per_step());
   out += "memory     " + MemoryPolicy{c.precision, false}.describe() + "\n";
@@ -72,9 +70,13 @@ std::string format_problem(const PlanningProblem& problem) {
   for (std::size_t t = 0; t < c.types.size(); ++t) {
     const sim::DeviceProfile& p = problem.type_profiles[t];
     std::string speed;
+    if (!p.measured && p.sustained_flops == 0) {
+      out += "device     " + c.types[t].name + ": not used by this plan\n";
+      continue;
+    }
     if (p.measured) {
-      speed = "per-layer latencies of " + p.measured->model + " at seq " + std::to_string(p.measured->seq) + ", " +
-              p.measured->dtype;
+      speed = "per-layer latencies of " + p.measured->model + " (" + p.measured->chosen_because + ") at seq " +
+              std::to_string(p.measured->seq) + ", " + p.measured->dtype;
     } else {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.1f TFLOP/s sustained", p.sustained_flops / 1e12);
@@ -95,7 +97,7 @@ std::string format_plan(const PlanningProblem& problem, const Plan& plan, const 
               seconds(p.step_seconds).c_str(), seconds(p.pipeline_seconds).c_str(), seconds(p.sync_seconds).c_str(),
               p.tokens_per_second, 100 * p.bubble_fraction, p.simulated ? "" : " (estimate)");
   if (ch.segments > 1) {
-    const auto part = schedule::partition_sequence(problem.model.shape, problem.seq, ch.segments, ch.split);
+    const auto part = plan_partition(problem, ch);
     std::string lengths;
     for (std::int64_t len : part.lengths) lengths += (lengths.empty() ? "" : " ") + std::to_string(len);
     out += "  segments " + lengths + "\n";

@@ -34,11 +34,11 @@ sim::LinkMatrix rank_links(const ClusterSpec& cluster, const std::vector<int>& r
 
 std::shared_ptr<sim::FlopsCostModel> plan_cost_model(const PlanningProblem& problem, const PlanChoice& choice,
                                                      const std::vector<sim::DeviceProfile>& type_profiles,
-                                                     const schedule::SequencePartition& partition) {
+                                                     const spec::SequencePartition& partition) {
   const std::vector<int> devices = choice.rank_devices();
   std::vector<sim::DeviceProfile> rank_profiles;
   for (int d : devices) rank_profiles.push_back(type_profiles[problem.cluster.devices[d].type]);
-  auto cost = std::make_shared<sim::FlopsCostModel>(problem.model.shape, choice.vstage_layers, partition,
+  auto cost = std::make_shared<sim::FlopsCostModel>(problem.model.model, choice.vstage_layers, partition,
                                                     choice.microbatch_size, rank_profiles);
   cost->set_links(rank_links(problem.cluster, devices));
   cost->set_recompute(choice.recompute);
@@ -46,16 +46,15 @@ std::shared_ptr<sim::FlopsCostModel> plan_cost_model(const PlanningProblem& prob
 }
 
 double message_bytes(const PlanningProblem& problem, const PlanChoice& choice,
-                     const schedule::SequencePartition& partition, int segment) {
+                     const spec::SequencePartition& partition, int segment) {
   const double element = problem.cluster.precision == Precision::fp32 ? 4.0 : 2.0;
   return static_cast<double>(choice.microbatch_size) * static_cast<double>(partition.lengths[segment]) *
-         problem.model.shape.hidden * element;
+         problem.model.model.hidden * element;
 }
 
 schedule::Schedule build_schedule(const PlanningProblem& problem, const PlanChoice& choice,
                                   const std::vector<sim::DeviceProfile>& type_profiles) {
-  const schedule::SequencePartition partition =
-      schedule::partition_sequence(problem.model.shape, problem.seq, choice.segments, choice.split);
+  const spec::SequencePartition partition = plan_partition(problem, choice);
   const auto cost = plan_cost_model(problem, choice, type_profiles, partition);
   std::vector<double> bytes;
   for (int j = 0; j < choice.segments; ++j) bytes.push_back(message_bytes(problem, choice, partition, j));

@@ -21,11 +21,11 @@ sim::LinkMatrix rank_links(const ClusterSpec& cluster, const std::vector<int>& r
 // The cost model of the plan's ranks with `type_profiles` (one per cluster device type).
 std::shared_ptr<sim::FlopsCostModel> plan_cost_model(const PlanningProblem& problem, const PlanChoice& choice,
                                                      const std::vector<sim::DeviceProfile>& type_profiles,
-                                                     const schedule::SequencePartition& partition);
+                                                     const spec::SequencePartition& partition);
 
 // Bytes of one activation or gradient message of `segment`: b * s_j * H * element bytes.
 double message_bytes(const PlanningProblem& problem, const PlanChoice& choice,
-                     const schedule::SequencePartition& partition, int segment);
+                     const spec::SequencePartition& partition, int segment);
 
 // The schedule for `choice`, list-scheduled for `type_profiles` (problem.planning_profiles
 // normally). Throws plait::Error when the family does not fit the shape.

@@ -30,16 +30,14 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
   config.microbatch_size = choice.microbatch_size;
   config.split = choice.split;
   for (int d : devices) config.devices.push_back(problem.profile(d));
-  config.memory = policy.coefficients();
-  config.element_bytes = problem.cluster.precision == Precision::fp32 ? 4.0 : 2.0;
+  config.memory = policy.memory_options();
   config.record_events = false;
   config.vstage_layers = choice.vstage_layers;
   config.links = rank_links(problem.cluster, devices);
-  config.recompute = choice.recompute;
   const sim::SimulationReport report = sim::simulate_schedule(config, schedule, choice.family);
 
-  const sim::MemoryModel memory(problem.model.shape, choice.vstage_layers, report.partition,
-                                choice.microbatch_size, policy.coefficients());
+  const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, report.partition,
+                                choice.microbatch_size, policy.memory_options());
 
   PlanPrediction out;
   out.simulated = true;

@@ -49,14 +49,6 @@ struct Candidate {
   PlanPrediction estimate;
 };
 
-// Parameters of the GPT block and the first/last stage extras (memory_model.h's counts).
-struct ParameterCounts {
-  double per_layer, first, last;
-  double of(int layers, bool first_stage, bool last_stage) const {
-    return layers * per_layer + (first_stage ? first : 0.0) + (last_stage ? last : 0.0);
-  }
-};
-
 // The layout closest to fitting in memory, for the "cannot plan" message.
 struct Closest {
   double ratio = std::numeric_limits<double>::infinity();
@@ -72,10 +64,10 @@ struct Closest {
 
 }  // namespace
 
-PlanningProblem make_problem(ClusterSpec cluster, sim::ModelSpec model, std::int64_t global_batch,
-                             std::int64_t seq) {
+PlanningProblem make_problem(ClusterSpec cluster, spec::NamedModel model, std::int64_t global_batch,
+                             std::int64_t seq, const std::vector<std::string>& used_types) {
   PlanningProblem p;
-  p.type_profiles = resolve_type_profiles(cluster, model, seq);
+  p.type_profiles = resolve_type_profiles(cluster, model, seq, used_types);
   p.planning_profiles = p.type_profiles;
   p.cluster = std::move(cluster);
   p.model = std::move(model);
@@ -87,7 +79,7 @@ PlanningProblem make_problem(ClusterSpec cluster, sim::ModelSpec model, std::int
 PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o) {
   const double start = monotonic_seconds();
   const ClusterSpec& cluster = real.cluster;
-  const schedule::ModelShape& shape = real.model.shape;
+  const spec::ModelSpec& shape = real.model.model;
   const int L = shape.layers;
   const std::int64_t B = real.global_batch, S = real.seq;
   if (B < 1) throw Error("cannot plan: the global batch must be at least one sequence");
@@ -139,21 +131,21 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
   }
   struct SegmentOption {
     int k;
-    schedule::SplitMethod split;
+    spec::SplitMethod split;
   };
-  std::vector<SegmentOption> segment_options = {{1, schedule::SplitMethod::even}};
+  std::vector<SegmentOption> segment_options = {{1, spec::SplitMethod::even}};
   const bool sequence_families = std::any_of(families.begin(), families.end(), [](const FamilyOption& f) {
     return f.family->sequence_level;
   });
   if (o.segments && sequence_families) {
     for (int k : {2, 4, 8}) {
       if (S / k < 16) break;  // shorter segments only add per-unit overhead
-      segment_options.push_back({k, schedule::SplitMethod::flops});
-      segment_options.push_back({k, schedule::SplitMethod::even});
+      segment_options.push_back({k, spec::SplitMethod::flops});
+      segment_options.push_back({k, spec::SplitMethod::even});
     }
   }
   std::vector<bool> recompute_options = {false};
-  if (o.recompute && cluster.precision == Precision::mixed16) recompute_options.push_back(true);
+  if (o.recompute && cluster.precision == Precision::bf16) recompute_options.push_back(true);
 
   PlannerResult result;
   if (devices.empty()) throw Error("cannot plan: no devices selected");
@@ -161,7 +153,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
   // The speeds the plan is made for: the real ones, or (even) one reference profile for all.
   PlanningProblem planning = real;
   if (o.even) {
-    const UnitTimes times(real, real.type_profiles, 1, schedule::even_partition(shape, S, 1));
+    const UnitTimes times(real, real.type_profiles, 1, spec::even_partition(shape, S, 1));
     std::vector<std::pair<double, int>> by_speed;
     for (int d : devices) {
       const int t = cluster.devices[d].type;
@@ -180,9 +172,8 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
     result.reference = cluster.types[reference].name + " (the median device's type)";
   }
 
-  const double H = shape.hidden;
-  const ParameterCounts params{12 * H * H + 13 * H, (static_cast<double>(shape.vocab) + static_cast<double>(shape.max_seq)) * H,
-                               2 * H + static_cast<double>(shape.vocab) * H};
+  // Parameters of a stage of l layers, first and/or last (the model description's count).
+  auto params_of = [&](int l, bool first, bool last) { return shape.stage_parameters(l, first, last); };
   // The closest layouts to fitting: those over memory with their activations (estimated or
   // simulated), else those whose weights and optimizer state alone do not fit.
   Closest closest, closest_static;
@@ -193,7 +184,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
     auto it = times_cache.find(key);
     if (it == times_cache.end()) {
       it = times_cache
-               .emplace(key, UnitTimes(planning, planning.type_profiles, b, schedule::partition_sequence(shape, S, so.k, so.split)))
+               .emplace(key, UnitTimes(planning, planning.type_profiles, b, spec::cut_sequence(shape, S, {so.k, {}, so.split, 1})))
                .first;
     }
     return it->second;
@@ -266,7 +257,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         return t;
       };
       auto fits = [&](int g, int l) {
-        const double need = static_policy.static_bytes(static_cast<std::int64_t>(params.of(l, g == 0, g == P - 1)),
+        const double need = static_policy.static_bytes(params_of(l, g == 0, g == P - 1),
                                                        static_cast<int>(groups[g].size()));
         for (int d : groups[g]) {
           const double cap = cluster.type_of(d).memory_bytes;
@@ -289,7 +280,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         const double t = time(g, layers[g]);
         work = std::max(work, t);
         sum += t;
-        const double bytes = static_policy.sync_bytes_per_parameter() * params.of(layers[g], g == 0, g == P - 1);
+        const double bytes = static_policy.sync_bytes_per_parameter() * static_cast<double>(params_of(layers[g], g == 0, g == P - 1));
         sync = std::max(sync, ring_sync_seconds(cluster, groups[g], bytes));
       }
       c.score = work + (sum - work) / M + sync;
@@ -310,13 +301,11 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         for (bool recompute : recompute_options) {
           const MemoryPolicy policy{cluster.precision, recompute};
           // Activation bytes of one unit per layer (mean over segments), and the head's extra.
-          const sim::MemoryModel unit_memory(shape, {1, 1}, times.partition(), b, policy.coefficients());
+          const sim::MemoryModel unit_memory(shape, {1, 1}, times.partition(), b, policy.memory_options());
           double act_layer = 0, act_head = 0;
-          std::int64_t longest = 0;
           for (int j = 0; j < so.k; ++j) {
-            act_layer += (unit_memory.activation_bytes(0, j) + unit_memory.kv_prefix_bytes(0, j)) / so.k;
+            act_layer += unit_memory.activation_bytes(0, j) / so.k;
             act_head += (unit_memory.activation_bytes(1, j) - unit_memory.activation_bytes(0, j)) / so.k;
-            longest = std::max(longest, times.partition().lengths[j]);
           }
           for (const FamilyOption& fo : families) {
             const schedule::ScheduleFamily& f = *fo.family;
@@ -357,10 +346,10 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
                 if (l > cap[g]) return false;
                 const bool last = g == P - 1;
                 const int most = *std::max_element(gc.counts[g].begin(), gc.counts[g].end());
-                const double need = policy.static_bytes(static_cast<std::int64_t>(params.of(l, g == 0, last)),
+                const double need = policy.static_bytes(params_of(l, g == 0, last),
                                                         static_cast<int>(gc.groups[g].size())) +
                                     in_flight(g, most) * (l * act_layer + (last ? act_head : 0.0)) +
-                                    policy.working_bytes(shape, b, longest, last);
+                                    policy.working_bytes(shape, b, times.partition(), {1, g == 0, last});
                 for (int d : gc.groups[g]) {
                   const double capacity = cluster.type_of(d).memory_bytes;
                   if (need + policy.reserve_bytes(capacity) > capacity) return false;

@@ -57,9 +57,10 @@ struct PlannerResult {
   std::string min_unit_source;       // where it came from
 };
 
-// Resolves the cluster's device profiles for the model at `seq`.
-PlanningProblem make_problem(ClusterSpec cluster, sim::ModelSpec model, std::int64_t global_batch,
-                             std::int64_t seq);
+// Resolves the cluster's device profiles for the model at `seq`: of every type, or only of
+// `used_types` when given (planning with --devices-of-type; the others are never asked for).
+PlanningProblem make_problem(ClusterSpec cluster, spec::NamedModel model, std::int64_t global_batch,
+                             std::int64_t seq, const std::vector<std::string>& used_types = {});
 
 // Throws plait::Error("cannot plan: <one-line reason>") when no layout fits.
 PlannerResult plan_cluster(const PlanningProblem& problem, const PlannerOptions& options);

@@ -12,7 +12,7 @@ GradientReducer::GradientReducer(const PipelinePlan& plan, int rank, comm::Commu
                                  std::vector<model::StageModel*> chunks, std::size_t bucket_floats,
                                  MemoryTracker& buffers) {
   const int V = plan.num_vstages();
-  const bool split = plan.wte_split();
+  const bool split = plan.tied_table_split();
   // The same list on every rank: one group per virtual stage held by several ranks, then the
   // tied embedding's holders (first and last stage together).
   std::vector<std::vector<int>> lists;
@@ -48,7 +48,8 @@ GradientReducer::GradientReducer(const PipelinePlan& plan, int rank, comm::Commu
     chunk.owner = plan.holders(chunk.vstage).front() == rank;
     const model::StageSpec& spec = chunk.model->spec();
     if (split && (spec.has_embedding || spec.has_head)) {
-      const model::NamedTensor& wte = model::find_tensor(chunk.model->tensors(), "wte");
+      const model::NamedTensor& wte =
+          model::find_tensor(chunk.model->tensors(), model::embedding_tensor_name(plan.model));
       chunk.wte_offset = wte.offset;
       chunk.wte_count = wte.numel;
       holds_wte = true;

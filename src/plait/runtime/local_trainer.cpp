@@ -5,31 +5,27 @@
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/data/segment_columns.h"
 #include "plait/kernels/grad_norm.h"
 #include "plait/optim/grad_clip.h"
 
 namespace plait::runtime {
 namespace {
 
-// Columns [s.start, s.end()) of a (rows, seq) array, contiguous.
-void gather_columns(const std::vector<std::int32_t>& all, int rows, int seq,
-                    const model::Segment& s, std::vector<std::int32_t>& out) {
-  out.resize(static_cast<std::size_t>(rows) * s.length);
-  for (int r = 0; r < rows; ++r) {
-    for (int t = 0; t < s.length; ++t) out[r * s.length + t] = all[r * seq + s.start + t];
-  }
-}
-
 }  // namespace
 
-LocalTrainer::LocalTrainer(const model::GPTConfig& model, const TrainConfig& train,
-                           MemoryTracker& tracker)
+LocalTrainer::LocalTrainer(const spec::ModelSpec& model, const TrainConfig& train,
+                           const spec::SequencePartition& partition, MemoryTracker& tracker)
     : train_(train),
       model_(model, model::StageSpec::whole_model(model), tracker),
       optimizer_(model_.parameters(), optim::param_ranges(model_.tensors()),
                  {train.beta1, train.beta2, train.eps, train.weight_decay}, tracker),
-      schedule_{train.lr, train.min_lr, train.warmup_steps, train.steps},
-      segments_(train.segments()) {
+      schedule_{train.lr, train.min_lr, train.warmup_steps, train.steps} {
+  if (partition.seq() != train.seq) {
+    throw Error("local trainer: a partition of " + std::to_string(partition.seq()) +
+                " tokens for sequences of " + std::to_string(train.seq));
+  }
+  for (int i = 0; i < partition.count(); ++i) segments_.push_back(partition.segment(i));
   model_.init_parameters(train.seed);
 }
 
@@ -54,9 +50,9 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
   for (int mb = 0; mb < m; ++mb) {
     batches.fill(step, mb, inputs.data(), targets.data());
     t0 = monotonic_seconds();
-    for (const model::Segment& s : segments_) {
-      gather_columns(inputs, rows, seq, s, seg_inputs);
-      gather_columns(targets, rows, seq, s, seg_targets);
+    for (const spec::Segment& s : segments_) {
+      data::segment_columns(inputs, rows, seq, s.start, s.length, seg_inputs);
+      data::segment_columns(targets, rows, seq, s.start, s.length, seg_targets);
       r.loss += model_.forward_loss(mb, rows, s, nullptr, seg_inputs.data(), seg_targets.data(),
                                     loss_scale);
     }

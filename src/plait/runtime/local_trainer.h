@@ -9,7 +9,6 @@
 
 #include "plait/core/memory_tracker.h"
 #include "plait/data/batch_source.h"
-#include "plait/model/gpt_config.h"
 #include "plait/model/stage_model.h"
 #include "plait/optim/adamw.h"
 #include "plait/optim/lr_schedule.h"
@@ -30,8 +29,10 @@ struct StepResult {
 
 class LocalTrainer {
  public:
-  // Builds the model (parameters initialised from train.seed) and the optimizer.
-  LocalTrainer(const model::GPTConfig& model, const TrainConfig& train, MemoryTracker& tracker);
+  // Builds the model (parameters initialised from train.seed) and the optimizer; every sequence
+  // runs as the segments of `partition` (RunConfig::partition()).
+  LocalTrainer(const spec::ModelSpec& model, const TrainConfig& train,
+               const spec::SequencePartition& partition, MemoryTracker& tracker);
 
   // One optimizer step (`step` counts from 0) on micro-batches 0..M-1 of `batches`, whose shape
   // must match the train config.
@@ -46,7 +47,7 @@ class LocalTrainer {
   model::StageModel model_;
   optim::AdamW optimizer_;
   optim::LRSchedule schedule_;
-  std::vector<model::Segment> segments_;
+  std::vector<spec::Segment> segments_;
 };
 
 }  // namespace plait::runtime

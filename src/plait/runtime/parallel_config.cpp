@@ -3,7 +3,6 @@
 #include <string>
 
 #include "plait/core/json_fields.h"
-#include "plait/schedule/sequence_partition.h"
 
 namespace plait::runtime {
 
@@ -15,13 +14,6 @@ int JobConfig::global_microbatches() const {
 TrainConfig JobConfig::global_train() const {
   TrainConfig t = run.train;
   t.microbatches = global_microbatches();
-  const int k = static_cast<int>(t.segments().size());
-  if (parallel.split == "flops" && k > 1) {
-    const schedule::ModelShape shape{run.model.layers, run.model.hidden, run.model.heads,
-                                     run.model.vocab, run.model.max_seq};
-    const schedule::SequencePartition partition = schedule::flops_partition(shape, t.seq, k);
-    t.segment_lengths.assign(partition.lengths.begin(), partition.lengths.end());
-  }
   return t;
 }
 
@@ -38,11 +30,13 @@ JobConfig parse_job_config(const nlohmann::json& document, const std::string& fi
     const JsonFields top(document, file);
     job.parallel = schedule::parse_parallel_spec(top.object("parallel"));
   }
-  const nlohmann::json& train = document.at("train");
-  job.segments_from_count = train.contains("segments") && train.at("segments").is_number();
-  if (!job.parallel.split.empty() && train.contains("segments") && !job.segments_from_count) {
-    throw InputError(file, "parallel.split",
-                     "applies when train.segments is a count; train.segments gives the lengths");
+  spec::SegmentRequest& segments = job.run.train.segments;
+  if (!job.parallel.split.empty()) {
+    if (segments.explicit_lengths()) {
+      throw InputError(file, "parallel.split",
+                       "applies when train.segments is a count; train.segments gives the lengths");
+    }
+    segments.split = spec::parse_split_method(job.parallel.split);
   }
   return job;
 }

@@ -18,19 +18,18 @@ using DeviceEmulation = schedule::DeviceEmulation;
 using schedule::to_json;
 
 // A whole config file: model/train/data (train_config.h) plus "parallel". `train` is as the file
-// says it; for the generated form train.microbatches counts micro-batches per replica.
+// says it (its segment request carries parallel.split's method); for the generated form
+// train.microbatches counts micro-batches per replica.
 struct JobConfig {
   RunConfig run;
   ParallelConfig parallel;
-  // True when train.segments was given as a count (so "split" may re-cut it).
-  bool segments_from_count = false;
 
   // Micro-batches in the global batch: dp * train.microbatches (generated) or
   // train.microbatches (explicit).
   int global_microbatches() const;
-  // The train section for the whole global batch: microbatches = global_microbatches(), and the
-  // segment lengths the split asks for. This is what runtime::LocalTrainer must run to be the
-  // single-process reference of the job.
+  // The train section for the whole global batch: microbatches = global_microbatches(). With
+  // run.partition() this is what runtime::LocalTrainer must run to be the single-process
+  // reference of the job.
   TrainConfig global_train() const;
 };
 

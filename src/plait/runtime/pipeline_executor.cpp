@@ -8,6 +8,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/data/segment_columns.h"
 
 namespace plait::runtime {
 
@@ -39,18 +40,6 @@ struct PipelineExecutor::State {
 };
 
 namespace {
-
-// Columns [s.start, s.end()) of a (rows, seq) array, contiguous.
-void gather_columns(const std::vector<std::int32_t>& all, int rows, int seq,
-                    const model::Segment& s, std::vector<std::int32_t>& out) {
-  out.resize(static_cast<std::size_t>(rows) * s.length);
-  for (int r = 0; r < rows; ++r) {
-    for (int t = 0; t < s.length; ++t) {
-      out[static_cast<std::size_t>(r) * s.length + t] =
-          all[static_cast<std::size_t>(r) * seq + s.start + t];
-    }
-  }
-}
 
 }  // namespace
 
@@ -155,7 +144,7 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
                                  double loss_scale) {
   const schedule::Action& a = s.action;
   model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
-  const model::Segment& seg = plan_.segments[static_cast<std::size_t>(a.segment)];
+  const spec::Segment seg = plan_.segment(a.segment);
   const int rows = plan_.microbatch_size, seq = plan_.seq;
   State& st = *state_;
   switch (a.kind) {
@@ -166,11 +155,11 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
       if (spec.has_embedding || spec.has_head) {
         const MicrobatchData& d = data_for(step, a.microbatch, batches);
         if (spec.has_embedding) {
-          gather_columns(d.inputs, rows, seq, seg, st.seg_tokens);
+          data::segment_columns(d.inputs, rows, seq, seg.start, seg.length, st.seg_tokens);
           tokens = st.seg_tokens.data();
         }
         if (spec.has_head) {
-          gather_columns(d.targets, rows, seq, seg, st.seg_targets);
+          data::segment_columns(d.targets, rows, seq, seg.start, seg.length, st.seg_targets);
           targets = st.seg_targets.data();
         }
       }
@@ -186,7 +175,7 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
       // Evaluation keeps nothing for a backward: the micro-batch's activations and K/V go once
       // its last segment has passed this chunk (earlier segments' K/V serve the later ones).
       if (mode_ == ExecutorMode::kEvaluate &&
-          a.segment + 1 == static_cast<int>(plan_.segments.size())) {
+          a.segment + 1 == plan_.partition.count()) {
         m.discard(a.microbatch);
       }
       return loss;

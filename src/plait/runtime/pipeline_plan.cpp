@@ -70,8 +70,8 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   plan.model = job.run.model;
   plan.microbatch_size = train.microbatch_size;
   plan.seq = train.seq;
-  plan.segments = train.segments();
-  const int k = static_cast<int>(plan.segments.size());
+  plan.partition = job.run.partition();  // the one cut, carried to the executor and traces
+  const int k = plan.partition.count();
 
   plan.schedule = schedule::parallel_schedule(p, job.run.train.microbatches, k, job.run.source);
   plan.schedule_name = p.form == ParallelConfig::Form::generated ? p.schedule : p.schedule_name;

@@ -8,21 +8,21 @@
 #include <string>
 #include <vector>
 
-#include "plait/model/gpt_config.h"
-#include "plait/model/segment.h"
 #include "plait/model/stage_spec.h"
 #include "plait/runtime/parallel_config.h"
 #include "plait/schedule/schedule.h"
+#include "plait/spec/model_spec.h"
+#include "plait/spec/sequence_partition.h"
 
 namespace plait::runtime {
 
 struct PipelinePlan {
   std::string schedule_name;   // "seq1f1b", or the explicit form's schedule_name
   schedule::Schedule schedule; // micro-batch ids are global (0 .. global_microbatches-1)
-  model::GPTConfig model;
+  spec::ModelSpec model;
   std::vector<int> vstage_layers;
   std::vector<model::StageSpec> vstage_specs;
-  std::vector<model::Segment> segments;
+  spec::SequencePartition partition;  // cut once, from the job's segment request
   int microbatch_size = 1;
   int seq = 0;
   std::vector<DeviceEmulation> devices;  // one per rank (defaults when the config has none)
@@ -36,8 +36,10 @@ struct PipelinePlan {
   }
   // The ranks holding virtual stage `vstage`, ascending.
   std::vector<int> holders(int vstage) const;
-  // The tied "wte" lives in two different virtual stages (embedding and head apart).
-  bool wte_split() const { return model.tie_embeddings && num_vstages() > 1; }
+  // Segment i of every sequence.
+  spec::Segment segment(int i) const { return partition.segment(i); }
+  // The tied embedding table lives in two different virtual stages (embedding and head apart).
+  bool tied_table_split() const { return model.tie_embeddings && num_vstages() > 1; }
   // "rank 3: stages 3, 4" style row labels for timelines.
   std::string rank_label(int rank) const;
 };

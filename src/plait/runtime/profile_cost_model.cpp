@@ -8,8 +8,8 @@ namespace plait::runtime {
 
 ProfileCostModel::ProfileCostModel(const SegmentProfile& profile, const PipelinePlan& plan,
                                    sim::LinkProfile link)
-    : segments_(static_cast<int>(plan.segments.size())), link_(link) {
-  if (profile.segments != plan.segments || profile.microbatch_size != plan.microbatch_size) {
+    : segments_(plan.partition.count()), link_(link) {
+  if (profile.partition.lengths != plan.partition.lengths || profile.microbatch_size != plan.microbatch_size) {
     throw Error("the profile was measured for other segments or micro-batch size than the plan's");
   }
   for (int v = 0; v < plan.num_vstages(); ++v) {

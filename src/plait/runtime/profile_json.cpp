@@ -1,6 +1,7 @@
 #include "plait/runtime/profile_json.h"
 
 #include "plait/core/json_fields.h"
+#include "plait/spec/model_spec_json.h"
 
 namespace plait::runtime {
 namespace {
@@ -63,9 +64,14 @@ sim::LatencyEntry entry(const std::vector<UnitTimes>& times, const std::string& 
 
 }  // namespace
 
-std::string profile_model_name(const model::GPTConfig& m) {
-  return "plait_l" + std::to_string(m.layers) + "_h" + std::to_string(m.hidden) + "_a" +
-         std::to_string(m.heads) + "_v" + std::to_string(m.vocab);
+std::string profile_model_name(const spec::ModelSpec& m) {
+  // GPT-2 shapes keep the names profiles had before LLaMA existed.
+  const bool gpt2 = m.family == spec::Family::gpt2 && m.ffn_hidden == 4 * m.hidden;
+  std::string name = gpt2 ? "plait" : "plait_" + std::string(spec::family_name(m.family));
+  name += "_l" + std::to_string(m.layers) + "_h" + std::to_string(m.hidden) + "_a" + std::to_string(m.heads);
+  if (m.kv_heads != m.heads) name += "_kv" + std::to_string(m.kv_heads);
+  if (!gpt2) name += "_f" + std::to_string(m.ffn_hidden);
+  return name + "_v" + std::to_string(m.vocab);
 }
 
 std::vector<sim::LatencyEntry> latency_entries(const BatchProfile& p, const std::string& model,
@@ -77,14 +83,10 @@ std::vector<sim::LatencyEntry> latency_entries(const BatchProfile& p, const std:
 
 nlohmann::json to_json(const SegmentProfile& p, int threads) {
   nlohmann::json segments = nlohmann::json::array();
-  for (const model::Segment& s : p.segments) segments.push_back({{"start", s.start}, {"length", s.length}});
-  return {{"model",
-           {{"layers", p.model.layers},
-            {"hidden", p.model.hidden},
-            {"heads", p.model.heads},
-            {"vocab", p.model.vocab},
-            {"max_seq", p.model.max_seq},
-            {"tie_embeddings", p.model.tie_embeddings}}},
+  for (int i = 0; i < p.partition.count(); ++i) {
+    segments.push_back({{"start", p.partition.start(i)}, {"length", p.partition.lengths[static_cast<std::size_t>(i)]}});
+  }
+  return {{"model", spec::model_spec_json(p.model)},
           {"microbatch_size", p.microbatch_size},
           {"threads", threads},
           {"segments", segments},
@@ -97,26 +99,27 @@ SegmentProfile read_segment_profile(const std::string& path) {
   const nlohmann::json doc = read_json_file(path);
   const JsonFields top(doc, path);
   SegmentProfile p;
-  p.model = model::parse_gpt_config(top.object("model"));
+  p.model = spec::read_model_spec(top.object("model"));
   p.microbatch_size = static_cast<int>(top.integer_in("microbatch_size", 1, 1 << 20));
   top.integer_in("threads", 1, 1 << 12, 1);
   const nlohmann::json& segments = top.raw("segments");
   if (!segments.is_array() || segments.empty()) top.fail("segments", "expected a list of {start, length}");
-  int next = 0;
+  std::int64_t next = 0;
+  std::vector<std::int64_t> lengths;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const JsonFields s(segments[i], path, top.field_path("segments[" + std::to_string(i) + "]"));
-    model::Segment seg{static_cast<int>(i), static_cast<int>(s.integer_in("start", 0, 1 << 24)),
-                       static_cast<int>(s.integer_in("length", 1, 1 << 24))};
-    if (seg.start != next) {
+    if (s.integer_in("start", 0, 1 << 24) != next) {
       top.fail("segments[" + std::to_string(i) + "]", "expected contiguous segments from position 0");
     }
-    next = seg.end();
+    lengths.push_back(s.integer_in("length", 1, 1 << 24));
+    next += lengths.back();
     s.check_no_unknown_fields();
-    p.segments.push_back(seg);
   }
-  p.layer = read_times(top, "layer", p.segments.size());
-  p.embedding = read_times(top, "embedding", p.segments.size());
-  p.head = read_times(top, "head", p.segments.size());
+  p.partition = spec::partition_from_lengths(p.model, lengths);
+  const std::size_t k = lengths.size();
+  p.layer = read_times(top, "layer", k);
+  p.embedding = read_times(top, "embedding", k);
+  p.head = read_times(top, "head", k);
   top.check_no_unknown_fields();
   return p;
 }

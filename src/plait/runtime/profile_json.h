@@ -24,7 +24,7 @@
 namespace plait::runtime {
 
 // "plait_l4_h128_a4_v256": the table's model key for a config's model.
-std::string profile_model_name(const model::GPTConfig& model);
+std::string profile_model_name(const spec::ModelSpec& model);
 
 // The latency-table entries of one measured sequence length.
 std::vector<sim::LatencyEntry> latency_entries(const BatchProfile& profile, const std::string& model,

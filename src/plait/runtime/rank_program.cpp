@@ -12,11 +12,10 @@ schedule::LoweredSchedule lower_plan(const PipelinePlan& plan, std::int32_t recv
   schedule::LowerOptions options;
   options.recv_lookahead = recv_lookahead;
   const std::int64_t row = std::int64_t{plan.microbatch_size} * plan.model.hidden;
-  const std::vector<model::Segment> segments = plan.segments;
+  const std::vector<std::int64_t> lengths = plan.partition.lengths;
   // fp32 activations and gradients: batch * segment length * hidden floats.
-  options.message_bytes = [row, segments](const schedule::MessageKey& key) {
-    return row * segments[static_cast<std::size_t>(key.segment)].length *
-           static_cast<std::int64_t>(sizeof(float));
+  options.message_bytes = [row, lengths](const schedule::MessageKey& key) {
+    return row * lengths[static_cast<std::size_t>(key.segment)] * static_cast<std::int64_t>(sizeof(float));
   };
   return schedule::lower(plan.schedule, options);
 }
@@ -65,7 +64,7 @@ RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredS
     ComputeStep& step = program.steps[i];
     step.action = a;
     step.vstage = s.layout.vstage(rank, a.chunk);
-    const std::int64_t floats = row * plan.segments[static_cast<std::size_t>(a.segment)].length;
+    const std::int64_t floats = row * plan.partition.lengths[static_cast<std::size_t>(a.segment)];
     const bool forward = a.kind == schedule::ActionKind::F;
     const bool backward_input = schedule::is_backward_input(a.kind);
 

@@ -3,13 +3,14 @@
 #include <string>
 
 #include "plait/core/json_fields.h"
-#include "plait/core/segment_lengths.h"
 #include "plait/data/byte_tokenizer.h"
+#include "plait/model/engine_limits.h"
+#include "plait/spec/model_spec_json.h"
 
 namespace plait::runtime {
 namespace {
 
-TrainConfig parse_train(const JsonFields& t, const model::GPTConfig& model) {
+TrainConfig parse_train(const JsonFields& t, const spec::ModelSpec& model) {
   TrainConfig c;
   c.steps = static_cast<int>(t.integer_in("steps", 1, 1 << 30));
   c.seq = static_cast<int>(t.integer_in("seq", 1, 1 << 20));
@@ -38,8 +39,7 @@ TrainConfig parse_train(const JsonFields& t, const model::GPTConfig& model) {
   c.grad_clip = t.number("grad_clip", c.grad_clip);
   if (!(c.grad_clip >= 0)) t.fail("grad_clip", "expected a value >= 0 (0 disables clipping)");
   c.seed = static_cast<std::uint64_t>(t.integer_in("seed", 0, INT64_MAX, 1234));
-  c.segment_lengths = read_segment_lengths(t, c.seq);
-  if (c.segment_lengths.size() == 1) c.segment_lengths.clear();  // one segment: the default
+  c.segments = spec::read_segment_request(t, c.seq);
   c.eval_every = static_cast<int>(t.integer_in("eval_every", 0, 1 << 30, 0));
   c.eval_batches = static_cast<int>(t.integer_in("eval_batches", 1, 1 << 20, 1));
   const std::string policy = t.string("on_nonfinite", "abort");
@@ -112,16 +112,16 @@ const char* to_string(TrainConfig::OnNonFinite policy) {
   return policy == TrainConfig::OnNonFinite::kSkip ? "skip" : "abort";
 }
 
-std::vector<model::Segment> TrainConfig::segments() const {
-  if (segment_lengths.empty()) return {{0, 0, seq}};
-  return model::segments_from_lengths(seq, segment_lengths);
+spec::SequencePartition RunConfig::partition() const {
+  return spec::cut_sequence(model, train.seq, train.segments);
 }
 
 RunConfig parse_run_config(const nlohmann::json& document, const std::string& file) {
   const JsonFields top(document, file);
   RunConfig c;
   c.source = file;
-  c.model = model::parse_gpt_config(top.object("model"));
+  c.model = spec::read_model_spec(top.object("model"));
+  model::check_engine_limits(c.model, file);
   if (top.has("data")) c.data = parse_data(top.object("data"));
   if (c.model.vocab < c.data.vocab_size()) {
     top.object("model").fail(
@@ -148,7 +148,7 @@ RunConfig load_run_config(const std::string& path) {
 RunConfig default_run_config() {
   RunConfig c;
   c.source = "built-in default";
-  c.model = {4, 128, 4, 256, 128, true};
+  c.model = spec::gpt2_model(4, 128, 4, 256, 128);
   TrainConfig& t = c.train;
   t.steps = 600;
   t.seq = 128;
@@ -161,16 +161,9 @@ RunConfig default_run_config() {
 }
 
 nlohmann::json to_json(const RunConfig& c) {
-  nlohmann::json segments = nlohmann::json::array();
-  for (int len : c.train.segment_lengths) segments.push_back(len);
+  const spec::SegmentRequest& r = c.train.segments;
   nlohmann::json j = {
-      {"model",
-       {{"layers", c.model.layers},
-        {"hidden", c.model.hidden},
-        {"heads", c.model.heads},
-        {"vocab", c.model.vocab},
-        {"max_seq", c.model.max_seq},
-        {"tie_embeddings", c.model.tie_embeddings}}},
+      {"model", spec::model_spec_json(c.model)},
       {"train",
        {{"steps", c.train.steps},
         {"seq", c.train.seq},
@@ -185,7 +178,7 @@ nlohmann::json to_json(const RunConfig& c) {
         {"eps", c.train.eps},
         {"grad_clip", c.train.grad_clip},
         {"seed", c.train.seed},
-        {"segments", c.train.segment_lengths.empty() ? nlohmann::json(1) : segments},
+        {"segments", r.explicit_lengths() ? nlohmann::json(r.lengths) : nlohmann::json(r.count)},
         {"eval_every", c.train.eval_every},
         {"eval_batches", c.train.eval_batches},
         {"on_nonfinite", to_string(c.train.on_nonfinite)}}},

@@ -1,8 +1,9 @@
 #pragma once
 // The training configuration file: {"model": {...}, "train": {...}, "data": {...},
 // "checkpoint": {...}}, read strictly (unknown sections and fields are errors naming the file
-// and field). The "model" section is model::parse_gpt_config's; the others are below (the
-// "parallel" section is parallel_config.h's). docs/config.md documents every field.
+// and field). The "model" section is spec::read_model_spec's (either family, within the engine's
+// limits, model/engine_limits.h); the others are below (the "parallel" section is
+// parallel_config.h's). docs/config.md documents every field.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plait/model/gpt_config.h"
-#include "plait/model/segment.h"
+#include "plait/spec/model_spec.h"
+#include "plait/spec/sequence_partition.h"
 
 namespace plait::runtime {
 
@@ -29,8 +30,9 @@ struct TrainConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;  // max global gradient norm; 0 disables clipping
   std::uint64_t seed = 1234;
-  // Segment lengths of each sequence (Seq1F1B); one segment of length seq by default.
-  std::vector<int> segment_lengths;
+  // How each sequence is cut into segments (Seq1F1B): train.segments (a count or the lengths),
+  // with parallel.split's method; one segment by default. RunConfig::partition() cuts it.
+  spec::SegmentRequest segments;
   // Validation loss on the held-out split every eval_every steps (0: never), over eval_batches
   // batches of the global batch's shape (llm.c's val_num_batches).
   int eval_every = 0;
@@ -40,7 +42,6 @@ struct TrainConfig {
   enum class OnNonFinite { kAbort, kSkip };
   OnNonFinite on_nonfinite = OnNonFinite::kAbort;
 
-  std::vector<model::Segment> segments() const;
   std::int64_t tokens_per_step() const {
     return std::int64_t{seq} * microbatch_size * microbatches;
   }
@@ -75,10 +76,14 @@ struct CheckpointConfig {
 
 struct RunConfig {
   std::string source;  // the file it was read from, or "built-in default"
-  model::GPTConfig model;
+  spec::ModelSpec model;
   TrainConfig train;
   DataConfig data;
   std::optional<CheckpointConfig> checkpoint;
+
+  // The run's sequence partition: train.segments cut for the model (spec::cut_sequence). The
+  // pipeline plan cuts it once and carries the value; the single-process trainer is given it.
+  spec::SequencePartition partition() const;
 };
 
 // Reads and validates a configuration file; every problem is an InputError naming the file
@@ -87,7 +92,7 @@ RunConfig load_run_config(const std::string& path);
 RunConfig parse_run_config(const nlohmann::json& document, const std::string& file);
 
 // The built-in small default `plait train` uses without --config (also configs/default.json):
-// a 4-layer, 128-wide byte-level GPT on the fortunes corpus, a couple of minutes on 2 cores.
+// a 4-layer, 128-wide byte-level GPT-2 on the fortunes corpus, a couple of minutes on 2 cores.
 RunConfig default_run_config();
 
 // The configuration as the JSON a file would hold (every field explicit).

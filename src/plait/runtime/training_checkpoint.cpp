@@ -24,9 +24,10 @@ bool writes(const PipelinePlan& plan, int rank, int vstage) {
   return plan.holders(vstage).front() == rank;
 }
 
-// The head stage's tied "wte" copy is stage 0's tensor (equal after every step): written once.
+// The head stage's copy of the tied embedding table is stage 0's tensor (equal after every
+// step): written once.
 bool skipped_copy(const PipelinePlan& plan, int vstage, const std::string& name) {
-  return name == "wte" && plan.wte_split() && vstage != 0;
+  return plan.tied_table_split() && vstage != 0 && name == model::embedding_tensor_name(plan.model);
 }
 
 }  // namespace

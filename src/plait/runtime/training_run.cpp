@@ -36,9 +36,9 @@ void check_same_model(const nlohmann::json& saved_config, const JobConfig& job, 
 }  // namespace
 
 nlohmann::json TrainingRun::config_json(const JobConfig& job) {
+  // train.segments stays what was asked for (a count stays a count, so that "parallel.split"
+  // still applies when it is read back).
   nlohmann::json j = to_json(job.run);
-  // A segment count stays a count, so that "parallel.split" still applies when it is read back.
-  if (job.segments_from_count) j["train"]["segments"] = job.run.train.segments().size();
   j["parallel"] = to_json(job.parallel);
   return j;
 }

@@ -22,8 +22,8 @@ enum class Probe { layers, embedding, head };
 
 // Times F, B and W of every segment of a stage of the given kind, `repeats` times after a
 // warm-up, and returns the medians per segment (divided by the probe's layer count).
-std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, int layers, int batch,
-                                  const std::vector<model::Segment>& segments,
+std::vector<UnitTimes> time_stage(const spec::ModelSpec& config, Probe probe, int layers, int batch,
+                                  const spec::SequencePartition& partition,
                                   const ProfileOptions& options) {
   const int repeats = options.repeats;
   model::StageSpec spec;
@@ -34,8 +34,9 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
   model::StageModel stage(config, spec, tracker);
   stage.init_parameters(1);
 
-  int seq = 0;
-  for (const model::Segment& s : segments) seq = std::max(seq, s.end());
+  std::vector<spec::Segment> segments;
+  for (int i = 0; i < partition.count(); ++i) segments.push_back(partition.segment(i));
+  const int seq = static_cast<int>(partition.seq());
   const std::size_t rows = static_cast<std::size_t>(batch) * seq;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -67,7 +68,7 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
   };
   const auto forward = [&](int r) {
     for (std::size_t j = 0; j < k; ++j) {
-      const model::Segment& s = segments[j];
+      const spec::Segment& s = segments[j];
       // Positions are what matter for the cost; the buffers fit any segment.
       timed(f[j], r > 0, [&] {
         if (probe == Probe::head) {
@@ -110,25 +111,25 @@ std::vector<UnitTimes> time_stage(const model::GPTConfig& config, Probe probe, i
 
 }  // namespace
 
-SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_size,
-                                const std::vector<model::Segment>& segments,
+SegmentProfile profile_segments(const spec::ModelSpec& model, int microbatch_size,
+                                const spec::SequencePartition& partition,
                                 const ProfileOptions& options) {
   SegmentProfile p;
   p.model = model;
   p.microbatch_size = microbatch_size;
-  p.segments = segments;
+  p.partition = partition;
   const int layers = std::max(1, std::min(options.probe_layers, model.layers));
-  p.layer = time_stage(model, Probe::layers, layers, microbatch_size, segments, options);
-  p.embedding = time_stage(model, Probe::embedding, 0, microbatch_size, segments, options);
-  p.head = time_stage(model, Probe::head, 0, microbatch_size, segments, options);
+  p.layer = time_stage(model, Probe::layers, layers, microbatch_size, partition, options);
+  p.embedding = time_stage(model, Probe::embedding, 0, microbatch_size, partition, options);
+  p.head = time_stage(model, Probe::head, 0, microbatch_size, partition, options);
   return p;
 }
 
-BatchProfile profile_batches(const model::GPTConfig& model, int seq, int max_batch,
+BatchProfile profile_batches(const spec::ModelSpec& model, int seq, int max_batch,
                              const ProfileOptions& options) {
   BatchProfile p;
   p.seq = seq;
-  const std::vector<model::Segment> whole = {{0, 0, seq}};
+  const spec::SequencePartition whole = spec::even_partition(model, seq, 1);
   const int layers = std::max(1, std::min(options.probe_layers, model.layers));
   for (int b = 1; b <= max_batch; ++b) {
     p.layer.push_back(time_stage(model, Probe::layers, layers, b, whole, options)[0]);

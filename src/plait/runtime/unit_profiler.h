@@ -12,8 +12,8 @@
 // runtime makes them).
 #include <vector>
 
-#include "plait/model/gpt_config.h"
-#include "plait/model/segment.h"
+#include "plait/spec/model_spec.h"
+#include "plait/spec/sequence_partition.h"
 
 namespace plait::runtime {
 
@@ -26,9 +26,9 @@ struct UnitTimes {
 
 // Per segment (index = segment): one layer, the embedding, the head.
 struct SegmentProfile {
-  model::GPTConfig model;
+  spec::ModelSpec model;
   int microbatch_size = 1;
-  std::vector<model::Segment> segments;
+  spec::SequencePartition partition;
   std::vector<UnitTimes> layer, embedding, head;
 };
 
@@ -46,8 +46,8 @@ struct ProfileOptions {
   bool defer_weight = false;
 };
 
-SegmentProfile profile_segments(const model::GPTConfig& model, int microbatch_size,
-                                const std::vector<model::Segment>& segments,
+SegmentProfile profile_segments(const spec::ModelSpec& model, int microbatch_size,
+                                const spec::SequencePartition& partition,
                                 const ProfileOptions& options = {});
 
 // Whole sequences of `seq` tokens at micro-batch sizes 1..max_batch.
@@ -56,7 +56,7 @@ struct BatchProfile {
   std::vector<UnitTimes> layer, embedding, head;  // index b-1
 };
 
-BatchProfile profile_batches(const model::GPTConfig& model, int seq, int max_batch,
+BatchProfile profile_batches(const spec::ModelSpec& model, int seq, int max_batch,
                              const ProfileOptions& options = {});
 
 }  // namespace plait::runtime

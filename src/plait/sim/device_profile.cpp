@@ -45,9 +45,9 @@ std::string DeviceProfile::describe() const {
   char buf[160];
   std::string out = name + ": ";
   if (measured) {
-    std::snprintf(buf, sizeof buf, "measured per-layer latencies of %s at seq %lld, %s",
-                  measured->model.c_str(), static_cast<long long>(measured->seq),
-                  measured->dtype.c_str());
+    std::snprintf(buf, sizeof buf, "measured per-layer latencies of %s (%s) at seq %lld, %s",
+                  measured->model.c_str(), measured->chosen_because.c_str(),
+                  static_cast<long long>(measured->seq), measured->dtype.c_str());
   } else {
     std::snprintf(buf, sizeof buf, "%.1f TFLOP/s sustained", sustained_flops / 1e12);
   }
@@ -96,14 +96,15 @@ DeviceProfile device_from_file(const std::string& path) {
 
 }  // namespace
 
-DeviceProfile resolve_device(const std::string& spec, const schedule::ModelShape& model) {
+DeviceProfile resolve_device(const std::string& spec, const spec::ModelSpec& model,
+                             const LatencyPreference& preference) {
   if (spec == "a100-80gb") return default_device_profile();
   if (spec.starts_with("zorse:")) {
     const std::string rest = spec.substr(6);
     const std::size_t colon = rest.find(':');
     const std::string gpu = rest.substr(0, colon);
     const std::string dtype = colon == std::string::npos ? "float16" : rest.substr(colon + 1);
-    return zorse_device_profile(gpu, dtype, model);
+    return zorse_device_profile(gpu, dtype, model, preference);
   }
   if (std::filesystem::exists(spec)) return device_from_file(spec);
   throw Error("--device: '" + spec +
@@ -111,13 +112,13 @@ DeviceProfile resolve_device(const std::string& spec, const schedule::ModelShape
               zorse_gpu_list() + ") or a JSON profile file");
 }
 
-std::vector<DeviceProfile> resolve_devices(const std::string& specs,
-                                           const schedule::ModelShape& model) {
+std::vector<DeviceProfile> resolve_devices(const std::string& specs, const spec::ModelSpec& model,
+                                           const LatencyPreference& preference) {
   std::vector<DeviceProfile> out;
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = specs.find(',', start);
-    out.push_back(resolve_device(specs.substr(start, comma - start), model));
+    out.push_back(resolve_device(specs.substr(start, comma - start), model, preference));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

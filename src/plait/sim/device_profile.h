@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "plait/schedule/model_shape.h"
+#include "plait/spec/model_spec.h"
 
 namespace plait::sim {
 
@@ -39,6 +39,10 @@ struct MeasuredLayerTiming {
   // The shortest sequence the table measured for this model, device and dtype: one sample of it
   // is the smallest unit of work the measurements cover (the planner does not cut units below it).
   std::int64_t shortest_seq = 0;
+  // Why this measured model was read (latency_table.h's rules): "named for this model" (by a
+  // preset, --profile-model or a cluster spec), "the table's only model", or "same family and
+  // hidden size".
+  std::string chosen_because;
   std::string dtype;
   double forward_slope = 0, forward_intercept = 0;
   double backward_slope = 0, backward_intercept = 0;
@@ -69,11 +73,21 @@ struct DeviceProfile {
 
 DeviceProfile default_device_profile();
 
-// One spec (built-in name, zorse:<gpu>[:<dtype>], or JSON file); `model` picks the closest
-// Zorse measurement. Throws plait::Error naming the spec.
-DeviceProfile resolve_device(const std::string& spec, const schedule::ModelShape& model);
+// Which Zorse table a zorse:<gpu> profile reads (zorse_profiles.h): the named measured model
+// (a preset's profile_model, --profile-model, a cluster spec's "profile_model"), else the one
+// table of the model's family and hidden size.
+struct LatencyPreference {
+  std::string model;
+  std::int64_t seq = 0;  // the sequence length being simulated (0: the longest measured)
+};
+
+// One spec (built-in name, zorse:<gpu>[:<dtype>], or JSON file) for `model`. Throws
+// plait::Error naming the spec.
+DeviceProfile resolve_device(const std::string& spec, const spec::ModelSpec& model,
+                             const LatencyPreference& preference = {});
 
 // A comma-separated list: one profile for every rank, or one per rank.
-std::vector<DeviceProfile> resolve_devices(const std::string& specs, const schedule::ModelShape& model);
+std::vector<DeviceProfile> resolve_devices(const std::string& specs, const spec::ModelSpec& model,
+                                           const LatencyPreference& preference = {});
 
 }  // namespace plait::sim

@@ -46,20 +46,19 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
         const double start = now[r];
         const double end = start + cost.compute_seconds(r, a.kind, a.microbatch, a.segment, s);
         if (a.kind == ActionKind::F) {
-          if (memory) activation[r] += memory->activation_bytes(s, a.segment) + memory->kv_prefix_bytes(s, a.segment);
+          if (memory) activation[r] += memory->activation_bytes(s, a.segment);
           in_flight[r] += share[a.segment] / chunks;
           rr.peak_activation_bytes = std::max(rr.peak_activation_bytes, activation[r]);
           rr.peak_in_flight = std::max(rr.peak_in_flight, in_flight[r]);
         } else if (a.kind == ActionKind::B) {
           if (memory) {
-            activation[r] -= memory->activation_bytes(s, a.segment) - memory->held_for_weight_bytes(s, a.segment) +
-                             memory->kv_prefix_bytes(s, a.segment);
+            activation[r] -= memory->activation_bytes(s, a.segment) - memory->held_for_weight_bytes(s, a.segment);
           }
         } else {
           if (memory) {
             activation[r] -= a.kind == ActionKind::W
                                  ? memory->held_for_weight_bytes(s, a.segment)
-                                 : memory->activation_bytes(s, a.segment) + memory->kv_prefix_bytes(s, a.segment);
+                                 : memory->activation_bytes(s, a.segment);
           }
           in_flight[r] -= share[a.segment] / chunks;
         }

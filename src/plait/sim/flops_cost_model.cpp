@@ -17,20 +17,19 @@ double UnitFlops::total(ActionKind kind) const {
   return 0.0;
 }
 
-FlopsCostModel::FlopsCostModel(const schedule::ModelShape& shape, std::vector<int> vstage_layers,
-                               const schedule::SequencePartition& partition, int microbatch_size,
+FlopsCostModel::FlopsCostModel(const spec::ModelSpec& model, std::vector<int> vstage_layers,
+                               const spec::SequencePartition& partition, int microbatch_size,
                                std::vector<DeviceProfile> rank_devices)
     : segments_(static_cast<int>(partition.lengths.size())), devices_(std::move(rank_devices)) {
   if (devices_.empty()) throw Error("FlopsCostModel: no device profile");
   const int vstages = static_cast<int>(vstage_layers.size());
   const double b = microbatch_size;
   flops_.resize(static_cast<std::size_t>(vstages) * segments_);
-  std::int64_t start = 0;
   for (int seg = 0; seg < segments_; ++seg) {
     const std::int64_t len = partition.lengths[seg];
-    const double linear = b * schedule::layer_linear_flops(shape, len);
-    const double attention = b * schedule::layer_attention_flops(shape, start, len);
-    const double head = b * 2.0 * static_cast<double>(len) * shape.hidden * shape.vocab;
+    const double linear = b * model.layer_linear_flops(len);
+    const double attention = b * model.layer_attention_flops(partition.start(seg), len);
+    const double head = b * 2.0 * static_cast<double>(len) * model.hidden * model.vocab;
     for (int s = 0; s < vstages; ++s) {
       UnitFlops& u = flops_[static_cast<std::size_t>(s) * segments_ + seg];
       u.layers = vstage_layers[s];
@@ -41,7 +40,6 @@ FlopsCostModel::FlopsCostModel(const schedule::ModelShape& shape, std::vector<in
         u.head_forward = u.head_backward_input = u.head_backward_weight = head;
       }
     }
-    start += len;
   }
   seconds_.resize(devices_.size() * flops_.size() * 4);
   for (std::size_t d = 0; d < devices_.size(); ++d) {

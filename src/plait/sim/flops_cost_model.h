@@ -2,9 +2,10 @@
 // Durations from FLOPs: the partition formula's terms per layer and per segment (attention cost
 // grows with the segment's prefix), timed by each rank's device profile.
 //
-// Per layer and sample, forward = linear + attention with
-//   linear    = 8*s*H*(n_h*d) + 4*s*H*F
-//   attention = (4d+3)*n_h*(s*e - s^2/2)        (e = segment end; seq1f1b.md)
+// Per layer and sample, forward = linear + attention (spec::ModelSpec's formulas, seq1f1b.md
+// generalised to grouped K/V and SwiGLU):
+//   linear    = 2sC(2C + 2K) + 2sCF * mlp_matrices
+//   attention = (4d+3)*n_h*(s*e - s^2/2)        (e = segment end)
 // Backward = 2 x forward, split as
 //   B = linear + 2 * attention,   W = linear
 // because every weight matmul Y = X W has an input-gradient matmul dX = dY W^T and a
@@ -15,8 +16,8 @@
 // time here.) All terms are multiplied by the micro-batch size.
 #include <vector>
 
-#include "plait/schedule/model_shape.h"
-#include "plait/schedule/sequence_partition.h"
+#include "plait/spec/model_spec.h"
+#include "plait/spec/sequence_partition.h"
 #include "plait/sim/cost_model.h"
 #include "plait/sim/device_profile.h"
 #include "plait/sim/link_matrix.h"
@@ -34,8 +35,8 @@ struct UnitFlops {
 class FlopsCostModel : public CostModel {
  public:
   // rank_devices: one per rank, or one for all. vstage_layers: layers of each virtual stage.
-  FlopsCostModel(const schedule::ModelShape& shape, std::vector<int> vstage_layers,
-                 const schedule::SequencePartition& partition, int microbatch_size,
+  FlopsCostModel(const spec::ModelSpec& model, std::vector<int> vstage_layers,
+                 const spec::SequencePartition& partition, int microbatch_size,
                  std::vector<DeviceProfile> rank_devices);
 
   double compute_seconds(int rank, schedule::ActionKind kind, std::int32_t microbatch,

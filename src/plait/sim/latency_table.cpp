@@ -9,7 +9,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
-#include "plait/schedule/sequence_partition.h"
+#include "plait/spec/model_spec.h"
 
 namespace plait::sim {
 
@@ -133,15 +133,15 @@ std::pair<double, double> fit_latency_line(const std::vector<double>& ms) {
   return {slope, (sy - slope * sx) / n};
 }
 
-LatencyEntry flops_latency_entry(const std::string& model, const std::string& device, const std::string& dtype,
-                                 const schedule::ModelShape& shape, std::int64_t seq, double flops_per_second,
+LatencyEntry flops_latency_entry(const std::string& name, const std::string& device, const std::string& dtype,
+                                 const spec::ModelSpec& model, std::int64_t seq, double flops_per_second,
                                  int max_microbatch) {
   LatencyEntry e;
-  e.model = model;
+  e.model = name;
   e.device = device;
   e.dtype = dtype;
   e.seq = seq;
-  const double flops = schedule::layer_linear_flops(shape, seq) + schedule::layer_attention_flops(shape, 0, seq);
+  const double flops = model.layer_forward_flops(seq);
   for (int b = 1; b <= max_microbatch; ++b) {
     e.forward_ms.push_back(1e3 * b * flops / flops_per_second);
     e.backward_ms.push_back(2e3 * b * flops / flops_per_second);
@@ -151,9 +151,15 @@ LatencyEntry flops_latency_entry(const std::string& model, const std::string& de
   return e;
 }
 
+std::optional<spec::Family> measured_family(const std::string& model) {
+  if (model.find("llama") != std::string::npos) return spec::Family::llama;
+  if (model.find("gpt") != std::string::npos) return spec::Family::gpt2;
+  return std::nullopt;
+}
+
 DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann::json* stats,
                                       const std::string& device, const std::string& dtype,
-                                      const schedule::ModelShape& shape,
+                                      const spec::ModelSpec& model,
                                       const LatencyPreference& preference, const std::string& name) {
   std::vector<const LatencyEntry*> candidates;
   std::set<std::string> models, devices;
@@ -171,10 +177,42 @@ DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann:
                 (devices.count(device) ? " has no " + dtype + " latencies for " + device
                                        : " has no device type '" + device + "'; expected one of " + list));
   }
-  auto has_stats = [&](const std::string& model) {
-    return stats && stats->contains(model) && (*stats)[model].contains("hidden_size") &&
-           (*stats)[model].contains("parameters_per_layer");
+  auto has_stats = [&](const std::string& m) {
+    return stats && stats->contains(m) && (*stats)[m].contains("hidden_size") &&
+           (*stats)[m].contains("parameters_per_layer");
   };
+  std::string chosen, because;
+  if (models.count(preference.model)) {
+    chosen = preference.model;
+    because = "named for this model";
+  } else if (models.size() == 1) {
+    chosen = *models.begin();  // a profile of one model, e.g. this machine's (`plait profile`)
+    because = "the table's only model";
+  } else if (!preference.model.empty()) {
+    throw Error(name + ": " + table.path + " has no " + dtype + " latencies of " + preference.model +
+                " on " + device + " (the table chosen for this model); choose another with "
+                "--profile-model or the cluster spec's \"profile_model\"");
+  } else {
+    // The same family and hidden size: the per-layer latency scales by FLOPs from there.
+    std::string family_models;
+    for (const std::string& m : models) {
+      if (measured_family(m) != model.family || !has_stats(m)) continue;
+      const int hidden = (*stats)[m]["hidden_size"].get<int>();
+      family_models += (family_models.empty() ? "" : ", ") + m + " (hidden " + std::to_string(hidden) + ")";
+      if (hidden == model.hidden && chosen.empty()) {
+        chosen = m;
+        because = "same family and hidden size";
+      }
+    }
+    if (chosen.empty()) {
+      throw Error(name + ": " + table.path + " measures no " + std::string(spec::family_name(model.family)) +
+                  " model of hidden size " + std::to_string(model.hidden) + " on " + device + " (" +
+                  std::string(spec::family_name(model.family)) + " models measured there: " +
+                  (family_models.empty() ? "none" : family_models) +
+                  "); choose the table to use with --profile-model NAME or the cluster spec's "
+                  "\"profile_model\" (its per-layer times are then scaled by FLOPs)");
+    }
+  }
   // Sequence closeness: |log(seq / wanted)|, the longer on ties; 0 wanted: the longest.
   auto seq_better = [&](std::int64_t a, std::int64_t b) {
     if (preference.seq > 0) {
@@ -185,41 +223,13 @@ DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann:
     return a > b;
   };
   const LatencyEntry* best = nullptr;
-  const bool preferred = !preference.model.empty() && models.count(preference.model);
-  if (preferred || models.size() == 1) {
-    const std::string model = preferred ? preference.model : *models.begin();
-    for (const LatencyEntry* e : candidates) {
-      if (e->model == model && (!best || seq_better(e->seq, best->seq))) best = e;
-    }
-  } else {
-    double best_distance = 0;
-    for (const LatencyEntry* e : candidates) {
-      if (!has_stats(e->model)) continue;
-      const double hidden = (*stats)[e->model]["hidden_size"].get<double>();
-      const double distance = std::fabs(std::log(hidden / shape.hidden));
-      bool better = !best;
-      if (best && std::fabs(distance - best_distance) > 1e-9) {
-        better = distance < best_distance;
-      } else if (best && e->seq != best->seq) {
-        better = seq_better(e->seq, best->seq);
-      } else if (best) {
-        const bool gpt = e->model.find("gpt") != std::string::npos;
-        const bool best_gpt = best->model.find("gpt") != std::string::npos;
-        better = gpt != best_gpt ? gpt : e->model < best->model;
-      }
-      if (better) {
-        best = e;
-        best_distance = distance;
-      }
-    }
-    if (!best) {
-      throw Error(name + ": " + table.path + " holds several models for " + device +
-                  " and no model statistics to choose between them by hidden size");
-    }
+  for (const LatencyEntry* e : candidates) {
+    if (e->model == chosen && (!best || seq_better(e->seq, best->seq))) best = e;
   }
 
   MeasuredLayerTiming m;
   m.model = best->model;
+  m.chosen_because = because;
   m.seq = best->seq;
   m.shortest_seq = best->seq;
   for (const LatencyEntry* e : candidates) {
@@ -237,14 +247,14 @@ DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann:
     m.reference_flops = 2.0 * seq * s["parameters_per_layer"].get<double>() +
                         2.0 * s["hidden_size"].get<double>() * seq * seq;
   } else {
-    m.reference_flops = schedule::layer_linear_flops(shape, best->seq) +
-                        schedule::layer_attention_flops(shape, 0, best->seq);
+    m.reference_flops = model.layer_forward_flops(best->seq);
     flops_source = "; layer FLOPs from the planned model's shape";
   }
   DeviceProfile d;
   d.name = name;
-  d.source = table.path + ": " + m.model + " on " + device + ", seq " + std::to_string(m.seq) + ", " +
-             dtype + ", per-layer latencies fitted in micro-batch size" + flops_source;
+  d.source = table.path + ": " + m.model + " (" + because + ") on " + device + ", seq " +
+             std::to_string(m.seq) + ", " + dtype + ", per-layer latencies fitted in micro-batch size" +
+             flops_source;
   d.measured = m;
   return d;
 }

@@ -10,12 +10,13 @@
 // per transformer layer, milliseconds; the fits are t(b) = slope * b + intercept; backward is B
 // and W together. The two sample lists are optional (some Zorse entries carry only the fits).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "plait/schedule/model_shape.h"
+#include "plait/spec/model_spec.h"
 #include "plait/sim/device_profile.h"
 
 namespace plait::sim {
@@ -47,30 +48,31 @@ std::pair<double, double> fit_latency_line(const std::vector<double>& ms);
 // A provisional entry from FLOPs alone (before a device is measured): one layer's forward
 // FLOPs per sample (plait's formula, seq1f1b.md) x b at a sustained rate, backward twice that,
 // for micro-batch sizes 1..max_microbatch, with the fitted lines.
-LatencyEntry flops_latency_entry(const std::string& model, const std::string& device, const std::string& dtype,
-                                 const schedule::ModelShape& shape, std::int64_t seq, double flops_per_second,
+LatencyEntry flops_latency_entry(const std::string& name, const std::string& device, const std::string& dtype,
+                                 const spec::ModelSpec& model, std::int64_t seq, double flops_per_second,
                                  int max_microbatch);
 
-// Which measurement to prefer: the model (e.g. "deepspeedllama_7b" for plait's llama-7b preset)
-// and the sequence length being planned (0: the longest measured).
-struct LatencyPreference {
-  std::string model;
-  std::int64_t seq = 0;
-};
+// The family a measured model's name says ("deepspeedllama_7b" -> llama, "deepspeedgpt_1.3b" ->
+// gpt2), or nullopt (BERT, ViT, Mistral, ...: not a family plait builds).
+std::optional<spec::Family> measured_family(const std::string& model);
 
-// A device profile from `table` for `device` and `dtype`, for a model of `shape`:
-//   - the preferred model if it was measured on this device, at the measured sequence length
-//     closest to preference.seq (ratio; the longer on ties);
+// A device profile from `table` for `device` and `dtype`, for `model` — never a substitute the
+// user did not choose:
+//   - the preferred model (preference.model: a preset's table, --profile-model, a cluster spec's
+//     "profile_model") if it was measured on this device;
 //   - else the table's only model, if it holds one (a profile of this machine);
-//   - else the model whose hidden size is closest (`stats`: Zorse's model_stats.json, entries
-//     without stats skipped), then the closest (or longest) sequence, then GPT before LLaMA.
-// The unit cost is scaled by FLOPs from the measured per-sample layer FLOPs: from `stats`
-// (2 * seq * parameters_per_layer + 2 * hidden * seq^2) when the model is there, else from
-// `shape` by plait's formula (the profile is then assumed to be measured on this shape).
-// Throws plait::Error naming the table when nothing fits. `name` labels the profile.
+//   - else, with a preferred model, an error;
+//   - else the measured model of the same family and hidden size (`stats`: Zorse's
+//     model_stats.json), the alphabetically first if several are;
+//   - else an error listing the family's measured models and how to choose one.
+// Of the chosen model, the measured sequence length closest to preference.seq (ratio; the longer
+// on ties; 0: the longest). The unit cost is scaled by FLOPs from the measured per-sample layer
+// FLOPs: from `stats` (2 * seq * parameters_per_layer + 2 * hidden * seq^2) when the model is
+// there, else from `model` by plait's formula (the profile is then assumed to be measured on this
+// shape). `name` labels the profile.
 DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann::json* stats,
                                       const std::string& device, const std::string& dtype,
-                                      const schedule::ModelShape& shape,
+                                      const spec::ModelSpec& model,
                                       const LatencyPreference& preference, const std::string& name);
 
 }  // namespace plait::sim

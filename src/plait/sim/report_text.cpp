@@ -46,14 +46,14 @@ std::string fits(const SimulationReport& r) {
 }  // namespace
 
 std::string format_setup(const SimulationConfig& config) {
-  const schedule::ModelShape& m = config.model.shape;
-  std::string out = format("model      %s: %d layers, hidden %d, %d heads, vocab %d, max_seq %lld\n",
-                           config.model.name.c_str(), m.layers, m.hidden, m.heads, m.vocab,
-                           static_cast<long long>(m.max_seq));
+  const spec::ModelSpec& m = config.model.model;
+  std::string out = format("model      %s: %s, max_seq %lld\n", config.model.name.c_str(),
+                           spec::describe(m).c_str(), static_cast<long long>(m.max_seq));
   out += "           (source: " + config.model.source + ")\n";
-  out += format("sequence   %lld tokens, micro-batch size %d, %s split\n",
+  out += format("sequence   %lld tokens, micro-batch size %d, %s split, %s\n",
                 static_cast<long long>(config.seq), config.microbatch_size,
-                std::string(schedule::split_method_name(config.split)).c_str());
+                config.partition.count() ? "explicit" : std::string(spec::split_method_name(config.split)).c_str(),
+                std::string(spec::precision_name(config.memory.precision)).c_str());
   const std::vector<DeviceProfile> devices =
       config.devices.empty() ? std::vector<DeviceProfile>{default_device_profile()} : config.devices;
   std::set<std::string> seen;

@@ -35,8 +35,21 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   report.seconds.validate = seconds_since(clock);
 
   const schedule::Layout& layout = s.layout;
-  const schedule::ModelShape& shape = config.model.shape;
-  report.partition = schedule::partition_sequence(shape, config.seq, layout.num_segments, config.split);
+  const spec::ModelSpec& shape = config.model.model;
+  if (config.partition.count() > 0) {
+    if (config.partition.count() != layout.num_segments || config.partition.seq() != config.seq) {
+      throw Error("simulation: a partition of " + std::to_string(config.partition.count()) +
+                  " segments over " + std::to_string(config.partition.seq()) + " tokens for " +
+                  std::to_string(layout.num_segments) + " segments of " + std::to_string(config.seq));
+    }
+    report.partition = config.partition;
+  } else {
+    spec::SegmentRequest request;
+    request.count = layout.num_segments;
+    request.split = config.split;
+    request.multiple = config.split_multiple;
+    report.partition = spec::cut_sequence(shape, config.seq, request);
+  }
   if (config.vstage_layers.empty()) {
     report.vstage_layers = split_layers(shape.layers, layout.num_vstages);
   } else {
@@ -61,7 +74,8 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   clock = monotonic_seconds();
   schedule::LowerOptions lower_options;
   const std::vector<std::int64_t>& lengths = report.partition.lengths;
-  const double per_token = static_cast<double>(config.microbatch_size) * shape.hidden * config.element_bytes;
+  const double element_bytes = config.memory.precision == spec::Precision::fp32 ? 4.0 : 2.0;
+  const double per_token = static_cast<double>(config.microbatch_size) * shape.hidden * element_bytes;
   lower_options.message_bytes = [&lengths, per_token](const schedule::MessageKey& key) {
     return static_cast<std::int64_t>(per_token * static_cast<double>(lengths[key.segment]));
   };
@@ -81,7 +95,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
     }
     cost.set_links(config.links);
   }
-  cost.set_recompute(config.recompute);
+  cost.set_recompute(config.memory.recompute);
   const MemoryModel memory(shape, report.vstage_layers, report.partition, config.microbatch_size,
                            config.memory);
   clock = monotonic_seconds();
@@ -130,7 +144,7 @@ trace::Timeline make_timeline(const SimulationConfig& config, const SimulationRe
     if (!lengths.empty()) lengths += ' ';
     lengths += std::to_string(len);
   }
-  tl.summary.emplace_back("segments", std::string(schedule::split_method_name(config.split)) + " split: " + lengths);
+  tl.summary.emplace_back("segments", std::string(spec::split_method_name(report.partition.split)) + " split: " + lengths);
   double peak = 0;
   for (int r = 0; r < layout.num_ranks(); ++r) peak = std::max(peak, report.peak_total_bytes(r));
   std::snprintf(buf, sizeof buf, "%.1f GiB (highest rank)", peak / (1024.0 * 1024 * 1024));

@@ -7,32 +7,35 @@
 
 #include "plait/schedule/schedule.h"
 #include "plait/schedule/schedule_family.h"
-#include "plait/schedule/sequence_partition.h"
 #include "plait/sim/device_profile.h"
 #include "plait/sim/event_simulator.h"
 #include "plait/sim/link_matrix.h"
 #include "plait/sim/memory_model.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
+#include "plait/spec/sequence_partition.h"
 #include "plait/trace/event.h"
 
 namespace plait::sim {
 
 struct SimulationConfig {
-  ModelSpec model;
+  spec::NamedModel model;
   std::int64_t seq = 4096;
   int microbatch_size = 1;
   schedule::PipelineShape shape;  // stages, chunks, micro-batches, segments
-  schedule::SplitMethod split = schedule::SplitMethod::flops;
+  // How the sequence is cut into shape.segments segments (spec::cut_sequence), unless
+  // `partition` is given (its lengths must then be shape.segments and sum to seq).
+  spec::SplitMethod split = spec::SplitMethod::flops;
+  std::int64_t split_multiple = 1;
+  spec::SequencePartition partition;
   std::vector<DeviceProfile> devices;  // one for every rank, or one per rank; empty: default
-  MemoryCoefficients memory;
-  double element_bytes = 2.0;  // bytes per activation/gradient element sent between stages (bf16)
+  // Precision (bf16 by default: GPU runs; messages between stages carry its activation
+  // elements), full activation recomputation (B or BW re-runs F) and a CPU rank's threads.
+  MemoryOptions memory;
   bool record_events = true;
   // Heterogeneous clusters (all optional): layers of each virtual stage (empty: as even as
-  // possible, split_layers), per-pair links (empty: each sender's device link), and full
-  // activation recomputation (B or BW re-runs F; memory's coefficients should match).
+  // possible, split_layers) and per-pair links (empty: each sender's device link).
   std::vector<int> vstage_layers;
   LinkMatrix links;
-  bool recompute = false;
 };
 
 struct PhaseSeconds {
@@ -43,7 +46,7 @@ struct PhaseSeconds {
 struct SimulationReport {
   std::string schedule_name;
   schedule::Schedule schedule;
-  schedule::SequencePartition partition;
+  spec::SequencePartition partition;
   std::vector<int> vstage_layers;
   std::vector<DeviceProfile> devices;  // as resolved (one, or one per rank)
   SimResult result;

@@ -65,12 +65,7 @@ std::string zorse_gpu_list() {
 }
 
 DeviceProfile zorse_device_profile(const std::string& gpu, const std::string& dtype,
-                                   const schedule::ModelShape& model) {
-  return zorse_device_profile(gpu, dtype, model, LatencyPreference{});
-}
-
-DeviceProfile zorse_device_profile(const std::string& gpu, const std::string& dtype,
-                                   const schedule::ModelShape& model,
+                                   const spec::ModelSpec& model,
                                    const LatencyPreference& preference) {
   const LatencyTable& table = zorse_table();
   const std::vector<std::string> gpus = zorse_gpu_types();
@@ -80,7 +75,8 @@ DeviceProfile zorse_device_profile(const std::string& gpu, const std::string& dt
   }
   DeviceProfile d = measured_device_profile(table, &zorse_stats(), gpu, dtype, model, preference,
                                             "zorse:" + gpu + ":" + dtype);
-  d.source = "Zorse model_latencies.json (benson-guo/zorse, MIT): " + d.measured->model + " on " + gpu +
+  d.source = "Zorse model_latencies.json (benson-guo/zorse, MIT): " + d.measured->model + " (" +
+             d.measured->chosen_because + ") on " + gpu +
              ", seq " + std::to_string(d.measured->seq) + ", " + dtype + ", fitted in micro-batch size";
   d.memory_bytes = zorse_memory_bytes(gpu);
   return d;

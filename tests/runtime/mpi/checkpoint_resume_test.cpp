@@ -99,7 +99,7 @@ JobConfig job(const SharedDir& dir, const std::string& schedule, int pp, int dp,
               int segments, int chunks = 0) {
   JobConfig j = test::tiny_job(schedule, pp, dp, microbatches, segments);
   j.run.source = "ckpt-test.json";
-  j.run.model = {4, 32, 4, 256, 16, true};
+  j.run.model = spec::gpt2_model(4, 32, 4, 256, 16);
   j.run.train.steps = 5;
   j.run.train.eval_every = 2;
   j.run.train.eval_batches = 2;

@@ -42,6 +42,7 @@ comm::Communicator& world() { return plait::test::mpi_session().world(); }
 constexpr double kTolerance = 1e-5;
 
 struct Case {
+  spec::Family family = spec::Family::gpt2;
   std::string schedule;
   int pp = 2, dp = 1, chunks = 0, segments = 1;
   std::string split;
@@ -49,7 +50,8 @@ struct Case {
   int microbatches = 4;  // per replica
 
   std::string name() const {
-    std::string n = schedule + "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp);
+    std::string n = std::string(spec::family_name(family)) + "_" + schedule + "_pp" + std::to_string(pp) +
+                    "_dp" + std::to_string(dp);
     if (segments > 1) n += "_k" + std::to_string(segments);
     if (!split.empty()) n += "_" + split;
     if (!layers.empty()) n += "_uneven";
@@ -59,9 +61,10 @@ struct Case {
     return n;
   }
   JobConfig job() const {
-    JobConfig j = test::tiny_job(schedule, pp, dp, microbatches, segments);
+    JobConfig j = test::tiny_job(schedule, pp, dp, microbatches, segments, family);
     j.parallel.chunks = chunks;
     j.parallel.split = split;
+    if (!split.empty()) j.run.train.segments.split = spec::parse_split_method(split);
     j.parallel.layers = layers;
     return j;
   }
@@ -80,6 +83,7 @@ Case make(std::string schedule, int pp, int dp, int chunks = 0, int segments = 1
   return c;
 }
 
+// Every case for both families (the same layouts and tolerance).
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (int pp : {2, 4}) {
@@ -99,6 +103,11 @@ std::vector<Case> all_cases() {
   cases.push_back(make("1f1b", 2, 1, 0, 1, "", {3, 5}));
   cases.push_back(make("seq1f1b", 4, 1, 0, 2, "", {1, 3, 2, 2}));
   cases.push_back(make("zb-v", 2, 2, 0, 1, "", {1, 3, 2, 2}));
+  const std::size_t per_family = cases.size();
+  for (std::size_t i = 0; i < per_family; ++i) {
+    cases.push_back(cases[i]);
+    cases.back().family = spec::Family::llama;
+  }
   return cases;
 }
 
@@ -136,7 +145,7 @@ void expect_equivalent(const PipelinePlan& plan, const TrainConfig& global) {
   const data::BatchLoader loader = data.loader(global);
   MemoryTracker tracker, ref_tracker;
   DistributedTrainer trainer(plan, global, w, tracker);
-  LocalTrainer reference(plan.model, global, ref_tracker);
+  LocalTrainer reference(plan.model, global, plan.partition, ref_tracker);
   for (int s = 0; s < global.steps; ++s) {
     const DistributedStepResult got = trainer.step(s, loader);
     const StepResult want = reference.step(s, loader);
@@ -171,8 +180,11 @@ INSTANTIATE_TEST_SUITE_P(Schedules, Equivalence, ::testing::ValuesIn(all_cases()
 // The planner's explicit form (parallel contract, form 2) with a heterogeneous layout: stage 0
 // has two ranks of different (emulated) device types that run 3 and 2 of the 5 micro-batches,
 // stages 1 and 2 one rank each, so stage widths are 2, 1, 1 and micro-batches are routed
-// two-to-one; uneven layers 3, 3, 2; Seq1F1B units with 2 segments (flops split).
-TEST(Equivalence, ExplicitHeterogeneousLayout) {
+// two-to-one; uneven layers 3, 3, 2; Seq1F1B units with 2 segments (explicit lengths 9 + 7); a
+// GPT-2 and a LLaMA model (grouped K/V, tied head) from the config file's model section.
+class ExplicitLayout : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExplicitLayout, HeterogeneousLayoutTrainsExactly) {
   if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
   // Seq1F1B for 3 stages, then stage 0's list split by micro-batch over two ranks: each runs its
   // own micro-batches in the original order, which stays deadlock-free (the validator checks).
@@ -185,8 +197,12 @@ TEST(Equivalence, ExplicitHeterogeneousLayout) {
   for (const schedule::Action& a : base.ranks[0]) append(a.microbatch < 3 ? 0 : 1, a);
   for (const schedule::Action& a : base.ranks[1]) append(2, a);
   for (const schedule::Action& a : base.ranks[2]) append(3, a);
+  nlohmann::json model = {{"layers", 8}, {"hidden", 32}, {"heads", 4}, {"vocab", 256}, {"max_seq", 32}};
+  if (GetParam() == "llama") {
+    model.update({{"family", "llama"}, {"kv_heads", 1}, {"ffn_hidden", 40}, {"tie_embeddings", true}});
+  }
   const nlohmann::json document = {
-      {"model", {{"layers", 8}, {"hidden", 32}, {"heads", 4}, {"vocab", 256}, {"max_seq", 32}}},
+      {"model", model},
       {"train",
        {{"steps", 3}, {"seq", 16}, {"microbatch_size", 2}, {"microbatches", 5}, {"segments", {9, 7}},
         {"lr", 1e-2}, {"eps", 1e-3}, {"warmup_steps", 1}, {"seed", 7}}},
@@ -208,16 +224,19 @@ TEST(Equivalence, ExplicitHeterogeneousLayout) {
   expect_equivalent(plan, job.global_train());
 }
 
+INSTANTIATE_TEST_SUITE_P(Families, ExplicitLayout, ::testing::Values("gpt2", "llama"));
+
 
 // Every family's heterogeneous schedule as the planner builds it (schedule/heterogeneous_pipeline.h:
 // Zorse-style stage groups of widths 2, 1, 1, rank 1 twice as slow and running 2 of the 5
 // micro-batches, routing many-to-many), written as the explicit form's text and run by the
 // runtime: the same parameters as one process.
-class HeterogeneousEquivalence : public ::testing::TestWithParam<std::string> {};
+class HeterogeneousEquivalence
+    : public ::testing::TestWithParam<std::tuple<std::string, spec::Family>> {};
 
 TEST_P(HeterogeneousEquivalence, PlannerScheduleTrainsExactly) {
   if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
-  const std::string family = GetParam();
+  const std::string family = std::get<0>(GetParam());
   const schedule::ScheduleFamily* f = schedule::find_schedule_family(family);
   schedule::HeterogeneousPipeline pipeline;
   pipeline.stage_ranks = {{0, 1}, {2}, {3}};
@@ -230,7 +249,7 @@ TEST_P(HeterogeneousEquivalence, PlannerScheduleTrainsExactly) {
     return rank == 1 ? 2.0 : 1.0;
   };
   const schedule::Schedule s = schedule::heterogeneous_schedule(family, pipeline, costs);
-  JobConfig job = test::tiny_job(family, 1, 1, 5, pipeline.num_segments);
+  JobConfig job = test::tiny_job(family, 1, 1, 5, pipeline.num_segments, std::get<1>(GetParam()));
   job.parallel.form = ParallelConfig::Form::explicit_layout;
   job.parallel.schedule_name = family + " (heterogeneous)";
   job.parallel.layers.assign(static_cast<std::size_t>(s.layout.num_vstages), 0);
@@ -251,10 +270,12 @@ TEST_P(HeterogeneousEquivalence, PlannerScheduleTrainsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HeterogeneousEquivalence,
-                         ::testing::Values("gpipe", "1f1b", "interleaved", "seq1f1b", "seq1f1b-i",
-                                           "zb-h1", "zb-v", "seq-zb"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param;
+                         ::testing::Combine(::testing::Values("gpipe", "1f1b", "interleaved", "seq1f1b",
+                                                              "seq1f1b-i", "zb-h1", "zb-v", "seq-zb"),
+                                            ::testing::Values(spec::Family::gpt2, spec::Family::llama)),
+                         [](const auto& info) {
+                           std::string n = std::string(spec::family_name(std::get<1>(info.param))) + "_" +
+                                           std::get<0>(info.param);
                            for (char& c : n) {
                              if (c == '-') c = '_';
                            }

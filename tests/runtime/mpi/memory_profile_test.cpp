@@ -9,7 +9,6 @@
 
 #include "mpi_test_session.h"
 #include "plait/runtime/distributed_trainer.h"
-#include "plait/runtime/engine_memory_coefficients.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/rank_gather.h"
 #include "plait/schedule/lowering.h"
@@ -31,12 +30,7 @@ Peak peak_of(const std::string& schedule, int segments) {
   JobConfig job = test::tiny_job(schedule, world().size(), 1, 4, segments);
   job.run.model.max_seq = 128;
   job.run.train.seq = 128;
-  job.run.train.segment_lengths.clear();
-  if (segments > 1) {
-    for (const model::Segment& s : model::even_segments(128, segments)) {
-      job.run.train.segment_lengths.push_back(s.length);
-    }
-  }
+
   const PipelinePlan plan = build_pipeline_plan(job, world().size());
   const TrainConfig t = job.global_train();
   const test::TinyData data(plan.model.vocab);
@@ -52,15 +46,8 @@ Peak peak_of(const std::string& schedule, int segments) {
   p.measured = static_cast<double>(tracker.peak_total() - tracker.current(MemoryCategory::kParameters) -
                                    tracker.current(MemoryCategory::kGradients) -
                                    tracker.current(MemoryCategory::kOptimizerState));
-  schedule::SequencePartition partition;
-  for (const model::Segment& s : plan.segments) {
-    partition.lengths.push_back(s.length);
-    partition.flops.push_back(0);
-  }
-  const sim::MemoryModel memory({plan.model.layers, plan.model.hidden, plan.model.heads, plan.model.vocab,
-                                 plan.model.max_seq},
-                                plan.vstage_layers, partition, plan.microbatch_size,
-                                engine_memory_coefficients(plan.model));
+  const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
+                                {spec::Precision::fp32, false, 1});
   const sim::UniformCostModel cost(1, 1, 1);
   const sim::SimResult r = sim::simulate(plan.schedule, schedule::lower(plan.schedule), cost, &memory, {false, false});
   p.simulated = r.ranks[static_cast<std::size_t>(world().rank())].peak_activation_bytes;

@@ -1,7 +1,7 @@
 #pragma once
-// A tiny job for the multi-rank runtime tests: an 8-layer, 32-wide GPT on 16-token sequences
-// (so a step takes milliseconds even with 8 ranks on 2 cores), random tokens, and the
-// single-process reference (runtime::LocalTrainer) on the same global batch.
+// A tiny job for the multi-rank runtime tests: an 8-layer, 32-wide model of either family on
+// 16-token sequences (so a step takes milliseconds even with 8 ranks on 2 cores), random tokens,
+// and the single-process reference (runtime::LocalTrainer) on the same global batch.
 #include <cstdint>
 #include <random>
 #include <string>
@@ -12,11 +12,23 @@
 
 namespace plait::runtime::test {
 
+// gpt2: 4 heads, tied head; llama: 4 query heads sharing 2 K/V heads, SwiGLU of 48, untied head.
+inline spec::ModelSpec tiny_job_model(spec::Family family, int layers = 8) {
+  spec::ModelSpec m = spec::gpt2_model(layers, 32, 4, 64, 32);
+  if (family == spec::Family::llama) {
+    m.family = family;
+    m.kv_heads = 2;
+    m.ffn_hidden = 48;
+    m.tie_embeddings = false;
+  }
+  return m;
+}
+
 inline JobConfig tiny_job(const std::string& schedule, int pp, int dp, int microbatches,
-                          int segments) {
+                          int segments, spec::Family family = spec::Family::gpt2) {
   JobConfig job;
   job.run.source = "tiny-job";
-  job.run.model = {8, 32, 4, 64, 32, true};
+  job.run.model = tiny_job_model(family);
   TrainConfig& t = job.run.train;
   t.steps = 3;
   t.seq = 16;
@@ -29,12 +41,7 @@ inline JobConfig tiny_job(const std::string& schedule, int pp, int dp, int micro
   t.grad_clip = 1.0;
   t.seed = 7;
   t.eps = 1e-3;  // why: equivalence_test.cpp's header
-  if (segments > 1) {
-    for (const model::Segment& s : model::even_segments(t.seq, segments)) {
-      t.segment_lengths.push_back(s.length);
-    }
-    job.segments_from_count = true;
-  }
+  t.segments.count = segments;
   job.parallel.schedule = schedule;
   job.parallel.pp = pp;
   job.parallel.dp = dp;

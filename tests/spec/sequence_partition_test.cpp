@@ -4,12 +4,12 @@
 #include <numeric>
 
 #include "plait/core/error.h"
-#include "plait/schedule/sequence_partition.h"
+#include "plait/spec/sequence_partition.h"
 
-namespace plait::schedule {
+namespace plait::spec {
 namespace {
 
-const ModelShape k7B{32, 4096, 32, 50257, 32768};  // Seq1F1B's 7B shape
+const ModelSpec k7B = gpt2_model(32, 4096, 32, 50257, 32768);  // Seq1F1B's 7B shape
 
 std::int64_t total(const SequencePartition& p) {
   return std::accumulate(p.lengths.begin(), p.lengths.end(), std::int64_t{0});
@@ -18,11 +18,11 @@ std::int64_t total(const SequencePartition& p) {
 // The formula of seq1f1b.md, term by term, on a shape small enough to do by hand:
 // L=1, H=4, n_h=2 (d=2), V=10, F=16; segment [0, 4): 4*4*4*10 + 8*4*4*4 + 4*4*4*16 + 11*2*(16-8).
 TEST(SequencePartition, SegmentFlopsFollowTheFormula) {
-  const ModelShape tiny{1, 4, 2, 10, 8};
-  EXPECT_DOUBLE_EQ(segment_forward_flops(tiny, 0, 4), 640 + 512 + 1024 + 176);
+  const ModelSpec tiny = gpt2_model(1, 4, 2, 10, 8);
+  EXPECT_DOUBLE_EQ(tiny.segment_forward_flops(0, 4), 640 + 512 + 1024 + 176);
   // Same length later in the sequence: only the attention term grows, by 11*2*4*4 = 352.
-  EXPECT_DOUBLE_EQ(segment_forward_flops(tiny, 4, 4), 640 + 512 + 1024 + 176 + 352);
-  EXPECT_DOUBLE_EQ(layer_attention_flops(tiny, 4, 4), 11.0 * 2 * (4 * 8 - 8));
+  EXPECT_DOUBLE_EQ(tiny.segment_forward_flops(4, 4), 640 + 512 + 1024 + 176 + 352);
+  EXPECT_DOUBLE_EQ(tiny.layer_attention_flops(4, 4), 11.0 * 2 * (4 * 8 - 8));
 }
 
 // Acceptance: 7B at 32k tokens, k = 4: the computation-wise split equalises forward FLOPs within
@@ -67,5 +67,38 @@ TEST(SequencePartition, EvenSplitAndEdgeCases) {
   EXPECT_THROW(parse_split_method("uneven"), Error);
 }
 
+// The one value: starts follow the lengths, FLOPs are the model's per segment, and the request a
+// config makes is cut once by cut_sequence (explicit lengths are taken as they are).
+TEST(SequencePartition, CutSequenceIsTheOnePlaceARequestBecomesAPartition) {
+  const ModelSpec m = gpt2_model(2, 64, 4, 256, 128);
+  SegmentRequest r;
+  r.count = 3;
+  const SequencePartition even = cut_sequence(m, 100, r);
+  EXPECT_EQ(even.lengths, (std::vector<std::int64_t>{34, 33, 33}));
+  EXPECT_EQ(even.starts, (std::vector<std::int64_t>{0, 34, 67}));
+  EXPECT_EQ(even.seq(), 100);
+  EXPECT_DOUBLE_EQ(even.flops[2], m.segment_forward_flops(67, 33));
+  EXPECT_EQ(even.segment(2), (Segment{2, 67, 33}));
+  r.split = SplitMethod::flops;
+  const SequencePartition flops = cut_sequence(m, 100, r);
+  EXPECT_EQ(flops, flops_partition(m, 100, 3));
+  EXPECT_EQ(flops.split, SplitMethod::flops);
+  r.lengths = {50, 25, 25};
+  EXPECT_EQ(cut_sequence(m, 100, r).lengths, r.lengths);
+  EXPECT_THROW(cut_sequence(m, 99, r), Error);
+}
+
+// A LLaMA shape cuts by its own FLOPs (SwiGLU's three matrices, grouped K/V): the flops split
+// equalises them, and differs from the GPT cut of the same sizes.
+TEST(SequencePartition, LlamaCutsByItsOwnFlops) {
+  ModelSpec llama = gpt2_model(22, 2048, 32, 32000, 8192, false);
+  llama.family = Family::llama;
+  llama.kv_heads = 4;
+  llama.ffn_hidden = 5632;
+  const SequencePartition p = flops_partition(llama, 8192, 4);
+  EXPECT_LT(p.flops_imbalance(), 0.005);
+  EXPECT_NE(p.lengths, flops_partition(gpt2_model(22, 2048, 32, 32000, 8192), 8192, 4).lengths);
+}
+
 }  // namespace
-}  // namespace plait::schedule
+}  // namespace plait::spec

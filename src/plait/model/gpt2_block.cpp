@@ -1,4 +1,4 @@
-#include "plait/model/transformer_block.h"
+#include "plait/model/gpt2_block.h"
 
 #include <omp.h>
 
@@ -6,6 +6,7 @@
 #include "plait/kernels/gelu.h"
 #include "plait/kernels/layernorm.h"
 #include "plait/kernels/matmul.h"
+#include "plait/spec/unit_memory.h"
 
 namespace plait::model {
 
@@ -20,10 +21,10 @@ using kernels::matmul_backward_input;
 using kernels::matmul_backward_weight;
 using kernels::matmul_forward;
 
-BlockTensors BlockTensors::locate(float* base, const std::vector<NamedTensor>& tensors,
-                                  int layer) {
+Gpt2Tensors Gpt2Tensors::locate(const spec::ModelSpec& model, float* base,
+                                const std::vector<NamedTensor>& tensors, int layer) {
   auto at = [&](const char* suffix) {
-    return base + find_tensor(tensors, layer_tensor_name(layer, suffix)).offset;
+    return base + find_tensor(tensors, layer_tensor_name(model, layer, suffix)).offset;
   };
   return {at("ln_1.weight"),        at("ln_1.bias"),        at("attn.c_attn.weight"),
           at("attn.c_attn.bias"),   at("attn.c_proj.weight"), at("attn.c_proj.bias"),
@@ -31,10 +32,12 @@ BlockTensors BlockTensors::locate(float* base, const std::vector<NamedTensor>& t
           at("mlp.c_fc.bias"),      at("mlp.c_proj.weight"), at("mlp.c_proj.bias")};
 }
 
-void TransformerBlock::forward(BlockUnitState& st, std::span<const kernels::KVBlock<float>> prefix,
-                               int batch, int s, float* out, TensorPool& pool) const {
+void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
+                        int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
   constexpr auto kAct = MemoryCategory::kActivations;
-  const int c = config_.hidden, h = config_.heads;
+  auto& st = static_cast<Gpt2State&>(state);
+  const int c = model_.hidden, h = model_.heads, f = model_.ffn_hidden;
+  const int s = seg.length;
   const int n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c;
   int e = s;
@@ -45,7 +48,7 @@ void TransformerBlock::forward(BlockUnitState& st, std::span<const kernels::KVBl
   st.mean1 = pool.acquire(kAct, n);
   st.rstd1 = pool.acquire(kAct, n);
   layernorm_forward(st.ln1.data(), st.mean1.data(), st.rstd1.data(), st.x_in.data(), p_.ln1_w,
-                    p_.ln1_b, n, c);
+                    p_.ln1_b, n, c, model_.norm_eps);
   st.q = pool.acquire(kAct, nc);
   matmul_forward<float>(st.q.data(), st.ln1.data(), p_.attn_w, p_.attn_b, nullptr, n, c, c);
   st.kv = pool.acquire(MemoryCategory::kKVCache, 2 * nc);
@@ -56,8 +59,7 @@ void TransformerBlock::forward(BlockUnitState& st, std::span<const kernels::KVBl
   st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
   st.atty = pool.acquire(kAct, nc);
   // GPT-2 is multi-head attention: every query head has its own K/V head (kv_heads = heads).
-  attention_forward<float>(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h,
-                           h);
+  attention_forward<float>(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, h);
   st.x_mid = pool.acquire(kAct, nc);
   matmul_forward<float>(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
                         c, c);
@@ -67,20 +69,23 @@ void TransformerBlock::forward(BlockUnitState& st, std::span<const kernels::KVBl
   st.mean2 = pool.acquire(kAct, n);
   st.rstd2 = pool.acquire(kAct, n);
   layernorm_forward(st.ln2.data(), st.mean2.data(), st.rstd2.data(), st.x_mid.data(), p_.ln2_w,
-                    p_.ln2_b, n, c);
-  st.fc_pre = pool.acquire(kAct, 4 * nc);
-  matmul_forward<float>(st.fc_pre.data(), st.ln2.data(), p_.fc_w, p_.fc_b, nullptr, n, c, 4 * c);
-  st.fc_gelu = pool.acquire(kAct, 4 * nc);
-  gelu_forward(st.fc_gelu.data(), st.fc_pre.data(), 4 * nc);
-  matmul_forward<float>(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(), n,
-                        4 * c, c);
+                    p_.ln2_b, n, c, model_.norm_eps);
+  const std::size_t nf = static_cast<std::size_t>(n) * f;
+  st.fc_pre = pool.acquire(kAct, nf);
+  matmul_forward<float>(st.fc_pre.data(), st.ln2.data(), p_.fc_w, p_.fc_b, nullptr, n, c, f);
+  st.fc_gelu = pool.acquire(kAct, nf);
+  gelu_forward(st.fc_gelu.data(), st.fc_pre.data(), nf);
+  matmul_forward<float>(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(), n, f,
+                        c);
 }
 
-void TransformerBlock::backward_input(BlockUnitState& st,
-                                      std::span<const kernels::KVBlock<float>> blocks, int batch,
-                                      int s, float* dx_in, TensorPool& pool) const {
+void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlock<float>> blocks,
+                               int batch, const spec::Segment& seg, float* dx_in,
+                               TensorPool& pool) const {
   constexpr auto kAct = MemoryCategory::kActivations;
-  const int c = config_.hidden, h = config_.heads;
+  auto& st = static_cast<Gpt2State&>(state);
+  const int c = model_.hidden, h = model_.heads, f = model_.ffn_hidden;
+  const int s = seg.length;
   const int n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c;
   int e = 0;
@@ -88,7 +93,8 @@ void TransformerBlock::backward_input(BlockUnitState& st,
 
   // Everything B produces is allocated up front and B's inputs are freed at the end, so the
   // peak inside B has a simple formula (docs/engine.md).
-  st.d_fc_pre = pool.acquire(kAct, 4 * nc);
+  const std::size_t nf = static_cast<std::size_t>(n) * f;
+  st.d_fc_pre = pool.acquire(kAct, nf);
   st.d_ln2 = pool.acquire(kAct, nc);
   st.dx_mid = pool.acquire(kAct, nc);
   st.dq = pool.acquire(kAct, nc);
@@ -98,9 +104,9 @@ void TransformerBlock::backward_input(BlockUnitState& st,
       pool.acquire(kAct, kernels::attention_backward_workspace(s, e, omp_get_max_threads()));
 
   // MLP half, top down.
-  matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, 4 * c, c, false);
-  gelu_backward(st.d_fc_pre.data(), st.fc_pre.data(), st.d_fc_pre.data(), 4 * nc);
-  matmul_backward_input(st.d_ln2.data(), st.d_fc_pre.data(), p_.fc_w, n, c, 4 * c, false);
+  matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, f, c, false);
+  gelu_backward(st.d_fc_pre.data(), st.fc_pre.data(), st.d_fc_pre.data(), nf);
+  matmul_backward_input(st.d_ln2.data(), st.d_fc_pre.data(), p_.fc_w, n, c, f, false);
   layernorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_ln2.data(), st.x_mid.data(),
                            p_.ln2_w, st.mean2.data(), st.rstd2.data(), n, c);
   // Attention half.
@@ -119,12 +125,12 @@ void TransformerBlock::backward_input(BlockUnitState& st,
   st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
 }
 
-void TransformerBlock::backward_weight(BlockUnitState& st, int batch, int s) const {
-  const int c = config_.hidden;
-  const int n = batch * s;
-  matmul_backward_weight(g_.fcproj_w, g_.fcproj_b, st.dx_out.data(), st.fc_gelu.data(), n, 4 * c,
-                         c);
-  matmul_backward_weight(g_.fc_w, g_.fc_b, st.d_fc_pre.data(), st.ln2.data(), n, c, 4 * c);
+void Gpt2Block::backward_weight(LayerState& state, int batch, const spec::Segment& seg) const {
+  auto& st = static_cast<Gpt2State&>(state);
+  const int c = model_.hidden, f = model_.ffn_hidden;
+  const int n = batch * seg.length;
+  matmul_backward_weight(g_.fcproj_w, g_.fcproj_b, st.dx_out.data(), st.fc_gelu.data(), n, f, c);
+  matmul_backward_weight(g_.fc_w, g_.fc_b, st.d_fc_pre.data(), st.ln2.data(), n, c, f);
   layernorm_backward_weight(g_.ln2_w, g_.ln2_b, st.d_ln2.data(), st.x_mid.data(), st.mean2.data(),
                             st.rstd2.data(), n, c);
   matmul_backward_weight(g_.proj_w, g_.proj_b, st.dx_mid.data(), st.atty.data(), n, c, c);
@@ -133,7 +139,7 @@ void TransformerBlock::backward_weight(BlockUnitState& st, int batch, int s) con
                          st.dkv.data(), st.ln1.data(), n, c, 2 * c);
   layernorm_backward_weight(g_.ln1_w, g_.ln1_b, st.d_ln1.data(), st.x_in.data(), st.mean1.data(),
                             st.rstd1.data(), n, c);
-  st = BlockUnitState{};
+  st = Gpt2State{};
 }
 
 }  // namespace plait::model

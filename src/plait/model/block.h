@@ -1,0 +1,60 @@
+#pragma once
+// One transformer layer of either family, with its work for one unit (micro-batch, segment)
+// split the way zero-bubble pipelines schedule it (Qi et al., ICLR 2024): forward (F),
+// backward_input (B: gradient of the layer input) and backward_weight (W: parameter gradients,
+// accumulated). Each family's block (gpt2_block.h, llama_block.h) reads the top-down llm.c way:
+// each step is one kernel call.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "plait/kernels/attention.h"
+#include "plait/model/parameter_layout.h"
+#include "plait/model/tensor_pool.h"
+#include "plait/spec/model_spec.h"
+#include "plait/spec/sequence_partition.h"
+
+namespace plait::model {
+
+// What one unit keeps for one layer between its F, B and W. The stage model fills x_in (the
+// layer input) before F and dx_out (dL/d(output)) before B, and hands the K/V (and dK/dV)
+// buffers of a micro-batch's earlier segments to later ones; each family's state adds its saved
+// tensors (lifetimes: spec/unit_memory.h).
+struct LayerState {
+  LayerState() = default;
+  LayerState(LayerState&&) = default;
+  LayerState& operator=(LayerState&&) = default;
+  virtual ~LayerState() = default;
+  PooledBuffer x_in, dx_out;
+  PooledBuffer kv;   // this unit's K|V rows (N, 2K), kv_cache, from F to the end of B
+  PooledBuffer dkv;  // their gradient accumulator, kv_cache, from the micro-batch's first B to W
+};
+
+class Block {
+ public:
+  virtual ~Block() = default;
+  virtual std::unique_ptr<LayerState> make_state() const = 0;
+
+  // F. st.x_in holds the input (B,s,C) of segment `seg`; prefix: this layer's K/V of the
+  // micro-batch's earlier segments, in order. Allocates the unit's state and K/V; writes the
+  // output to out.
+  virtual void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+                       const spec::Segment& seg, float* out, TensorPool& pool) const = 0;
+
+  // B. st.dx_out holds dL/d(output). blocks: K/V with their dK/dV accumulators for all
+  // positions [0, segment end), earlier segments first, this unit's last (its dkv already holds
+  // what later segments left for these positions). Writes dL/d(input) to dx_in; frees the
+  // state only B needed.
+  virtual void backward_input(LayerState& st, std::span<const kernels::KVBlock<float>> blocks,
+                              int batch, const spec::Segment& seg, float* dx_in,
+                              TensorPool& pool) const = 0;
+
+  // W. Accumulates the parameter gradients and frees everything the unit kept.
+  virtual void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const = 0;
+};
+
+// The block of layer `layer` of the model's family over a stage's parameter and gradient buffers.
+std::unique_ptr<Block> make_block(const spec::ModelSpec& model, int layer, float* parameters,
+                                  float* gradients, const std::vector<NamedTensor>& tensors);
+
+}  // namespace plait::model

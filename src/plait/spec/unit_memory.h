@@ -1,0 +1,96 @@
+#pragma once
+// The bytes one unit (micro-batch, segment) holds on a stage, by memory category and lifetime,
+// as functions of the model description: the one source for the engine's memory accounting
+// (tests/model/memory_test.cpp checks the tracker against it at every step), the simulator's
+// memory model and the planner. Derivation: docs/engine.md, "Memory of a unit".
+//
+// A layer saves, per token (N = batch * s rows; C hidden, K = kv_dim, F = ffn_hidden,
+// m = mlp_matrices: 2 for GELU, 3 for SwiGLU):
+//   kept from F to W    x_in, norm1 out, attention out, x_mid, norm2 out (5C), the MLP's
+//                       activation (F), norm statistics (gpt2: mean + rstd twice, llama: rstd
+//                       twice)
+//   from F to end of B  q (C), the MLP's pre-activation ((m-1) F: fc_pre, or gate|up), the
+//                       attention state (fp32 engine: the probabilities, batch*H*s*e per unit;
+//                       bf16: FlashAttention's log-sum-exp, H per token); K/V (2K, kv_cache)
+//   from B to W         dx_out, the MLP pre-activation's gradient ((m-1) F), d_norm2, dx_mid,
+//                       dq, d_norm1 (5C + (m-1) F)
+//   during B only       d_attention_out (C), [llama] d of the SwiGLU output (F), the attention
+//                       backward's workspace
+//   dK/dV (2K, kv_cache) from the micro-batch's first B to the unit's W.
+// The embedding stage keeps the tokens (int32) and dL/d(embedding) (C); the head stage keeps
+// x_final, the final norm's output and statistics, the logits (which become dlogits) and
+// d_final_norm (C), and allocates the per-token losses inside F.
+//
+// Precisions (element bytes): fp32 (plait's CPU engine) 4 everywhere; bf16 (mixed precision:
+// the GPU backend's layout) 2 for activations, K/V and their gradients, 4 for statistics,
+// logits and dK/dV accumulators, FlashAttention (no S x S probabilities; an fp32 dq
+// accumulator, N*C, as workspace).
+#include <cstddef>
+
+#include "plait/spec/model_spec.h"
+#include "plait/spec/sequence_partition.h"
+
+namespace plait::spec {
+
+enum class Precision { fp32, bf16 };
+std::string_view precision_name(Precision precision);  // "fp32" | "bf16"
+
+// Bytes per parameter by category: fp32 weights 4, gradients 4, AdamW moments 8; bf16 mixed
+// precision weights 2, fp32 gradients 4, fp32 master copy + moments 12 (ZeRO, Rajbhandari et
+// al. arXiv 1910.02054 sec. 3.1).
+struct ParameterBytes {
+  double parameters = 0, gradients = 0, optimizer = 0;
+  double total() const { return parameters + gradients + optimizer; }
+};
+ParameterBytes parameter_bytes(Precision precision);
+
+// The CPU attention kernel (kernels/attention.cpp) processes queries in blocks of this many
+// rows; its backward needs threads * min(s, block) * e elements of scratch.
+inline constexpr int kAttentionQueryBlock = 128;
+std::size_t attention_workspace_elements(int s, int e, int threads);
+
+// What part of the model a stage holds, as far as memory is concerned.
+struct StagePart {
+  int layers = 0;
+  bool embedding = false;
+  bool head = false;
+};
+
+struct UnitMemory {
+  // Activations F allocates and leaves for B/W.
+  std::size_t forward_activations = 0;
+  // This unit's K/V (kv_cache), from its F to the end of its B.
+  std::size_t forward_kv = 0;
+  // F's peak over the bytes allocated before it (all categories): the two above + [head] the
+  // per-token losses, freed before F returns.
+  std::size_t forward_peak = 0;
+  // This unit's dK/dV accumulator (kv_cache), allocated zeroed for EVERY unit of the
+  // micro-batch by the micro-batch's first B (the last segment's), freed by the unit's W.
+  std::size_t dkv = 0;
+  // Activations B frees and allocates to keep until W.
+  std::size_t backward_freed = 0;
+  std::size_t backward_kept = 0;
+  // B's peak over the bytes allocated at its start, after the micro-batch's dK/dV accumulators
+  // (on its first B, add the sum of its units' dkv).
+  std::size_t backward_peak = 0;
+  // The same for the fused backward (B+W), which ends with all of the unit's memory released.
+  std::size_t fused_peak = 0;
+  // With full recomputation (activation checkpointing per layer, Chen et al., arXiv 1604.06174):
+  // the activations a unit keeps from its F to its B instead of forward_activations — every
+  // layer's input, the token ids on the embedding stage and the head's state (the logits are
+  // not recomputed); its K/V stay too (forward_kv), because later segments attend to them.
+  std::size_t recompute_kept = 0;
+  // ... and what B rebuilds at a time: one layer's forward activations, just before that
+  // layer's backward.
+  std::size_t recompute_layer = 0;
+
+  // Activations held between the unit's B and its W.
+  std::size_t activations_after_b() const {
+    return forward_activations - backward_freed + backward_kept;
+  }
+};
+
+UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
+                       const Segment& segment, Precision precision, int threads);
+
+}  // namespace plait::spec

@@ -1,0 +1,56 @@
+// The unit memory table by hand for one layer of each family and precision (the fp32 engine's
+// bytes are pinned against the tracker in tests/model/memory_test.cpp).
+#include <gtest/gtest.h>
+
+#include "plait/spec/unit_memory.h"
+
+namespace plait::spec {
+namespace {
+
+// One GPT-2 layer, batch 2, segment [4, 8) (N = 8 rows, e = 8 keys), C = 16, H = 2, F = 64.
+TEST(UnitMemory, Fp32GptLayerFollowsTheEngineTable) {
+  const ModelSpec m = gpt2_model(1, 16, 2, 50, 32);
+  const UnitMemory u = unit_memory(m, {1, false, false}, 2, {1, 4, 4}, Precision::fp32, 1);
+  const std::size_t N = 8, C = 16, P = 2 * 2 * 4 * 8;
+  EXPECT_EQ(u.forward_activations, 4 * (14 * N * C + 4 * N + P));
+  EXPECT_EQ(u.forward_kv, 4 * 2 * N * C);
+  EXPECT_EQ(u.dkv, 4 * 2 * N * C);
+  EXPECT_EQ(u.backward_freed, 4 * (5 * N * C + P));
+  EXPECT_EQ(u.backward_kept, 4 * 9 * N * C);
+}
+
+// One LLaMA layer, C = 16, 4 heads of 4 with 2 kv heads (K = 8), F = 24, N = 8: fp32 keeps
+// 5C + F + 2 stats to W, frees q + gate|up (C + 2F) + the probabilities at B.
+TEST(UnitMemory, LlamaLayerInBothPrecisions) {
+  ModelSpec m = gpt2_model(1, 16, 4, 50, 32, false);
+  m.family = Family::llama;
+  m.kv_heads = 2;
+  m.ffn_hidden = 24;
+  const std::size_t N = 8, C = 16, K = 8, F = 24, P = 2 * 4 * 4 * 8;
+  const UnitMemory f = unit_memory(m, {1, false, false}, 2, {1, 4, 4}, Precision::fp32, 1);
+  EXPECT_EQ(f.forward_activations, 4 * (N * (5 * C + F) + 2 * N + N * (C + 2 * F) + P));
+  EXPECT_EQ(f.forward_kv, 4 * 2 * N * K);
+  EXPECT_EQ(f.backward_kept, 4 * N * (5 * C + 2 * F));
+  // bf16: 2-byte activations and K/V, 4-byte statistics, log-sum-exp instead of probabilities,
+  // fp32 dK/dV accumulators.
+  const UnitMemory b = unit_memory(m, {1, false, false}, 2, {1, 4, 4}, Precision::bf16, 1);
+  EXPECT_EQ(b.forward_activations, 2 * N * (5 * C + F) + 4 * 2 * N + 2 * N * (C + 2 * F) + 4 * N * 4);
+  EXPECT_EQ(b.forward_kv, 2 * 2 * N * K);
+  EXPECT_EQ(b.dkv, 4 * 2 * N * K);
+  EXPECT_EQ(b.backward_kept, 2 * N * (5 * C + 2 * F));
+}
+
+// The head stage's logits dominate it; the embedding stage keeps its token ids.
+TEST(UnitMemory, HeadAndEmbeddingParts) {
+  const ModelSpec m = gpt2_model(1, 16, 2, 50, 32);
+  const UnitMemory head = unit_memory(m, {0, false, true}, 1, {0, 0, 4}, Precision::fp32, 1);
+  EXPECT_EQ(head.forward_activations, 4 * (2 * 4 * 16 + 2 * 4 + 4 * 50));
+  EXPECT_EQ(head.forward_peak, head.forward_activations + 4 * 4);
+  const UnitMemory emb = unit_memory(m, {0, true, false}, 1, {0, 0, 4}, Precision::fp32, 1);
+  EXPECT_EQ(emb.forward_activations, 4 * 4);
+  EXPECT_EQ(parameter_bytes(Precision::bf16).total(), 18);
+  EXPECT_EQ(parameter_bytes(Precision::fp32).total(), 16);
+}
+
+}  // namespace
+}  // namespace plait::spec
