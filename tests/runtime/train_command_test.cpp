@@ -66,6 +66,41 @@ TEST_F(TrainCommand, BadConfigsExitWithOneLineNamingFileAndField) {
                         "train.learning_rate: unknown field");
 }
 
+// The LLaMA family's shape errors: one line naming the file and field, exit 1.
+TEST_F(TrainCommand, BadLlamaModelsExitWithOneLineNamingFileAndField) {
+  const std::string llama = R"("family": "llama", "layers": 1, "vocab": 256, "max_seq": 32, )";
+  auto expect_exit_1 = [&](const std::string& text, const std::string& field) {
+    expect_one_line_error(text, field);
+    EXPECT_EQ(run("train --config " + (dir_ / "bad.json").string()).status, 1);
+  };
+  expect_exit_1(config(llama + R"("hidden": 16, "heads": 4, "kv_heads": 3, "ffn_hidden": 32)", kTrain),
+                "model.kv_heads: heads 4 is not divisible by kv_heads 3");
+  expect_exit_1(config(llama + R"("hidden": 12, "heads": 4, "ffn_hidden": 32)", kTrain),
+                "model.heads: rotary positions need an even head dimension");
+  expect_exit_1(config(llama + R"("hidden": 16, "heads": 4, "ffn_hidden": 0)", kTrain),
+                "model.ffn_hidden: expected an integer in [1, 16777216], found 0");
+  expect_exit_1(config(R"("family": "mamba", )" + kModel, kTrain),
+                "model.family: expected \"gpt2\" or \"llama\", found \"mamba\"");
+  // A field of the other family (every GPT-2 field is also a LLaMA field; the LLaMA-only ones on
+  // a GPT-2 model are refused).
+  expect_exit_1(config(kModel + R"(, "rope_theta": 500000)", kTrain), "model.rope_theta: a llama field");
+  expect_exit_1(config(kModel + R"(, "kv_heads": 1)", kTrain), "model.kv_heads: a llama field");
+  // The CPU engine's own limits, before anything is allocated.
+  expect_exit_1(config(R"("layers": 1, "hidden": 131072, "heads": 2, "vocab": 256, "max_seq": 32)", kTrain),
+                "model.hidden: the CPU engine takes at most 65536, found 131072");
+}
+
+TEST_F(TrainCommand, TrainsATinyLlama) {
+  const fs::path file = write(
+      "llama.json", config(R"("family": "llama", "layers": 2, "hidden": 16, "heads": 4, "kv_heads": 2,
+                             "ffn_hidden": 40, "vocab": 256, "max_seq": 32)",
+                           kTrain + R"(, "segments": [9, 7])"));
+  const Result r = run("train --config " + file.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("model: llama 2 layers, hidden 16, 4 heads (2 kv), ffn 40"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("done: 3 steps"), std::string::npos) << r.out;
+}
+
 TEST_F(TrainCommand, TrainsATinyModelAndReportsMemory) {
   const fs::path file = write("ok.json", config(kModel, kTrain + R"(, "segments": [9, 7])"));
   const Result r = run("train --config " + file.string());

@@ -283,6 +283,53 @@ TEST(CheckpointFiles, NameEveryTensorOnceAndOpenWithAnIndependentReader) {
   }
 }
 
+// A LLaMA checkpoint carries Hugging Face LlamaForCausalLM's tensor names and (out, in) shapes,
+// so its safetensors files load there unchanged: the list below is written out from the Hugging
+// Face state dict, not derived from plait's layout.
+TEST(CheckpointFiles, LlamaTensorsCarryHuggingFaceNamesAndShapes) {
+  if (world().size() != 2) GTEST_SKIP() << "uses pp 2 (2 ranks)";
+  SharedDir dir("llama-files");
+  write_shards(dir);
+  JobConfig j = job(dir, "1f1b", 2, 1, 2, 1);
+  j.run.model = test::tiny_job_model(spec::Family::llama, 4);  // 32 wide, 4 heads of 8, 2 kv, ffn 48
+  j.run.model.vocab = 256;
+  j.run.model.max_seq = 16;
+  j.run.train.steps = 2;
+  const PipelinePlan plan = build_pipeline_plan(j, world().size());
+  MemoryTracker tracker;
+  TrainingRun r(j, plan, world(), tracker, {});
+  std::string saved;
+  while (!r.done()) {
+    const TrainingStep s = r.next();
+    if (!s.checkpoint.empty()) saved = s.checkpoint;
+  }
+  if (world().rank() != 0) return;
+  std::map<std::string, std::vector<std::int64_t>> hf = {
+      {"model.embed_tokens.weight", {256, 32}}, {"model.norm.weight", {32}}, {"lm_head.weight", {256, 32}}};
+  for (int l = 0; l < 4; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    hf[p + "input_layernorm.weight"] = {32};
+    hf[p + "post_attention_layernorm.weight"] = {32};
+    hf[p + "self_attn.q_proj.weight"] = {32, 32};
+    hf[p + "self_attn.k_proj.weight"] = {16, 32};  // num_key_value_heads * head_dim = 2 * 8
+    hf[p + "self_attn.v_proj.weight"] = {16, 32};
+    hf[p + "self_attn.o_proj.weight"] = {32, 32};
+    hf[p + "mlp.gate_proj.weight"] = {48, 32};
+    hf[p + "mlp.up_proj.weight"] = {48, 32};
+    hf[p + "mlp.down_proj.weight"] = {32, 48};
+  }
+  const checkpoint::CheckpointReader reader(saved);
+  std::map<std::string, RawTensor> all;
+  for (const checkpoint::ManifestFile& f : reader.manifest().files) {
+    all.merge(read_safetensors_independently(saved + "/" + f.path));
+  }
+  std::map<std::string, std::vector<std::int64_t>> weights;
+  for (const auto& [name, raw] : all) {
+    if (!name.ends_with(".adam_m") && !name.ends_with(".adam_v")) weights[name] = raw.shape;
+  }
+  EXPECT_EQ(weights, hf);
+}
+
 TEST(CheckpointResume, APipelineOfFourLoadsIntoOtherLayouts) {
   if (world().size() != 4) GTEST_SKIP() << "runs with 4 ranks";
   SharedDir dir("layouts");
