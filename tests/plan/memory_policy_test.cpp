@@ -17,7 +17,7 @@ TEST(MemoryPolicy, StaticBytesComeFromTheDescription) {
   EXPECT_DOUBLE_EQ(mixed.reserve_bytes(16.0 * (1 << 30)), 2.0 * (1 << 30));
   EXPECT_DOUBLE_EQ(fp32.reserve_bytes(1000), 100);
   EXPECT_EQ(mixed.memory_options().precision, Precision::bf16);
-  EXPECT_TRUE(MemoryPolicy({Precision::bf16, true}).memory_options().recompute);
+  EXPECT_TRUE(MemoryPolicy({Precision::bf16, true}).memory_options().recompute.any());
 }
 
 // The working set: fp32 the engine's backward peak of the longest unit, its micro-batch's dK/dV

@@ -139,7 +139,7 @@ TEST(SimulatorMemory, ComposesTheEngineBytesOfEveryStagePart) {
     const spec::SequencePartition partition = spec::partition_from_lengths(m, {40, 24, 32});
     const int batch = 3;
     // Stages: 2 layers + embedding, 3 layers, 1 layer + head.
-    const sim::MemoryModel memory(m, {2, 3, 1}, partition, batch, {spec::Precision::fp32, false, 1});
+    const sim::MemoryModel memory(m, {2, 3, 1}, partition, batch, {spec::Precision::fp32, {}, 1});
     const std::vector<model::StageSpec> specs = {{0, 2, true, false}, {2, 5, false, false}, {5, 6, false, true}};
     for (int v = 0; v < 3; ++v) {
       for (int j = 0; j < 3; ++j) {

@@ -135,7 +135,7 @@ TEST(MemoryModel, StaticAndPerUnitBytes) {
   EXPECT_DOUBLE_EQ(mem.held_for_weight_bytes(1, 2), 8192.0 * 8 * (2 * 9 * H + 16 + 2 * 9 * H + 4 * 2 * H));
   // The head stage adds x_final, its norm (2 x 2C + 8) and the fp32 logits.
   EXPECT_DOUBLE_EQ(mem.activation_bytes(3, 0) - mem.activation_bytes(1, 0), 8192.0 * (50257 * 4 + 4 * H + 8));
-  const MemoryModel recomputed(k7B, layers, part, 1, MemoryOptions{spec::Precision::bf16, true, 1});
+  const MemoryModel recomputed(k7B, layers, part, 1, MemoryOptions{spec::Precision::bf16, spec::Recompute::full(), 1});
   EXPECT_DOUBLE_EQ(recomputed.activation_bytes(1, 2), 8192.0 * 8 * (2 * H + 2 * 2 * H));
 }
 

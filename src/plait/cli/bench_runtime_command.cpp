@@ -131,7 +131,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const auto all = runtime::gather_all(world, mine);
     if (!lead) continue;
     const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
-                                  {spec::Precision::fp32, false, 1});
+                                  {spec::Precision::fp32, {}, 1});
     const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
     const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
     const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});

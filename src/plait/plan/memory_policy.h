@@ -35,7 +35,9 @@ struct MemoryPolicy {
   bool recompute = false;
 
   // The simulator's view of the same policy (threads: a CPU rank's attention workspace).
-  sim::MemoryOptions memory_options(int threads = 1) const { return {precision, recompute, threads}; }
+  sim::MemoryOptions memory_options(int threads = 1) const {
+    return {precision, recompute ? spec::Recompute::full() : spec::Recompute{}, threads};
+  }
   bool shards_optimizer() const { return precision == Precision::bf16; }
   // Static bytes of a rank holding `parameters` in a data-parallel group of `group_size`.
   double static_bytes(std::int64_t parameters, int group_size) const;

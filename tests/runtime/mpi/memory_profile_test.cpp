@@ -47,7 +47,7 @@ Peak peak_of(const std::string& schedule, int segments) {
                                    tracker.current(MemoryCategory::kGradients) -
                                    tracker.current(MemoryCategory::kOptimizerState));
   const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
-                                {spec::Precision::fp32, false, 1});
+                                {spec::Precision::fp32, {}, 1});
   const sim::UniformCostModel cost(1, 1, 1);
   const sim::SimResult r = sim::simulate(plan.schedule, schedule::lower(plan.schedule), cost, &memory, {false, false});
   p.simulated = r.ranks[static_cast<std::size_t>(world().rank())].peak_activation_bytes;
