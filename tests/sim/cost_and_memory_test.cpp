@@ -161,6 +161,34 @@ TEST(MemoryModel, PeakActivationsFollowTheSchedule) {
   EXPECT_DOUBLE_EQ(r.ranks[0].peak_activation_bytes, m1.activation_bytes(0, 0) + m1.held_for_weight_bytes(0, 0));
 }
 
+// As the engine allocates: the ZB-H1 unit order by hand from the unit table, with the transients
+// inside each action and the micro-batch's dK/dV from its first backward (the tracker's side is
+// tests/runtime/mpi/memory_profile_test.cpp, where the two agree to the byte).
+TEST(MemoryModel, AllocatedPeaksFollowTheEngineActionByAction) {
+  const spec::ModelSpec tiny = spec::gpt2_model(4, 64, 4, 100, 16);
+  const auto two = spec::even_partition(tiny, 16, 2);
+  const UniformCostModel cost(1, 1, 1);
+  for (bool recompute : {false, true}) {
+    const MemoryModel m(tiny, {4}, two, 1,
+                        MemoryOptions{spec::Precision::fp32, recompute ? spec::Recompute::full() : spec::Recompute{}, 1});
+    const schedule::Schedule zb = schedule::parse_schedule("F0.0 F0.1 B0.1 B0.0 W0.1 W0.0\n", "zb");
+    const SimResult r = simulate(zb, schedule::lower(zb), cost, &m);
+    const spec::UnitMemory &u0 = m.unit_memory(0, 0), &u1 = m.unit_memory(0, 1);
+    const double f = static_cast<double>(u0.forward_activations + u1.forward_activations);
+    const double kv = static_cast<double>(u0.forward_kv + u1.forward_kv);
+    const double dkv = static_cast<double>(u0.dkv + u1.dkv);
+    // The activation peak: inside F0.1 or inside B0.1 (after both forwards), or inside B0.0.
+    const double after_b1 = f - static_cast<double>(u1.backward_freed) + static_cast<double>(u1.backward_kept);
+    const double act = std::max({static_cast<double>(u0.forward_activations + u1.forward_peak_activations),
+                                 f + static_cast<double>(u1.backward_peak_activations),
+                                 after_b1 + static_cast<double>(u0.backward_peak_activations)});
+    EXPECT_DOUBLE_EQ(r.ranks[0].allocated.activations, act) << recompute;
+    EXPECT_DOUBLE_EQ(r.ranks[0].allocated.kv_cache, kv + dkv) << recompute;  // at the first B
+    EXPECT_GE(r.ranks[0].allocated.total, r.ranks[0].peak_activation_bytes) << recompute;
+    EXPECT_DOUBLE_EQ(m.microbatch_dkv_bytes(0), dkv);
+  }
+}
+
 // Messages: latency + bytes / bandwidth, queued on the sender's port, not blocking it.
 TEST(EventSimulator, MessagesTakeLatencyPlusBytesOverBandwidth) {
   class Costs : public CostModel {

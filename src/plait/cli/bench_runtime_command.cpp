@@ -1,8 +1,10 @@
 // `plait bench runtime memory|speed` (run under mpirun): the distributed runtime measured next to
 // the simulator's prediction for the same run (docs/runtime.md, "Benchmarks").
-//   memory: p ranks (default 4), each schedule's measured peak activation + K/V bytes per stage
-//           against sim::simulate with the engine's exact unit memory (spec/unit_memory.h,
-//           fp32), and Seq1F1B's stage-0 peak against 1F1B's.
+//   memory: p ranks (default 4), each schedule with each --recompute value: every rank's
+//           measured bytes per category (static ones, and the peaks of activations, K/V, their
+//           sum and comm buffers) against the model description's static bytes and
+//           sim::simulate with the engine's exact unit memory (spec/unit_memory.h, fp32, action
+//           by action), and Seq1F1B's stage-0 peak against 1F1B's.
 //   speed:  p ranks (default 2), one thread each, each schedule's measured pipeline step time
 //           against sim::simulate fed with this machine's measured per-unit engine times
 //           (runtime/profile_cost_model.h) and a measured link latency.
@@ -18,6 +20,7 @@
 
 #include "plait/cli/commands.h"
 #include "plait/cli/flag_values.h"
+#include "plait/cli/parallel_flags.h"
 #include "plait/comm/abort_job.h"
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
@@ -44,6 +47,9 @@ struct BenchRuntimeOptions {
   std::string split = "even";
   std::string schedules;
   std::string profile;  // speed: a segment profile file instead of measuring
+  // parallel.recompute values, one row set each (memory: every schedule with each; speed: the
+  // schedules again with each but "none").
+  std::vector<std::string> recompute = {"none", "full"};
 };
 
 // A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
@@ -89,6 +95,12 @@ struct RandomTokens {
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
+// One rank's measured bytes by category during the measured step: the static categories'
+// current bytes, the peaks of the others, and the peak of activations + K/V together.
+struct CategoryBytes {
+  double parameters = 0, gradients = 0, optimizer = 0, activations = 0, kv = 0, units = 0, comm = 0;
+};
+
 void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const bool lead = world.rank() == 0;
@@ -100,52 +112,68 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 "micro-batch %d, m = %d, k = %d (%s split) for sequence-level schedules\n",
                 p, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches, o.segments,
                 o.split.c_str());
-    std::printf("peak activation + K/V bytes per stage during step %d (measured by the rank's memory "
-                "tracker; comm buffers on a separate tracker) vs the simulator's prediction (same "
-                "schedule, engine memory coefficients)\n",
+    std::printf("each rank's bytes by category during step %d, measured by its memory tracker (peaks; "
+                "parameters, gradients and optimizer state stay put), and the error of the prediction: "
+                "static bytes from the model description, activations and K/V from sim::simulate of the "
+                "same schedule with the exact unit table (spec/unit_memory.h, action by action); "
+                "units = peak of activations + K/V together; comm buffers (on their own tracker) are "
+                "not modelled\n",
                 o.steps);
-    std::printf("%-12s %5s %14s %14s %14s %14s %8s\n", "schedule", "stage", "measured", "activations",
-                "kv_cache", "simulated", "error");
+    std::printf("%-10s %-9s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "schedule", "recompute", "rank",
+                "parameters", "gradients", "optimizer_state", "activations", "kv_cache", "units",
+                "comm");
   }
-  std::vector<double> stage0;  // measured stage-0 peak per schedule
+  std::vector<double> stage0;  // measured stage-0 units peak per schedule, without recomputation
   for (const std::string& name : schedules) {
-    const runtime::JobConfig job = bench_job(o, name, p);
-    const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
-    const runtime::TrainConfig t = job.global_train();
-    const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
-    MemoryTracker tracker, buffers;
-    runtime::TrainerOptions options;
-    options.buffer_tracker = &buffers;
-    runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
-    for (int s = 0; s < o.steps; ++s) trainer.step(s, loader);  // warm-up
-    tracker.reset_peaks();
-    trainer.step(o.steps, loader);
-    // Parameters, gradients and optimizer state stay put during the step, so the peak of the sum
-    // minus them is the peak of activations + K/V together.
-    const double fixed = static_cast<double>(tracker.current(MemoryCategory::kParameters) +
-                                             tracker.current(MemoryCategory::kGradients) +
-                                             tracker.current(MemoryCategory::kOptimizerState));
-    const std::vector<double> mine = {static_cast<double>(tracker.peak_total()) - fixed,
-                                      static_cast<double>(tracker.peak(MemoryCategory::kActivations)),
-                                      static_cast<double>(tracker.peak(MemoryCategory::kKVCache))};
-    const auto all = runtime::gather_all(world, mine);
-    if (!lead) continue;
-    const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
-                                  {spec::Precision::fp32, {}, 1});
-    const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
-    const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
-    const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
-    for (int r = 0; r < p; ++r) {
-      const double measured = all[r][0], simulated = predicted.ranks[r].peak_activation_bytes;
-      std::printf("%-12s %5d %10.2f MiB %10.2f MiB %10.2f MiB %10.2f MiB %+7.2f%%\n", name.c_str(), r,
-                  mib(measured), mib(all[r][1]), mib(all[r][2]), mib(simulated),
-                  100 * (simulated - measured) / measured);
+    for (const std::string& variant : o.recompute) {
+      runtime::JobConfig job = bench_job(o, name, p);
+      job.parallel.recompute = parse_recompute_flag("--recompute", variant);
+      const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
+      const runtime::TrainConfig t = job.global_train();
+      const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
+      MemoryTracker tracker, buffers;
+      runtime::TrainerOptions options;
+      options.buffer_tracker = &buffers;
+      runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
+      for (int s = 0; s < o.steps; ++s) trainer.step(s, loader);  // warm-up
+      tracker.reset_peaks();
+      buffers.reset_peaks();
+      trainer.step(o.steps, loader);
+      const auto current = [&](MemoryCategory c) { return static_cast<double>(tracker.current(c)); };
+      const double fixed = current(MemoryCategory::kParameters) + current(MemoryCategory::kGradients) +
+                           current(MemoryCategory::kOptimizerState);
+      const std::vector<double> mine = {current(MemoryCategory::kParameters),
+                                        current(MemoryCategory::kGradients),
+                                        current(MemoryCategory::kOptimizerState),
+                                        static_cast<double>(tracker.peak(MemoryCategory::kActivations)),
+                                        static_cast<double>(tracker.peak(MemoryCategory::kKVCache)),
+                                        static_cast<double>(tracker.peak_total()) - fixed,
+                                        static_cast<double>(buffers.peak(MemoryCategory::kCommBuffers))};
+      const auto all = runtime::gather_all(world, mine);
+      if (!lead) continue;
+      const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
+                                    {spec::Precision::fp32, job.parallel.recompute, omp_get_max_threads()});
+      const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
+      const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
+      const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
+      for (int r = 0; r < p; ++r) {
+        const sim::StaticMemory st = memory.static_memory(plan.schedule.layout.rank_vstages[r]);
+        const sim::AllocatedPeaks& a = predicted.ranks[r].allocated;
+        const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache, a.total};
+        std::printf("%-10s %-9s %4d |", name.c_str(), variant.c_str(), r);
+        for (int c = 0; c < 6; ++c) {
+          const double got = all[r][c];
+          std::printf(" %8.2f MiB %+5.1f%%%s", mib(got), got > 0 ? 100 * (want[c] - got) / got : 0.0,
+                      c == 2 ? " |" : "");
+        }
+        std::printf(" | %6.2f MiB\n", mib(all[r][6]));
+      }
+      if (variant == "none") stage0.push_back(all[0][5]);
     }
-    stage0.push_back(all[0][0]);
   }
   if (!lead) return;
   const auto find = [&](const char* name) -> double {
-    for (std::size_t i = 0; i < schedules.size(); ++i) {
+    for (std::size_t i = 0; i < schedules.size() && i < stage0.size(); ++i) {
       if (schedules[i] == name) return stage0[i];
     }
     return 0;
@@ -404,6 +432,10 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
   cmd->add_option("--chunks", o.chunks, "Chunks v of interleaved and seq1f1b-i")->capture_default_str();
   cmd->add_option("--steps", o.steps, "Measured steps (after one warm-up step)")->capture_default_str();
   cmd->add_option("--schedules", o.schedules, "Comma-separated schedule families (default: see above)");
+  cmd->add_option("--recompute", o.recompute,
+                  "parallel.recompute values to run each schedule with: none, full, N or n0,n1,...")
+      ->expected(1, 16)
+      ->capture_default_str();
 }
 
 void register_bench_runtime(CLI::App& app) {

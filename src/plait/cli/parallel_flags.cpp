@@ -49,28 +49,24 @@ void add_parallel_flags(CLI::App* cmd, ParallelFlags& f) {
       ->group("Layout (override the config's parallel section)");
 }
 
-namespace {
-
-// The flag's text as the JSON value parallel.recompute takes.
-nlohmann::json recompute_value(const std::string& text) {
-  if (text == "none" || text == "full") return text;
+spec::Recompute parse_recompute_flag(const std::string& flag, const std::string& text) {
+  if (text == "none") return {};
+  if (text == "full") return spec::Recompute::full();
+  // The text as the JSON value parallel.recompute takes.
   nlohmann::json counts = nlohmann::json::array();
   std::size_t at = 0;
   while (at <= text.size()) {
     const std::size_t comma = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, comma - at);
     if (item.empty() || item.size() > 7 || item.find_first_not_of("0123456789") != std::string::npos) {
-      throw Error("--recompute: expected none, full, a number of layers per stage or one count per "
+      throw Error(flag + ": expected none, full, a number of layers per stage or one count per "
                   "virtual stage separated by commas, found '" + text + "'");
     }
     counts.push_back(std::stoi(item));
     at = comma + 1;
   }
-  return counts.size() == 1 ? counts[0] : counts;
+  return schedule::parse_recompute(counts.size() == 1 ? counts[0] : counts, flag, "value");
 }
-
-}  // namespace
-
 
 void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
   runtime::ParallelConfig& p = job.parallel;
@@ -106,7 +102,7 @@ void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
     p.split = f.split;
     job.run.train.segments.split = spec::parse_split_method(f.split);
   }
-  if (!f.recompute.empty()) p.recompute = schedule::parse_recompute(recompute_value(f.recompute), "--recompute", "value");
+  if (!f.recompute.empty()) p.recompute = parse_recompute_flag("--recompute", f.recompute);
   if (!p.devices.empty() && static_cast<int>(p.devices.size()) != p.world_size()) {
     throw Error("--pp/--dp: " + std::to_string(p.world_size()) + " ranks, but parallel.devices lists " +
                 std::to_string(p.devices.size()));

@@ -19,6 +19,10 @@ struct ParallelFlags {
 
 void add_parallel_flags(CLI::App* cmd, ParallelFlags& flags);
 
+// The text of a recompute flag ("none", "full", "N" or "n0,n1,..."), as parallel.recompute reads
+// it; errors name `flag`.
+spec::Recompute parse_recompute_flag(const std::string& flag, const std::string& text);
+
 // Applies the flags that were given; errors name the flag.
 void apply_parallel_flags(const ParallelFlags& flags, runtime::JobConfig& job);
 

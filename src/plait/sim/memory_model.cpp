@@ -36,6 +36,10 @@ MemoryModel::MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_l
       u.held_for_w = static_cast<double>(u.exact.activations_after_b() + u.exact.dkv);
     }
   }
+  microbatch_dkv_.assign(static_cast<std::size_t>(vstages), 0.0);
+  for (int v = 0; v < vstages; ++v) {
+    for (int seg = 0; seg < segments_; ++seg) microbatch_dkv_[v] += static_cast<double>(unit(v, seg).exact.dkv);
+  }
   for (int v = 0; v < vstages; ++v) {
     parameters_.push_back(model.stage_parameters(vstage_layers[v], v == 0, v == vstages - 1));
   }

@@ -54,6 +54,10 @@ class MemoryModel {
     return unit(vstage, segment).exact;
   }
 
+  // The dK/dV accumulators of all of a micro-batch's units on `vstage`, which its first
+  // backward allocates.
+  double microbatch_dkv_bytes(std::int32_t vstage) const { return microbatch_dkv_[vstage]; }
+
   std::int64_t parameter_count(std::int32_t vstage) const { return parameters_[vstage]; }
   StaticMemory static_memory(const std::vector<std::int32_t>& vstages) const;
   const MemoryOptions& options() const { return options_; }
@@ -71,6 +75,7 @@ class MemoryModel {
   std::vector<Unit> units_;
   std::vector<double> token_share_;
   std::vector<std::int64_t> parameters_;
+  std::vector<double> microbatch_dkv_;
 };
 
 }  // namespace plait::sim
