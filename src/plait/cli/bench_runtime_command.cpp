@@ -221,10 +221,11 @@ int peak_in_flight(const runtime::PipelinePlan& plan) {
 }
 
 runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime::PipelinePlan& plan,
-                                        int repeats, int in_flight) {
+                                        int repeats, int in_flight, bool recompute) {
   runtime::ProfileOptions options;
   options.repeats = repeats;
   options.in_flight = in_flight;
+  options.recompute = recompute;
   // A layer is timed inside a stage of as many layers as a rank holds, so weights and
   // activations compete for the caches as in the run.
   options.probe_layers = plan.model.layers / plan.num_ranks();
@@ -233,7 +234,7 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
   std::vector<double> packed;
   for (const auto* list : {&mine.layer, &mine.embedding, &mine.head}) {
     for (const runtime::UnitTimes& u : *list) {
-      packed.insert(packed.end(), {u.forward, u.backward_input, u.backward_weight});
+      packed.insert(packed.end(), {u.forward, u.backward_input, u.backward_weight, u.recompute});
     }
   }
   const auto all = runtime::gather_all(world, packed);
@@ -245,8 +246,9 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
         u.forward += r[i] / all.size();
         u.backward_input += r[i + 1] / all.size();
         u.backward_weight += r[i + 2] / all.size();
+        u.recompute += r[i + 3] / all.size();
       }
-      i += 3;
+      i += 4;
     }
   }
   return mine;
@@ -262,13 +264,14 @@ runtime::SegmentProfile combine(const std::vector<runtime::SegmentProfile>& all)
   for (auto member : {&runtime::SegmentProfile::layer, &runtime::SegmentProfile::embedding,
                       &runtime::SegmentProfile::head}) {
     for (std::size_t j = 0; j < (out.*member).size(); ++j) {
-      std::vector<double> f, b, w;
+      std::vector<double> f, b, w, rc;
       for (const runtime::SegmentProfile& p : all) {
         f.push_back((p.*member)[j].forward);
         b.push_back((p.*member)[j].backward_input);
         w.push_back((p.*member)[j].backward_weight);
+        rc.push_back((p.*member)[j].recompute);
       }
-      (out.*member)[j] = {pick(f), pick(b), pick(w)};
+      (out.*member)[j] = {pick(f), pick(b), pick(w), pick(rc)};
     }
   }
   return out;
@@ -305,7 +308,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   // Every schedule's trainer first; then the measured steps round-robin over the schedules, so
   // a change in the machine's load (other programs) hits them all alike.
   struct Run {
-    std::string name;
+    std::string name, recompute;
     runtime::JobConfig job;
     runtime::PipelinePlan plan;
     std::unique_ptr<data::BatchLoader> loader;
@@ -314,18 +317,24 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     std::vector<double> makespans, bubbles;
   };
   std::vector<Run> runs;
-  for (const std::string& name : schedules) {
-    Run run;
-    run.name = name;
-    run.job = bench_job(o, name, p);
-    run.plan = runtime::build_pipeline_plan(run.job, p);
-    const runtime::TrainConfig t = run.job.global_train();
-    run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
-                                                     t.microbatches, 1);
-    run.tracker = std::make_unique<MemoryTracker>();
-    run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
-    run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
-    runs.push_back(std::move(run));
+  bool recomputes = false;  // some run does: the profiles also time the layers' rebuild
+  for (const std::string& variant : o.recompute) {
+    for (const std::string& name : schedules) {
+      Run run;
+      run.name = name;
+      run.recompute = variant;
+      run.job = bench_job(o, name, p);
+      run.job.parallel.recompute = parse_recompute_flag("--recompute", variant);
+      recomputes = recomputes || run.job.parallel.recompute.any();
+      run.plan = runtime::build_pipeline_plan(run.job, p);
+      const runtime::TrainConfig t = run.job.global_train();
+      run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
+                                                       t.microbatches, 1);
+      run.tracker = std::make_unique<MemoryTracker>();
+      run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
+      run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
+      runs.push_back(std::move(run));
+    }
   }
   // The unit profiles, one per sequence partition and number of micro-batches the schedule holds
   // at once (a unit is slower when its activations have left the caches: GPipe holds all m),
@@ -350,7 +359,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   auto measure_profiles = [&] {
     for (Profiles& e : profiles) {
       e.typical.push_back(o.profile.empty()
-                              ? measure_profile(world, runs[e.run].plan, o.repeats, e.in_flight)
+                              ? measure_profile(world, runs[e.run].plan, o.repeats, e.in_flight, recomputes)
                               : runtime::read_segment_profile(o.profile));
     }
   };
@@ -375,6 +384,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 p.partition.count(), e.in_flight);
     for (const runtime::UnitTimes& u : p.layer) {
       std::printf(" %.2f/%.2f/%.2f", 1e3 * u.forward, 1e3 * u.backward_input, 1e3 * u.backward_weight);
+      if (recomputes) std::printf(" (+%.2f rebuild)", 1e3 * u.recompute);
     }
     std::printf("; head");
     for (const runtime::UnitTimes& u : p.head) {
@@ -382,8 +392,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     }
     std::printf("\n");
   }
-  std::printf("%-12s %2s %2s | %10s %21s | %10s %7s | %7s %7s\n", "schedule", "v", "k", "measured",
-              "(fastest - slowest)", "simulated", "error", "bubble", "sim");
+  std::printf("%-12s %-9s %2s %2s | %10s %21s | %10s %7s | %7s %7s\n", "schedule", "recompute", "v", "k",
+              "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim");
   for (const Run& run : runs) {
     const Profiles& e = profiles[profile_of[static_cast<std::size_t>(&run - runs.data())]];
     const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link);
@@ -394,8 +404,9 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const double median = sorted[sorted.size() / 2];
     double bubble = 0;
     for (double b : run.bubbles) bubble += b / static_cast<double>(run.bubbles.size());
-    std::printf("%-12s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
-                run.name.c_str(), run.plan.schedule.layout.max_chunks(), run.plan.partition.count(),
+    std::printf("%-12s %-9s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
+                run.name.c_str(), run.recompute.c_str(), run.plan.schedule.layout.max_chunks(),
+                run.plan.partition.count(),
                 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
                 100 * (typical.step_time - median) / median, 100 * bubble,
                 100 * typical.bubble_fraction);

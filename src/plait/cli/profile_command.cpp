@@ -74,6 +74,8 @@ void run_profile(const ProfileArgs& a) {
   options.in_flight = a.in_flight;
   options.slowdown = a.slowdown;
   options.defer_weight = a.defer_weight;
+  // A config that recomputes also gets its layers' rebuild timed (recompute_ms).
+  options.recompute = job.parallel.recompute.any();
   const std::string name = runtime::profile_model_name(m);
   std::printf("plait profile: %s (%s), %d thread(s), median of %d runs\n", name.c_str(),
               spec::describe(m).c_str(), a.threads, a.repeats);
