@@ -4,9 +4,6 @@
 // sequence whole or in segments of uneven lengths, and with two micro-batches in flight.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <random>
-
 #include "plait/core/memory_tracker.h"
 #include "tiny_model.h"
 
@@ -16,10 +13,6 @@ namespace {
 using namespace plait::model::testing;
 
 class Recompute : public FamilyTest {};
-
-bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
 
 struct Result {
   double loss = 0;
@@ -88,46 +81,13 @@ TEST_P(Recompute, WholeModelGradientsAreBitwiseTheSame) {
 TEST_P(Recompute, MiddleStageInputGradientsAreBitwiseTheSame) {
   // No embedding or head: B returns dL/d(input), which must match too.
   const spec::ModelSpec config = tiny();
-  const int rows = 2, seq = 9;
-  const auto segs = segments_from_lengths(seq, {4, 5});
-  std::mt19937_64 rng(3);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<std::vector<float>> in, grad_out;
-  for (const Segment& s : segs) {
-    const std::size_t n = static_cast<std::size_t>(rows) * s.length * config.hidden;
-    in.emplace_back(n);
-    grad_out.emplace_back(n);
-    for (auto& v : in.back()) v = dist(rng);
-    for (auto& v : grad_out.back()) v = dist(rng);
-  }
+  const auto segs = segments_from_lengths(9, {4, 5});
   for (bool fused : {true, false}) {
-    std::vector<std::vector<float>> grads, grad_ins;
-    for (int recompute = 0; recompute <= 2; ++recompute) {
-      MemoryTracker tracker;
-      StageModel m(config, {0, 2, false, false, recompute}, tracker);
-      m.init_parameters(11);
-      std::vector<float> out(in[0].size() + in[1].size());
-      m.forward(0, rows, segs[0], in[0].data(), nullptr, out.data());
-      m.forward(0, rows, segs[1], in[1].data(), nullptr, out.data());
-      std::vector<float> all_grad_in;
-      for (int i = 1; i >= 0; --i) {
-        std::vector<float> grad_in(in[i].size());
-        if (fused) {
-          m.backward(0, segs[i], grad_out[i].data(), grad_in.data());
-        } else {
-          m.backward_input(0, segs[i], grad_out[i].data(), grad_in.data());
-        }
-        all_grad_in.insert(all_grad_in.end(), grad_in.begin(), grad_in.end());
-      }
-      if (!fused) {
-        for (int i = 1; i >= 0; --i) m.backward_weight(0, segs[i]);
-      }
-      grads.emplace_back(m.gradients().begin(), m.gradients().end());
-      grad_ins.push_back(all_grad_in);
-    }
+    const MiddleStageRun plain = run_middle_stage(config, {0, 2, false, false}, 2, segs, fused);
     for (int recompute = 1; recompute <= 2; ++recompute) {
-      EXPECT_TRUE(bitwise_equal(grads[recompute], grads[0])) << "fused " << fused << " recompute " << recompute;
-      EXPECT_TRUE(bitwise_equal(grad_ins[recompute], grad_ins[0])) << "fused " << fused << " recompute " << recompute;
+      const MiddleStageRun r = run_middle_stage(config, {0, 2, false, false, recompute}, 2, segs, fused);
+      EXPECT_TRUE(bitwise_equal(r.gradients, plain.gradients)) << "fused " << fused << " recompute " << recompute;
+      EXPECT_TRUE(bitwise_equal(r.grad_in, plain.grad_in)) << "fused " << fused << " recompute " << recompute;
     }
   }
 }
