@@ -58,7 +58,8 @@ LinkMeasurements measure_links(comm::Communicator& world, const std::string& hos
                                const LinkProbeOptions& options = {});
 
 // The alpha-beta line through (bytes, seconds) as above: latency the first time, bandwidth the
-// inverse least-squares slope. Throws plait::Error when the times do not grow with the bytes.
+// inverse least-squares slope; when the times do not grow with the bytes (noise), the largest
+// size's bytes over its time.
 sim::LinkProfile alpha_beta(const std::vector<std::size_t>& bytes, const std::vector<double>& seconds);
 
 }  // namespace plait::runtime

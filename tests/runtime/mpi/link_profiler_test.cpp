@@ -81,6 +81,16 @@ TEST(LinkProfiler, MeasuresEveryPairAndGroup) {
   }
 }
 
+// The alpha-beta line: latency the smallest message's time, bandwidth the inverse slope; times
+// that do not grow with the bytes fall back to the largest message's average rate.
+TEST(LinkProfiler, AlphaBetaLine) {
+  const sim::LinkProfile l = alpha_beta({100, 1100, 2100}, {2e-6, 3e-6, 4e-6});
+  EXPECT_DOUBLE_EQ(l.latency_seconds, 2e-6);
+  EXPECT_NEAR(l.bandwidth_bytes_per_second, 1e9, 1e-3);
+  const sim::LinkProfile noisy = alpha_beta({100, 1100, 2100}, {9e-6, 3e-6, 4e-6});
+  EXPECT_DOUBLE_EQ(noisy.bandwidth_bytes_per_second, 2100 / 4e-6);
+}
+
 TEST(LinkProfiler, RefusesGroupsOutsideTheJobOnEveryRank) {
   LinkProbeOptions o = small();
   o.groups = {{0, world().size()}};
