@@ -20,8 +20,7 @@ struct Planned {
 };
 
 Planned plan_cpu4() {
-  const std::string base = shared_cluster("cpu4-base.json");
-  Planned p{make_problem(read_cluster_spec(shared_cluster("cpu4-emulated.json")), spec::resolve_model(base, 256), 32, 256), {}};
+  Planned p{cpu4_problem("cpu4-emulated.json"), {}};
   PlannerOptions o;
   o.simulate = 4;
   o.top = 1;
@@ -91,9 +90,7 @@ TEST(PlanFile, RoundTripPredictsTheSame) {
 // A recomputing plan's file carries parallel.recompute per virtual stage; the runtime resolves
 // it into every StageSpec, and read back the plan predicts the same.
 TEST(PlanFile, RecomputationPerStageRoundTrips) {
-  const std::string base = shared_cluster("cpu4-base.json");
-  const PlanningProblem problem = make_problem(read_cluster_spec(shared_cluster("cpu4-recompute.json")),
-                                               spec::resolve_model(base, 256), 32, 256);
+  const PlanningProblem problem = cpu4_problem("cpu4-recompute.json");
   PlannerOptions o;
   o.simulate = 4;
   o.top = 1;

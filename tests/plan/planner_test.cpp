@@ -192,9 +192,7 @@ std::string cannot_plan(const PlanningProblem& p, const PlannerOptions& o);
 // none on the stage whose two devices share its micro-batches; a runner-up recomputes 2 of a
 // stage's 3), and every prediction stays within the caps; the simulation charges the rebuilds.
 TEST(Planner, RecomputesPerStageOnlyWhereMemoryNeedsIt) {
-  const std::string base = shared_cluster("cpu4-base.json");
-  const PlanningProblem p = make_problem(read_cluster_spec(shared_cluster("cpu4-recompute.json")),
-                                         spec::resolve_model(base, 256), 32, 256);
+  const PlanningProblem p = cpu4_problem("cpu4-recompute.json");
   PlannerOptions o;
   o.simulate = 12;
   o.top = 8;
