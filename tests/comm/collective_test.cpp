@@ -110,6 +110,107 @@ TEST(Collective, NonblockingAllreduceBucketsOverOverlappingGroups) {
   for (float v : activation_in) ASSERT_EQ(v, static_cast<float>(partner));
 }
 
+// Blocks of uneven sizes, as shards proportional to device memory make them: rank r's block has
+// (37 r mod 5) * 100 + 3 r elements, so rank 0's is empty and the others differ.
+std::vector<std::size_t> uneven_blocks(int n) {
+  std::vector<std::size_t> counts;
+  for (int r = 0; r < n; ++r) counts.push_back(static_cast<std::size_t>((r * 37) % 5 * 100 + 3 * r));
+  return counts;
+}
+
+TEST(Collective, ReduceScatterLeavesEachRankItsSummedBlockInPlace) {
+  Communicator& comm = world();
+  const int n = comm.size(), me = comm.rank();
+  const std::vector<std::size_t> counts = uneven_blocks(n);
+  std::size_t total = 0, offset = 0;
+  for (int r = 0; r < n; ++r) {
+    if (r == me) offset = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  auto value = [](int rank, std::size_t i) { return static_cast<float>(rank * 1000 + static_cast<int>(i % 97)); };
+  std::vector<float> data(total);
+  for (std::size_t i = 0; i < total; ++i) data[i] = value(me, i);
+  Request request = comm.ireduce_scatter(data, counts, ReduceOp::kSum);
+  while (!request.test()) {
+  }
+  for (std::size_t i = offset; i < offset + counts[static_cast<std::size_t>(me)]; ++i) {
+    float expected = 0;
+    for (int r = 0; r < n; ++r) expected += value(r, i);  // integers: exact in fp32
+    ASSERT_EQ(data[i], expected) << "element " << i << " of rank " << me << "'s block at " << offset;
+  }
+}
+
+TEST(Collective, AllgatherPutsEveryBlockInItsPlaceOnEveryRank) {
+  Communicator& comm = world();
+  const int n = comm.size(), me = comm.rank();
+  const std::vector<std::size_t> counts = uneven_blocks(n);
+  std::size_t total = 0;
+  std::vector<int> owner;
+  for (int r = 0; r < n; ++r) {
+    total += counts[static_cast<std::size_t>(r)];
+    owner.insert(owner.end(), counts[static_cast<std::size_t>(r)], r);
+  }
+  std::vector<float> data(total, -1.0f);
+  for (std::size_t i = 0; i < total; ++i) {
+    if (owner[i] == me) data[i] = static_cast<float>(me) + 0.5f * static_cast<float>(i % 13);
+  }
+  comm.iallgather(data, counts).wait();
+  for (std::size_t i = 0; i < total; ++i) {
+    ASSERT_EQ(data[i], static_cast<float>(owner[i]) + 0.5f * static_cast<float>(i % 13)) << i;
+  }
+}
+
+// Reduce-scatter then all-gather of the same blocks is an all-reduce (the ZeRO identity the
+// runtime relies on), here over a subgroup listed in reverse order, with several in flight.
+TEST(Collective, ReduceScatterThenAllgatherIsAnAllreduceOverAGroup) {
+  Communicator& comm = world();
+  const int n = comm.size();
+  std::vector<int> reversed;
+  for (int r = n - 1; r >= 0; --r) reversed.push_back(r);
+  auto made = comm.create_groups({reversed});
+  Communicator& group = *made[0];
+  const std::vector<std::size_t> counts = {7, 0, 5, 11, 2, 9, 1, 4};
+  const std::vector<std::size_t> mine(counts.begin(), counts.begin() + group.size());
+  std::size_t total = 0;
+  for (std::size_t c : mine) total += c;
+  std::vector<float> a(total), b(total), reference(total);
+  for (std::size_t i = 0; i < total; ++i) {
+    a[i] = static_cast<float>(group.rank() + 1) * static_cast<float>(i);
+    b[i] = -a[i];
+    reference[i] = a[i];
+  }
+  group.allreduce(reference, ReduceOp::kSum);
+  std::vector<Request> pending;
+  pending.push_back(group.ireduce_scatter(a, mine, ReduceOp::kSum));
+  pending.push_back(group.ireduce_scatter(b, mine, ReduceOp::kSum));
+  wait_all(pending);
+  pending.clear();
+  pending.push_back(group.iallgather(a, mine));
+  pending.push_back(group.iallgather(b, mine));
+  wait_all(pending);
+  for (std::size_t i = 0; i < total; ++i) {
+    ASSERT_EQ(a[i], reference[i]) << i;
+    ASSERT_EQ(b[i], -reference[i]) << i;
+  }
+}
+
+TEST(Collective, BlockCountsThatDoNotCoverTheBufferFailClearly) {
+  Communicator& comm = world();
+  std::vector<float> data(10);
+  std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), 1);
+  try {
+    comm.ireduce_scatter(data, counts, ReduceOp::kSum).wait();
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("the blocks hold " + std::to_string(comm.size()) +
+                                         " elements but the buffer has 10"),
+              std::string::npos)
+        << e.what();
+  }
+  counts.push_back(1);
+  EXPECT_THROW(comm.iallgather(std::span<float>(data.data(), counts.size()), counts).wait(), std::exception);
+}
+
 TEST(Collective, BroadcastFromANonZeroRootOfAGroup) {
   Communicator& comm = world();
   const int n = comm.size();

@@ -1,6 +1,8 @@
 // The tracker sees exactly the bytes ::plait::spec::unit_memory() (fp32) predicts, at every step of a unit's
-// life (F, B, W, fused B+W), for stages with and without embedding and head; the capacity error
-// fires and leaves the model usable.
+// life (F, B, W, fused B+W), for stages with and without embedding and head, with none, some
+// and all of their layers recomputed: the level after each call and the peak inside it, of the
+// sum and of the activations and K/V categories each; the capacity error fires and leaves the
+// model usable.
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -37,6 +39,12 @@ void check_stage(const spec::ModelSpec& config, const StageSpec& spec, bool fuse
   auto peak_over = [&](std::size_t before) {
     return static_cast<long long>(tracker.peak_total() - before);
   };
+  auto act_peak_over = [&](long long before) {
+    return static_cast<long long>(tracker.peak(kAct)) - before;
+  };
+  auto kv_peak_over = [&](long long before) {
+    return static_cast<long long>(tracker.peak(kKV)) - before;
+  };
   std::vector<std::vector<float>> bufs;
   for (const Segment& s : segs) {
     const std::size_t n = static_cast<std::size_t>(rows) * s.length * config.hidden;
@@ -58,6 +66,8 @@ void check_stage(const spec::ModelSpec& config, const StageSpec& spec, bool fuse
     EXPECT_EQ(act() - a0, static_cast<long long>(u.forward_activations)) << "F " << s.index;
     EXPECT_EQ(kv() - k0, static_cast<long long>(u.forward_kv)) << "F " << s.index;
     EXPECT_EQ(peak_over(total0), static_cast<long long>(u.forward_peak)) << "F " << s.index;
+    EXPECT_EQ(act_peak_over(a0), static_cast<long long>(u.forward_peak_activations)) << "F " << s.index;
+    EXPECT_EQ(kv_peak_over(k0), static_cast<long long>(u.forward_kv)) << "F " << s.index;
   }
   std::size_t all_dkv = 0;
   for (const ::plait::spec::UnitMemory& u : mem) all_dkv += u.dkv;
@@ -66,18 +76,22 @@ void check_stage(const spec::ModelSpec& config, const StageSpec& spec, bool fuse
     const long long a0 = act(), k0 = kv();
     tracker.reset_peaks();
     const std::size_t total0 = tracker.current_total() + (i == 1 ? all_dkv : 0);
+    const long long kv_start = k0 + (i == 1 ? static_cast<long long>(all_dkv) : 0);
     std::vector<float> grad_in(bufs[i].size());
     const float* go = spec.has_head ? nullptr : bufs[i].data();
     float* gi = spec.has_embedding ? nullptr : grad_in.data();
     if (fused) {
       m.backward(0, segs[i], go, gi);
+      EXPECT_EQ(kv_peak_over(kv_start), 0) << "BW " << i;
       EXPECT_EQ(act() - a0, -static_cast<long long>(u.forward_activations)) << "BW " << i;
       EXPECT_EQ(kv() - k0, (i == 1 ? static_cast<long long>(all_dkv) : 0) -
                                static_cast<long long>(u.forward_kv + u.dkv))
           << "BW " << i;
       EXPECT_EQ(peak_over(total0), static_cast<long long>(u.fused_peak)) << "BW " << i;
+      EXPECT_EQ(act_peak_over(a0), static_cast<long long>(u.fused_peak_activations)) << "BW " << i;
     } else {
       m.backward_input(0, segs[i], go, gi);
+      EXPECT_EQ(kv_peak_over(kv_start), 0) << "B " << i;
       EXPECT_EQ(act() - a0, static_cast<long long>(u.backward_kept) -
                                 static_cast<long long>(u.backward_freed))
           << "B " << i;
@@ -85,6 +99,7 @@ void check_stage(const spec::ModelSpec& config, const StageSpec& spec, bool fuse
                                static_cast<long long>(u.forward_kv))
           << "B " << i;
       EXPECT_EQ(peak_over(total0), static_cast<long long>(u.backward_peak)) << "B " << i;
+      EXPECT_EQ(act_peak_over(a0), static_cast<long long>(u.backward_peak_activations)) << "B " << i;
     }
   }
   if (!fused) {
@@ -104,12 +119,16 @@ TEST_P(UnitMemory, TrackerMatchesThePredictionOnEveryKindOfStage) {
   const std::vector<StageSpec> specs = {StageSpec::whole_model(c), {0, 2, false, false},
                                         {1, 2, false, true},       {0, 1, true, false},
                                         {0, 0, true, false},       {2, 2, false, true}};
-  for (const StageSpec& spec : specs) {
-    for (bool fused : {false, true}) {
-      SCOPED_TRACE("stage [" + std::to_string(spec.first_layer) + "," +
-                   std::to_string(spec.last_layer) + ") emb=" + std::to_string(spec.has_embedding) +
-                   " head=" + std::to_string(spec.has_head) + " fused=" + std::to_string(fused));
-      check_stage(c, spec, fused);
+  for (StageSpec spec : specs) {
+    for (int recompute = 0; recompute <= spec.layer_count(); ++recompute) {
+      spec.recompute_layers = recompute;
+      for (bool fused : {false, true}) {
+        SCOPED_TRACE("stage [" + std::to_string(spec.first_layer) + "," +
+                     std::to_string(spec.last_layer) + ") emb=" + std::to_string(spec.has_embedding) +
+                     " head=" + std::to_string(spec.has_head) + " recompute=" +
+                     std::to_string(recompute) + " fused=" + std::to_string(fused));
+        check_stage(c, spec, fused);
+      }
     }
   }
 }

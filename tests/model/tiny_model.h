@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "plait/core/memory_tracker.h"
 #include "plait/model/stage_model.h"
 
 namespace plait::model::testing {
@@ -109,6 +110,55 @@ inline double run_whole_model(StageModel& m, int microbatch, const Batch& b,
     for (auto it = segments.rbegin(); it != segments.rend(); ++it) m.backward_weight(microbatch, *it);
   }
   return loss;
+}
+
+// A stage without embedding or head run on random inputs and output gradients of `segments`
+// (one micro-batch, rows x length x hidden per segment; seed 3): the forwards in order, then the
+// backwards in reverse, fused or B with every W after all of them. Returns the parameter
+// gradients and dL/d(input) of the segments in backward order.
+struct MiddleStageRun {
+  std::vector<float> gradients, grad_in;
+};
+inline MiddleStageRun run_middle_stage(const spec::ModelSpec& config, const StageSpec& spec, int rows,
+                                       const std::vector<Segment>& segments, bool fused) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<std::vector<float>> in, grad_out;
+  for (const Segment& s : segments) {
+    const std::size_t n = static_cast<std::size_t>(rows) * s.length * config.hidden;
+    in.emplace_back(n);
+    grad_out.emplace_back(n);
+    for (auto& v : in.back()) v = dist(rng);
+    for (auto& v : grad_out.back()) v = dist(rng);
+  }
+  MemoryTracker tracker;
+  StageModel m(config, spec, tracker);
+  m.init_parameters(11);
+  std::vector<float> out(in.back().size());
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    out.resize(in[i].size());
+    m.forward(0, rows, segments[i], in[i].data(), nullptr, out.data());
+  }
+  MiddleStageRun r;
+  for (std::size_t i = segments.size(); i-- > 0;) {
+    std::vector<float> grad_in(in[i].size());
+    if (fused) {
+      m.backward(0, segments[i], grad_out[i].data(), grad_in.data());
+    } else {
+      m.backward_input(0, segments[i], grad_out[i].data(), grad_in.data());
+    }
+    r.grad_in.insert(r.grad_in.end(), grad_in.begin(), grad_in.end());
+  }
+  if (!fused) {
+    for (std::size_t i = segments.size(); i-- > 0;) m.backward_weight(0, segments[i]);
+  }
+  r.gradients.assign(m.gradients().begin(), m.gradients().end());
+  return r;
+}
+
+// The same bits.
+inline bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
 // max_i |a_i - b_i| / max_i |b_i| over one tensor.

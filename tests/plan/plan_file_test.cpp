@@ -8,6 +8,7 @@
 #include "plait/plan/plan_simulation.h"
 #include "plait/plan/planner.h"
 #include "plait/runtime/parallel_config.h"
+#include "plait/runtime/pipeline_plan.h"
 #include "test_files.h"
 
 namespace plait::plan {
@@ -19,8 +20,7 @@ struct Planned {
 };
 
 Planned plan_cpu4() {
-  const std::string base = shared_cluster("cpu4-base.json");
-  Planned p{make_problem(read_cluster_spec(shared_cluster("cpu4-emulated.json")), spec::resolve_model(base, 256), 32, 256), {}};
+  Planned p{cpu4_problem("cpu4-emulated.json"), {}};
   PlannerOptions o;
   o.simulate = 4;
   o.top = 1;
@@ -87,6 +87,28 @@ TEST(PlanFile, RoundTripPredictsTheSame) {
   EXPECT_TRUE(simulate_plan(p.problem, g.choice, g.schedule).step_seconds > 0);
 }
 
+// A recomputing plan's file carries parallel.recompute per virtual stage; the runtime resolves
+// it into every StageSpec, and read back the plan predicts the same.
+TEST(PlanFile, RecomputationPerStageRoundTrips) {
+  const PlanningProblem problem = cpu4_problem("cpu4-recompute.json");
+  PlannerOptions o;
+  o.simulate = 4;
+  o.top = 1;
+  const Plan plan = plan_cluster(problem, o).plans[0];
+  ASSERT_TRUE(plan.choice.recomputes());
+  const std::string path = test_file("plan.json");
+  write_json_file(path, plan_file_json(problem, plan, nullptr));
+  const runtime::JobConfig job = runtime::load_job_config(path);
+  EXPECT_EQ(job.parallel.recompute, spec::Recompute::stages(plan.choice.recompute_layers));
+  const runtime::PipelinePlan run = runtime::build_pipeline_plan(job, 4);
+  for (std::size_t s = 0; s < run.vstage_specs.size(); ++s) {
+    EXPECT_EQ(run.vstage_specs[s].recompute_layers, plan.choice.recompute_layers[s]);
+  }
+  const LoadedPlan loaded = read_plan_file(path, problem.cluster);
+  EXPECT_EQ(loaded.choice.recompute_layers, plan.choice.recompute_layers);
+  EXPECT_DOUBLE_EQ(simulate_plan(problem, loaded.choice, loaded.schedule).step_seconds, plan.prediction.step_seconds);
+}
+
 std::string error_of(const std::string& text, const ClusterSpec& cluster) {
   try {
     read_plan_file(write_test_file("bad.json", text), cluster);
@@ -117,6 +139,8 @@ TEST(PlanFile, ErrorsNameFileAndField) {
       {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["-", "-"], "colour": 1})",
        "parallel.colour: unknown field"},
       {R"({"schedule": "2f2b"})", "parallel.schedule: unknown schedule '2f2b'"},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0"], "recompute": [1, 2]})",
+       "parallel.recompute: virtual stage 1 has 1 layer, cannot recompute 2"},
       {R"({"rank_vstages": [[0], [1], [1], [1], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0", "-", "-", "-"]})",
        "parallel.rank_vstages: the plan has 5 ranks but"},
   };

@@ -6,6 +6,7 @@
 #include "plait/core/error.h"
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/plan_estimate.h"
+#include "plait/plan/plan_simulation.h"
 #include "plait/plan/planner.h"
 #include "plait/spec/sequence_partition.h"
 #include "test_files.h"
@@ -181,6 +182,46 @@ TEST(Planner, KeepsSegmentedUnitsWithinTheMeasuredRange) {
   const PlannerResult unlimited = plan_cluster(p, o);
   EXPECT_EQ(unlimited.min_unit_tokens, 0);
   EXPECT_GT(unlimited.estimated, measured.estimated);
+}
+
+std::string cannot_plan(const PlanningProblem& p, const PlannerOptions& o);
+
+// The emulated CPU cluster with every device capped at 26.6 MiB (share/clusters/cpu4-recompute.json):
+// nothing fits without recomputation. With it the planner recomputes per stage, only the layers a
+// stage needs to fit (the best plans recompute every layer of the stages on one device each and
+// none on the stage whose two devices share its micro-batches; a runner-up recomputes 2 of a
+// stage's 3), and every prediction stays within the caps; the simulation charges the rebuilds.
+TEST(Planner, RecomputesPerStageOnlyWhereMemoryNeedsIt) {
+  const PlanningProblem p = cpu4_problem("cpu4-recompute.json");
+  PlannerOptions o;
+  o.simulate = 12;
+  o.top = 8;
+  o.recompute = false;
+  EXPECT_EQ(cannot_plan(p, o).rfind("cannot plan: no layout fits in memory", 0), 0u);
+  o.recompute = true;
+  const PlannerResult r = plan_cluster(p, o);
+  ASSERT_FALSE(r.plans.empty());
+  bool some_not = false, partly = false;
+  for (const Plan& plan : r.plans) {
+    const PlanChoice& c = plan.choice;
+    ASSERT_TRUE(c.recomputes()) << c.summary(p.cluster);
+    ASSERT_EQ(c.recompute_layers.size(), c.vstage_layers.size());
+    for (std::size_t s = 0; s < c.vstage_layers.size(); ++s) {
+      EXPECT_LE(c.recompute_layers[s], c.vstage_layers[s]);
+      some_not = some_not || c.recompute_layers[s] == 0;
+      partly = partly || (c.recompute_layers[s] > 0 && c.recompute_layers[s] < c.vstage_layers[s]);
+    }
+    for (const DevicePrediction& d : plan.prediction.devices) EXPECT_LE(d.total_bytes(), d.capacity_bytes);
+    EXPECT_NE(c.summary(p.cluster).find(", recompute "), std::string::npos);
+  }
+  EXPECT_TRUE(some_not) << "every stage of every plan recomputes";
+  EXPECT_TRUE(partly) << "no stage recomputes only some of its layers";
+  // The rebuilds cost time: the same layout without recomputation is faster (and over memory).
+  PlanChoice plain = r.plans[0].choice;
+  plain.recompute_layers.clear();
+  const PlanPrediction without = simulate_plan(p, plain, r.plans[0].schedule);
+  EXPECT_LT(without.pipeline_seconds, r.plans[0].prediction.pipeline_seconds);
+  EXPECT_FALSE(without.fits);
 }
 
 std::string cannot_plan(const PlanningProblem& p, const PlannerOptions& o) {

@@ -87,6 +87,22 @@ TEST(ParallelConfig, ExplicitFormIsReadAndValidated) {
   EXPECT_EQ(plan.rank_label(0), "rank 0: stage 0 (a, x2)");
 }
 
+// parallel.recompute reaches every virtual stage's StageSpec, resolved against its layers.
+TEST(ParallelConfig, RecomputeIsResolvedPerVirtualStage) {
+  const auto counts = [](const std::string& parallel, int world) {
+    std::vector<int> out;
+    for (const model::StageSpec& s : build_pipeline_plan(job(parallel), world).vstage_specs) {
+      out.push_back(s.recompute_layers);
+    }
+    return out;
+  };
+  EXPECT_EQ(counts(R"({"pp": 2, "layers": [4, 2]})", 2), (std::vector<int>{0, 0}));
+  EXPECT_EQ(counts(R"({"pp": 2, "layers": [4, 2], "recompute": "full"})", 2), (std::vector<int>{4, 2}));
+  EXPECT_EQ(counts(R"({"pp": 2, "layers": [4, 2], "recompute": 2})", 2), (std::vector<int>{2, 2}));
+  EXPECT_EQ(counts(R"({"schedule": "seq1f1b-i", "pp": 2, "chunks": 2, "recompute": [1, 0, 1, 0]})", 2),
+            (std::vector<int>{1, 0, 1, 0}));
+}
+
 TEST(ParallelConfig, BadLayoutsAreOneLineNamingFileAndField) {
   EXPECT_EQ(error_of(R"({"pp": 4})", 2),
             "p.json: parallel.pp: the layout needs 4 ranks (pp 4 x dp 1) but the job has 2 (start it "
@@ -103,6 +119,11 @@ TEST(ParallelConfig, BadLayoutsAreOneLineNamingFileAndField) {
             "(got 4); the sequence-level families are seq1f1b, seq1f1b-i and seq-zb");
   EXPECT_TRUE(error_of(R"({"schedule": "interleaved", "pp": 2, "chunks": 2})", 2)
                   .starts_with("p.json: parallel.schedule: interleaved: schedules whole micro-batches"));
+  // Recompute counts are checked against each virtual stage's layers.
+  EXPECT_EQ(error_of(R"({"pp": 2, "layers": [4, 2], "recompute": 3})", 2),
+            "p.json: parallel.recompute: virtual stage 1 has 2 layers, cannot recompute 3");
+  EXPECT_EQ(error_of(R"({"pp": 2, "recompute": [1, 2, 3]})", 2),
+            "p.json: parallel.recompute: expected one layer count per virtual stage (2), found 3");
   // The explicit form: the validator's one-line summary.
   EXPECT_EQ(error_of(R"({"rank_vstages": [[0], [1]], "layers": [3, 3],
                          "schedule_text": ["F0.0 F0.1 F0.2 F0.3", "F0.0 F0.1 F0.2 F0.3"]})", 2)

@@ -126,6 +126,50 @@ TEST(ProfileCostModel, UnitsAreLayersPlusEmbeddingAndHeadTimesSlowdown) {
   EXPECT_THROW(ProfileCostModel(p, plan, {}), Error);
 }
 
+// A recomputing stage's B (and BW) also pays its recomputed layers' rebuild; a profile without
+// rebuild times cannot cost a recomputing plan.
+TEST(ProfileCostModel, RecomputedLayersAddTheirRebuildToB) {
+  PipelinePlan plan;
+  plan.model = kModel;
+  plan.microbatch_size = 1;
+  plan.partition = spec::even_partition(kModel, 16, 1);
+  plan.vstage_layers = {4};
+  plan.vstage_specs = {{0, 4, true, true, 3}};
+  plan.devices = {DeviceEmulation{}};
+  SegmentProfile p;
+  p.model = kModel;
+  p.microbatch_size = 1;
+  p.partition = plan.partition;
+  p.layer = {{1, 2, 3, 0.5}};
+  p.embedding = {{0, 0, 0}};
+  p.head = {{10, 20, 30}};
+  const ProfileCostModel cost(p, plan, {});
+  using K = schedule::ActionKind;
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::F, 0, 0, 0), 4 * 1 + 10);
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::B, 0, 0, 0), 4 * 2 + 3 * 0.5 + 20);
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::BW, 0, 0, 0), 4 * 5 + 3 * 0.5 + 50);
+  EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::W, 0, 0, 0), 4 * 3 + 30);
+  p.layer[0].recompute = 0;
+  EXPECT_THROW(ProfileCostModel(p, plan, {}), Error);
+}
+
+// Asked to, the profiler also times the layers' rebuild, and the segment profile file keeps it.
+TEST(UnitProfiler, MeasuresTheRebuildOfARecomputedLayer) {
+  ProfileOptions o;
+  o.repeats = 3;
+  o.recompute = true;
+  const SegmentProfile p = profile_segments(kModel, 2, spec::even_partition(kModel, 32, 2), o);
+  for (const UnitTimes& u : p.layer) EXPECT_GE(u.recompute, 0);
+  SegmentProfile q = p;
+  q.layer[1].recompute = 1.25e-3;
+  const fs::path file = temp_file("recompute.json");
+  std::ofstream(file) << to_json(q, 1).dump();
+  const SegmentProfile back = read_segment_profile(file.string());
+  EXPECT_NEAR(back.layer[1].recompute, 1.25e-3, 1e-12);
+  EXPECT_EQ(back.head[0].recompute, 0);
+  fs::remove(file);
+}
+
 // The simulator's memory model charges each virtual stage's units what the engine allocates for
 // that stage part (embedding on the first, head on the last), for both families.
 TEST(SimulatorMemory, ComposesTheEngineBytesOfEveryStagePart) {
@@ -139,7 +183,7 @@ TEST(SimulatorMemory, ComposesTheEngineBytesOfEveryStagePart) {
     const spec::SequencePartition partition = spec::partition_from_lengths(m, {40, 24, 32});
     const int batch = 3;
     // Stages: 2 layers + embedding, 3 layers, 1 layer + head.
-    const sim::MemoryModel memory(m, {2, 3, 1}, partition, batch, {spec::Precision::fp32, false, 1});
+    const sim::MemoryModel memory(m, {2, 3, 1}, partition, batch, {spec::Precision::fp32, {}, 1});
     const std::vector<model::StageSpec> specs = {{0, 2, true, false}, {2, 5, false, false}, {5, 6, false, true}};
     for (int v = 0; v < 3; ++v) {
       for (int j = 0; j < 3; ++j) {

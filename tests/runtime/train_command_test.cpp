@@ -64,6 +64,13 @@ TEST_F(TrainCommand, BadConfigsExitWithOneLineNamingFileAndField) {
                         "train.seq: sequence length 64 exceeds model.max_seq 32");
   expect_one_line_error(config(kModel, kTrain + R"(, "learning_rate": 1)"),
                         "train.learning_rate: unknown field");
+  // Recomputation beyond a stage's layers (the model has 1).
+  std::string recompute = config(kModel, kTrain);
+  recompute.insert(recompute.size() - 1, R"(, "parallel": {"recompute": 2})");
+  expect_one_line_error(recompute, "parallel.recompute: virtual stage 0 has 1 layer, cannot recompute 2");
+  recompute = config(kModel, kTrain);
+  recompute.insert(recompute.size() - 1, R"(, "parallel": {"recompute": "most"})");
+  expect_one_line_error(recompute, "parallel.recompute: expected \"none\", \"full\"");
 }
 
 // The LLaMA family's shape errors: one line naming the file and field, exit 1.

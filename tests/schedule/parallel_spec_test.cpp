@@ -33,6 +33,10 @@ TEST(ParallelSpec, WritesWhatItReads) {
   for (const char* text : {
            R"({"schedule": "seq1f1b-i", "pp": 2, "dp": 3, "chunks": 2, "split": "flops", "layers": [1, 2, 2, 1]})",
            R"({"schedule": "zb-v", "pp": 4, "dp": 1})",
+           R"({"schedule": "zb-h1", "pp": 2, "dp": 1, "recompute": "full"})",
+           R"({"schedule": "1f1b", "pp": 2, "dp": 1, "recompute": 2})",
+           R"({"rank_vstages": [[0], [1]], "layers": [2, 1], "schedule_text": ["-", "-"], "schedule_name": "x",
+               "recompute": [1, 0]})",
            R"({"rank_vstages": [[0], [0], [1, 2]], "layers": [3, 2, 1], "schedule_text": ["-", "F0.0", ""],
                "schedule_name": "mine",
                "devices": [{"type": "a", "slowdown": 2.5, "memory_bytes": 1000}, {"type": "b", "slowdown": 1},
@@ -84,6 +88,25 @@ TEST(ParallelSpec, ExplicitFormRoundTripsASchedule) {
   EXPECT_EQ(parallel_schedule(spec, 6, 2, "f.json"), s);
   // Through JSON, as a plan file holds it.
   EXPECT_EQ(parallel_schedule(parse(to_json(spec).dump()), 6, 2, "f.json"), s);
+}
+
+// parallel.recompute in its four forms; "none" is the default and is not written.
+TEST(ParallelSpec, RecomputeIsReadInEveryForm) {
+  EXPECT_EQ(parse("{}").recompute, spec::Recompute{});
+  EXPECT_EQ(parse(R"({"recompute": "none"})").recompute, spec::Recompute{});
+  EXPECT_FALSE(to_json(parse(R"({"recompute": "none"})")).contains("recompute"));
+  EXPECT_EQ(parse(R"({"recompute": "full"})").recompute, spec::Recompute::full());
+  EXPECT_EQ(parse(R"({"recompute": 3})").recompute, spec::Recompute::layers_each(3));
+  EXPECT_EQ(parse(R"({"recompute": [2, 0, 1]})").recompute, spec::Recompute::stages({2, 0, 1}));
+  const std::string expected =
+      "f.json: parallel.recompute: expected \"none\", \"full\", a number of layers per stage or a list of "
+      "one count per virtual stage, found ";
+  EXPECT_EQ(error_of([] { parse(R"({"recompute": "some"})"); }), expected + "\"some\"");
+  EXPECT_EQ(error_of([] { parse(R"({"recompute": []})"); }), expected + "[]");
+  EXPECT_EQ(error_of([] { parse(R"({"recompute": true})"); }), expected + "true");
+  EXPECT_EQ(error_of([] { parse(R"({"recompute": -1})"); }), "f.json: parallel.recompute: expected layer counts >= 0, found -1");
+  EXPECT_EQ(error_of([] { parse(R"({"recompute": [1, 1.5]})"); }),
+            "f.json: parallel.recompute: expected layer counts >= 0, found 1.5");
 }
 
 TEST(ParallelSpec, ExplicitFormErrorsNameTheField) {

@@ -135,7 +135,7 @@ TEST(MemoryModel, StaticAndPerUnitBytes) {
   EXPECT_DOUBLE_EQ(mem.held_for_weight_bytes(1, 2), 8192.0 * 8 * (2 * 9 * H + 16 + 2 * 9 * H + 4 * 2 * H));
   // The head stage adds x_final, its norm (2 x 2C + 8) and the fp32 logits.
   EXPECT_DOUBLE_EQ(mem.activation_bytes(3, 0) - mem.activation_bytes(1, 0), 8192.0 * (50257 * 4 + 4 * H + 8));
-  const MemoryModel recomputed(k7B, layers, part, 1, MemoryOptions{spec::Precision::bf16, true, 1});
+  const MemoryModel recomputed(k7B, layers, part, 1, MemoryOptions{spec::Precision::bf16, spec::Recompute::full(), 1});
   EXPECT_DOUBLE_EQ(recomputed.activation_bytes(1, 2), 8192.0 * 8 * (2 * H + 2 * 2 * H));
 }
 
@@ -159,6 +159,34 @@ TEST(MemoryModel, PeakActivationsFollowTheSchedule) {
   const MemoryModel m1(tiny, {4}, one, 1, MemoryOptions{});
   const SimResult r = simulate(zb, schedule::lower(zb), cost, &m1);
   EXPECT_DOUBLE_EQ(r.ranks[0].peak_activation_bytes, m1.activation_bytes(0, 0) + m1.held_for_weight_bytes(0, 0));
+}
+
+// As the engine allocates: the ZB-H1 unit order by hand from the unit table, with the transients
+// inside each action and the micro-batch's dK/dV from its first backward (the tracker's side is
+// tests/runtime/mpi/memory_profile_test.cpp, where the two agree to the byte).
+TEST(MemoryModel, AllocatedPeaksFollowTheEngineActionByAction) {
+  const spec::ModelSpec tiny = spec::gpt2_model(4, 64, 4, 100, 16);
+  const auto two = spec::even_partition(tiny, 16, 2);
+  const UniformCostModel cost(1, 1, 1);
+  for (bool recompute : {false, true}) {
+    const MemoryModel m(tiny, {4}, two, 1,
+                        MemoryOptions{spec::Precision::fp32, recompute ? spec::Recompute::full() : spec::Recompute{}, 1});
+    const schedule::Schedule zb = schedule::parse_schedule("F0.0 F0.1 B0.1 B0.0 W0.1 W0.0\n", "zb");
+    const SimResult r = simulate(zb, schedule::lower(zb), cost, &m);
+    const spec::UnitMemory &u0 = m.unit_memory(0, 0), &u1 = m.unit_memory(0, 1);
+    const double f = static_cast<double>(u0.forward_activations + u1.forward_activations);
+    const double kv = static_cast<double>(u0.forward_kv + u1.forward_kv);
+    const double dkv = static_cast<double>(u0.dkv + u1.dkv);
+    // The activation peak: inside F0.1 or inside B0.1 (after both forwards), or inside B0.0.
+    const double after_b1 = f - static_cast<double>(u1.backward_freed) + static_cast<double>(u1.backward_kept);
+    const double act = std::max({static_cast<double>(u0.forward_activations + u1.forward_peak_activations),
+                                 f + static_cast<double>(u1.backward_peak_activations),
+                                 after_b1 + static_cast<double>(u0.backward_peak_activations)});
+    EXPECT_DOUBLE_EQ(r.ranks[0].allocated.activations, act) << recompute;
+    EXPECT_DOUBLE_EQ(r.ranks[0].allocated.kv_cache, kv + dkv) << recompute;  // at the first B
+    EXPECT_GE(r.ranks[0].allocated.total, r.ranks[0].peak_activation_bytes) << recompute;
+    EXPECT_DOUBLE_EQ(m.microbatch_dkv_bytes(0), dkv);
+  }
 }
 
 // Messages: latency + bytes / bandwidth, queued on the sender's port, not blocking it.

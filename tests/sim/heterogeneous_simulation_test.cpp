@@ -116,7 +116,8 @@ TEST(HeterogeneousSimulation, PerPairLinksAreCharged) {
   EXPECT_THROW(simulate_schedule(c, build(c, p, c.vstage_layers, "1f1b"), "1f1b"), Error);
 }
 
-// Recomputation: every backward re-runs its forward, so a one-rank step costs F + (F + BW).
+// Recomputation: every backward first rebuilds its layers (their forward without the K/V and
+// output projections; the head is not recomputed), so a one-rank step costs F + (R + BW).
 TEST(HeterogeneousSimulation, RecomputationChargesTheForwardAgain) {
   SimulationConfig c = config_for({flat(100)});
   c.vstage_layers = {24};
@@ -125,9 +126,20 @@ TEST(HeterogeneousSimulation, RecomputationChargesTheForwardAgain) {
   p.stage_ranks = {{0}};
   p.stage_counts = {{2}};
   const double plain = simulate_schedule(c, build(c, p, c.vstage_layers, "1f1b"), "1f1b").result.step_time;
-  c.memory.recompute = true;
+  c.memory.recompute = spec::Recompute::full();
   const double recomputed = simulate_schedule(c, build(c, p, c.vstage_layers, "1f1b"), "1f1b").result.step_time;
-  EXPECT_NEAR(recomputed / plain, 4.0 / 3.0, 1e-9);  // F + 2F becomes F + F + 2F
+  // Per sample of the whole sequence: layers F = linear + attention, BW = 2F; head 2sCV each.
+  const spec::ModelSpec& m = c.model.model;
+  const double layer = m.layer_forward_flops(c.seq), head = 2.0 * c.seq * m.hidden * m.vocab;
+  const double rebuild = m.layer_recompute_flops(0, c.seq);
+  EXPECT_LT(rebuild, 0.75 * layer);  // gpt2: 12sC^2 of the 24sC^2 linear FLOPs are skipped
+  EXPECT_NEAR(recomputed / plain, 1.0 + 24 * rebuild / (3 * (24 * layer + head)), 1e-9);
+  c.memory.recompute = spec::Recompute::layers_each(6);
+  const double quarter = simulate_schedule(c, build(c, p, c.vstage_layers, "1f1b"), "1f1b").result.step_time;
+  EXPECT_NEAR(quarter / plain, 1.0 + 6 * rebuild / (3 * (24 * layer + head)), 1e-9);
+  c.memory.recompute = spec::Recompute::layers_each(25);
+  EXPECT_THROW(build(c, p, c.vstage_layers, "1f1b"), Error);  // more than the stage holds
+  c.memory.recompute = spec::Recompute::full();
   c.vstage_layers = {23};
   EXPECT_THROW(simulate_schedule(c, build(c, p, {24}, "1f1b"), "1f1b"), Error);
 }

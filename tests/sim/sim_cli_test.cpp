@@ -93,6 +93,8 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
       {"sim " + kSmall + "--device zorse:tpu", "has no GPU type 'tpu'"},
       {"sim " + kSmall + "--schedule pipedream", "--schedule: 'pipedream' is neither a schedule (gpipe, 1f1b"},
       {"sim --model gpt-1.3b --seq 3 --segments 4", "cannot be cut into 4 segments"},
+      {"sim --model gpt-7b --pp 4 --recompute 9", "recompute: virtual stage 0 has 8 layers, cannot recompute 9"},
+      {"sim " + kSmall + "--recompute most", "--recompute: expected none, full, a number of layers per stage"},
       {"sim --model gpt-1.3b --seq 4096 --schedule " + malformed,
        malformed + ": line 2, column 10: expected a segment number after '.' (in 'BW0.x')"},
       {"sim --model gpt-1.3b --seq 4096 --pp 3 --schedule " +

@@ -19,6 +19,27 @@ TEST(UnitMemory, Fp32GptLayerFollowsTheEngineTable) {
   EXPECT_EQ(u.backward_kept, 4 * 9 * N * C);
 }
 
+// The same layer recomputed: F keeps only x_in (its peak is the whole forward, before the layer
+// frees its state), B rebuilds the rest and keeps what W needs, so after B the unit holds what
+// it holds without recomputation.
+TEST(UnitMemory, RecomputedGptLayerKeepsItsInputAndItsKV) {
+  const ModelSpec m = gpt2_model(1, 16, 2, 50, 32);
+  const UnitMemory plain = unit_memory(m, {1, false, false}, 2, {1, 4, 4}, Precision::fp32, 1);
+  const UnitMemory u = unit_memory(m, {1, false, false, 1}, 2, {1, 4, 4}, Precision::fp32, 1);
+  const std::size_t N = 8, C = 16, P = 2 * 2 * 4 * 8;
+  EXPECT_EQ(u.forward_activations, 4 * N * C);
+  EXPECT_EQ(u.forward_kv, plain.forward_kv);
+  EXPECT_EQ(u.forward_peak, plain.forward_activations + plain.forward_kv);
+  EXPECT_EQ(u.recompute_layer, 4 * (13 * N * C + 4 * N + P));  // all but x_in
+  EXPECT_EQ(u.backward_freed, 0u);
+  EXPECT_EQ(u.backward_kept, 4 * (9 * N * C + 8 * N * C + 4 * N));
+  EXPECT_EQ(u.activations_after_b(), plain.activations_after_b());
+  // B's peak: the rebuilt layer on top of what the plain B peaks at, less nothing (the plain
+  // unit held the same state from its F).
+  EXPECT_EQ(u.backward_peak, plain.backward_peak + u.recompute_layer);
+  EXPECT_EQ(u.fused_peak, plain.fused_peak + u.recompute_layer);
+}
+
 // One LLaMA layer, C = 16, 4 heads of 4 with 2 kv heads (K = 8), F = 24, N = 8: fp32 keeps
 // 5C + F + 2 stats to W, frees q + gate|up (C + 2F) + the probabilities at B.
 TEST(UnitMemory, LlamaLayerInBothPrecisions) {

@@ -1,8 +1,10 @@
 // `plait bench runtime memory|speed` (run under mpirun): the distributed runtime measured next to
 // the simulator's prediction for the same run (docs/runtime.md, "Benchmarks").
-//   memory: p ranks (default 4), each schedule's measured peak activation + K/V bytes per stage
-//           against sim::simulate with the engine's exact unit memory (spec/unit_memory.h,
-//           fp32), and Seq1F1B's stage-0 peak against 1F1B's.
+//   memory: p ranks (default 4), each schedule with each --recompute value: every rank's
+//           measured bytes per category (static ones, and the peaks of activations, K/V, their
+//           sum and comm buffers) against the model description's static bytes and
+//           sim::simulate with the engine's exact unit memory (spec/unit_memory.h, fp32, action
+//           by action), and Seq1F1B's stage-0 peak against 1F1B's.
 //   speed:  p ranks (default 2), one thread each, each schedule's measured pipeline step time
 //           against sim::simulate fed with this machine's measured per-unit engine times
 //           (runtime/profile_cost_model.h) and a measured link latency.
@@ -18,6 +20,7 @@
 
 #include "plait/cli/commands.h"
 #include "plait/cli/flag_values.h"
+#include "plait/cli/parallel_flags.h"
 #include "plait/comm/abort_job.h"
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
@@ -44,6 +47,9 @@ struct BenchRuntimeOptions {
   std::string split = "even";
   std::string schedules;
   std::string profile;  // speed: a segment profile file instead of measuring
+  // parallel.recompute values, one row set each (memory: every schedule with each; speed: the
+  // schedules again with each but "none").
+  std::vector<std::string> recompute = {"none", "full"};
 };
 
 // A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
@@ -89,6 +95,12 @@ struct RandomTokens {
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
+// One rank's measured bytes by category during the measured step: the static categories'
+// current bytes, the peaks of the others, and the peak of activations + K/V together.
+struct CategoryBytes {
+  double parameters = 0, gradients = 0, optimizer = 0, activations = 0, kv = 0, units = 0, comm = 0;
+};
+
 void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const bool lead = world.rank() == 0;
@@ -100,52 +112,68 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 "micro-batch %d, m = %d, k = %d (%s split) for sequence-level schedules\n",
                 p, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches, o.segments,
                 o.split.c_str());
-    std::printf("peak activation + K/V bytes per stage during step %d (measured by the rank's memory "
-                "tracker; comm buffers on a separate tracker) vs the simulator's prediction (same "
-                "schedule, engine memory coefficients)\n",
+    std::printf("each rank's bytes by category during step %d, measured by its memory tracker (peaks; "
+                "parameters, gradients and optimizer state stay put), and the error of the prediction: "
+                "static bytes from the model description, activations and K/V from sim::simulate of the "
+                "same schedule with the exact unit table (spec/unit_memory.h, action by action); "
+                "units = peak of activations + K/V together; comm buffers (on their own tracker) are "
+                "not modelled\n",
                 o.steps);
-    std::printf("%-12s %5s %14s %14s %14s %14s %8s\n", "schedule", "stage", "measured", "activations",
-                "kv_cache", "simulated", "error");
+    std::printf("%-10s %-9s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "schedule", "recompute", "rank",
+                "parameters", "gradients", "optimizer_state", "activations", "kv_cache", "units",
+                "comm");
   }
-  std::vector<double> stage0;  // measured stage-0 peak per schedule
+  std::vector<double> stage0;  // measured stage-0 units peak per schedule, without recomputation
   for (const std::string& name : schedules) {
-    const runtime::JobConfig job = bench_job(o, name, p);
-    const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
-    const runtime::TrainConfig t = job.global_train();
-    const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
-    MemoryTracker tracker, buffers;
-    runtime::TrainerOptions options;
-    options.buffer_tracker = &buffers;
-    runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
-    for (int s = 0; s < o.steps; ++s) trainer.step(s, loader);  // warm-up
-    tracker.reset_peaks();
-    trainer.step(o.steps, loader);
-    // Parameters, gradients and optimizer state stay put during the step, so the peak of the sum
-    // minus them is the peak of activations + K/V together.
-    const double fixed = static_cast<double>(tracker.current(MemoryCategory::kParameters) +
-                                             tracker.current(MemoryCategory::kGradients) +
-                                             tracker.current(MemoryCategory::kOptimizerState));
-    const std::vector<double> mine = {static_cast<double>(tracker.peak_total()) - fixed,
-                                      static_cast<double>(tracker.peak(MemoryCategory::kActivations)),
-                                      static_cast<double>(tracker.peak(MemoryCategory::kKVCache))};
-    const auto all = runtime::gather_all(world, mine);
-    if (!lead) continue;
-    const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
-                                  {spec::Precision::fp32, false, 1});
-    const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
-    const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
-    const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
-    for (int r = 0; r < p; ++r) {
-      const double measured = all[r][0], simulated = predicted.ranks[r].peak_activation_bytes;
-      std::printf("%-12s %5d %10.2f MiB %10.2f MiB %10.2f MiB %10.2f MiB %+7.2f%%\n", name.c_str(), r,
-                  mib(measured), mib(all[r][1]), mib(all[r][2]), mib(simulated),
-                  100 * (simulated - measured) / measured);
+    for (const std::string& variant : o.recompute) {
+      runtime::JobConfig job = bench_job(o, name, p);
+      job.parallel.recompute = parse_recompute_flag("--recompute", variant);
+      const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
+      const runtime::TrainConfig t = job.global_train();
+      const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
+      MemoryTracker tracker, buffers;
+      runtime::TrainerOptions options;
+      options.buffer_tracker = &buffers;
+      runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
+      for (int s = 0; s < o.steps; ++s) trainer.step(s, loader);  // warm-up
+      tracker.reset_peaks();
+      buffers.reset_peaks();
+      trainer.step(o.steps, loader);
+      const auto current = [&](MemoryCategory c) { return static_cast<double>(tracker.current(c)); };
+      const double fixed = current(MemoryCategory::kParameters) + current(MemoryCategory::kGradients) +
+                           current(MemoryCategory::kOptimizerState);
+      const std::vector<double> mine = {current(MemoryCategory::kParameters),
+                                        current(MemoryCategory::kGradients),
+                                        current(MemoryCategory::kOptimizerState),
+                                        static_cast<double>(tracker.peak(MemoryCategory::kActivations)),
+                                        static_cast<double>(tracker.peak(MemoryCategory::kKVCache)),
+                                        static_cast<double>(tracker.peak_total()) - fixed,
+                                        static_cast<double>(buffers.peak(MemoryCategory::kCommBuffers))};
+      const auto all = runtime::gather_all(world, mine);
+      if (!lead) continue;
+      const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
+                                    {spec::Precision::fp32, job.parallel.recompute, omp_get_max_threads()});
+      const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
+      const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
+      const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
+      for (int r = 0; r < p; ++r) {
+        const sim::StaticMemory st = memory.static_memory(plan.schedule.layout.rank_vstages[r]);
+        const sim::AllocatedPeaks& a = predicted.ranks[r].allocated;
+        const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache, a.total};
+        std::printf("%-10s %-9s %4d |", name.c_str(), variant.c_str(), r);
+        for (int c = 0; c < 6; ++c) {
+          const double got = all[r][c];
+          std::printf(" %8.2f MiB %+5.1f%%%s", mib(got), got > 0 ? 100 * (want[c] - got) / got : 0.0,
+                      c == 2 ? " |" : "");
+        }
+        std::printf(" | %6.2f MiB\n", mib(all[r][6]));
+      }
+      if (variant == "none") stage0.push_back(all[0][5]);
     }
-    stage0.push_back(all[0][0]);
   }
   if (!lead) return;
   const auto find = [&](const char* name) -> double {
-    for (std::size_t i = 0; i < schedules.size(); ++i) {
+    for (std::size_t i = 0; i < schedules.size() && i < stage0.size(); ++i) {
       if (schedules[i] == name) return stage0[i];
     }
     return 0;
@@ -193,10 +221,11 @@ int peak_in_flight(const runtime::PipelinePlan& plan) {
 }
 
 runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime::PipelinePlan& plan,
-                                        int repeats, int in_flight) {
+                                        int repeats, int in_flight, bool recompute) {
   runtime::ProfileOptions options;
   options.repeats = repeats;
   options.in_flight = in_flight;
+  options.recompute = recompute;
   // A layer is timed inside a stage of as many layers as a rank holds, so weights and
   // activations compete for the caches as in the run.
   options.probe_layers = plan.model.layers / plan.num_ranks();
@@ -205,7 +234,7 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
   std::vector<double> packed;
   for (const auto* list : {&mine.layer, &mine.embedding, &mine.head}) {
     for (const runtime::UnitTimes& u : *list) {
-      packed.insert(packed.end(), {u.forward, u.backward_input, u.backward_weight});
+      packed.insert(packed.end(), {u.forward, u.backward_input, u.backward_weight, u.recompute});
     }
   }
   const auto all = runtime::gather_all(world, packed);
@@ -217,8 +246,9 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
         u.forward += r[i] / all.size();
         u.backward_input += r[i + 1] / all.size();
         u.backward_weight += r[i + 2] / all.size();
+        u.recompute += r[i + 3] / all.size();
       }
-      i += 3;
+      i += 4;
     }
   }
   return mine;
@@ -234,13 +264,14 @@ runtime::SegmentProfile combine(const std::vector<runtime::SegmentProfile>& all)
   for (auto member : {&runtime::SegmentProfile::layer, &runtime::SegmentProfile::embedding,
                       &runtime::SegmentProfile::head}) {
     for (std::size_t j = 0; j < (out.*member).size(); ++j) {
-      std::vector<double> f, b, w;
+      std::vector<double> f, b, w, rc;
       for (const runtime::SegmentProfile& p : all) {
         f.push_back((p.*member)[j].forward);
         b.push_back((p.*member)[j].backward_input);
         w.push_back((p.*member)[j].backward_weight);
+        rc.push_back((p.*member)[j].recompute);
       }
-      (out.*member)[j] = {pick(f), pick(b), pick(w)};
+      (out.*member)[j] = {pick(f), pick(b), pick(w), pick(rc)};
     }
   }
   return out;
@@ -277,7 +308,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   // Every schedule's trainer first; then the measured steps round-robin over the schedules, so
   // a change in the machine's load (other programs) hits them all alike.
   struct Run {
-    std::string name;
+    std::string name, recompute;
     runtime::JobConfig job;
     runtime::PipelinePlan plan;
     std::unique_ptr<data::BatchLoader> loader;
@@ -286,18 +317,24 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     std::vector<double> makespans, bubbles;
   };
   std::vector<Run> runs;
-  for (const std::string& name : schedules) {
-    Run run;
-    run.name = name;
-    run.job = bench_job(o, name, p);
-    run.plan = runtime::build_pipeline_plan(run.job, p);
-    const runtime::TrainConfig t = run.job.global_train();
-    run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
-                                                     t.microbatches, 1);
-    run.tracker = std::make_unique<MemoryTracker>();
-    run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
-    run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
-    runs.push_back(std::move(run));
+  bool recomputes = false;  // some run does: the profiles also time the layers' rebuild
+  for (const std::string& variant : o.recompute) {
+    for (const std::string& name : schedules) {
+      Run run;
+      run.name = name;
+      run.recompute = variant;
+      run.job = bench_job(o, name, p);
+      run.job.parallel.recompute = parse_recompute_flag("--recompute", variant);
+      recomputes = recomputes || run.job.parallel.recompute.any();
+      run.plan = runtime::build_pipeline_plan(run.job, p);
+      const runtime::TrainConfig t = run.job.global_train();
+      run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
+                                                       t.microbatches, 1);
+      run.tracker = std::make_unique<MemoryTracker>();
+      run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
+      run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
+      runs.push_back(std::move(run));
+    }
   }
   // The unit profiles, one per sequence partition and number of micro-batches the schedule holds
   // at once (a unit is slower when its activations have left the caches: GPipe holds all m),
@@ -322,7 +359,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   auto measure_profiles = [&] {
     for (Profiles& e : profiles) {
       e.typical.push_back(o.profile.empty()
-                              ? measure_profile(world, runs[e.run].plan, o.repeats, e.in_flight)
+                              ? measure_profile(world, runs[e.run].plan, o.repeats, e.in_flight, recomputes)
                               : runtime::read_segment_profile(o.profile));
     }
   };
@@ -347,6 +384,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 p.partition.count(), e.in_flight);
     for (const runtime::UnitTimes& u : p.layer) {
       std::printf(" %.2f/%.2f/%.2f", 1e3 * u.forward, 1e3 * u.backward_input, 1e3 * u.backward_weight);
+      if (recomputes) std::printf(" (+%.2f rebuild)", 1e3 * u.recompute);
     }
     std::printf("; head");
     for (const runtime::UnitTimes& u : p.head) {
@@ -354,8 +392,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     }
     std::printf("\n");
   }
-  std::printf("%-12s %2s %2s | %10s %21s | %10s %7s | %7s %7s\n", "schedule", "v", "k", "measured",
-              "(fastest - slowest)", "simulated", "error", "bubble", "sim");
+  std::printf("%-12s %-9s %2s %2s | %10s %21s | %10s %7s | %7s %7s\n", "schedule", "recompute", "v", "k",
+              "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim");
   for (const Run& run : runs) {
     const Profiles& e = profiles[profile_of[static_cast<std::size_t>(&run - runs.data())]];
     const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link);
@@ -366,8 +404,9 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const double median = sorted[sorted.size() / 2];
     double bubble = 0;
     for (double b : run.bubbles) bubble += b / static_cast<double>(run.bubbles.size());
-    std::printf("%-12s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
-                run.name.c_str(), run.plan.schedule.layout.max_chunks(), run.plan.partition.count(),
+    std::printf("%-12s %-9s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
+                run.name.c_str(), run.recompute.c_str(), run.plan.schedule.layout.max_chunks(),
+                run.plan.partition.count(),
                 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
                 100 * (typical.step_time - median) / median, 100 * bubble,
                 100 * typical.bubble_fraction);
@@ -404,6 +443,10 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
   cmd->add_option("--chunks", o.chunks, "Chunks v of interleaved and seq1f1b-i")->capture_default_str();
   cmd->add_option("--steps", o.steps, "Measured steps (after one warm-up step)")->capture_default_str();
   cmd->add_option("--schedules", o.schedules, "Comma-separated schedule families (default: see above)");
+  cmd->add_option("--recompute", o.recompute,
+                  "parallel.recompute values to run each schedule with: none, full, N or n0,n1,...")
+      ->expected(1, 16)
+      ->capture_default_str();
 }
 
 void register_bench_runtime(CLI::App& app) {

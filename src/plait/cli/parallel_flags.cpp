@@ -1,5 +1,7 @@
 #include "plait/cli/parallel_flags.h"
 
+#include <algorithm>
+
 #include "plait/core/error.h"
 #include "plait/schedule/schedule_family.h"
 
@@ -40,6 +42,30 @@ void add_parallel_flags(CLI::App* cmd, ParallelFlags& f) {
                   "computation-wise partition) (parallel.split)")
       ->check(CLI::IsMember({"even", "flops"}))
       ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--recompute", f.recompute,
+                  "Activation recomputation (parallel.recompute): none, full, N (the first N\n"
+                  "layers of every virtual stage) or n0,n1,... (one count per virtual stage)")
+      ->type_name("WHAT")
+      ->group("Layout (override the config's parallel section)");
+}
+
+spec::Recompute parse_recompute_flag(const std::string& flag, const std::string& text) {
+  if (text == "none") return {};
+  if (text == "full") return spec::Recompute::full();
+  // The text as the JSON value parallel.recompute takes.
+  nlohmann::json counts = nlohmann::json::array();
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 7 || item.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error(flag + ": expected none, full, a number of layers per stage or one count per "
+                  "virtual stage separated by commas, found '" + text + "'");
+    }
+    counts.push_back(std::stoi(item));
+    at = comma + 1;
+  }
+  return schedule::parse_recompute(counts.size() == 1 ? counts[0] : counts, flag, "value");
 }
 
 void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
@@ -76,6 +102,7 @@ void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
     p.split = f.split;
     job.run.train.segments.split = spec::parse_split_method(f.split);
   }
+  if (!f.recompute.empty()) p.recompute = parse_recompute_flag("--recompute", f.recompute);
   if (!p.devices.empty() && static_cast<int>(p.devices.size()) != p.world_size()) {
     throw Error("--pp/--dp: " + std::to_string(p.world_size()) + " ranks, but parallel.devices lists " +
                 std::to_string(p.devices.size()));

@@ -1,7 +1,7 @@
 #pragma once
 // The layout and schedule flags `plait train`, `plait profile` and `plait bench runtime` share
 // with `plait sim` (same names): --pp, --dp, --schedule, --chunks, --microbatches, --segments,
-// --split. Given flags override the config's "parallel" and "train" sections (the generated form
+// --split, and --recompute (both forms). Given flags override the config's "parallel" and "train" sections (the generated form
 // of docs/config.md; an explicit-form config cannot be combined with layout flags).
 #include <string>
 
@@ -14,9 +14,14 @@ namespace plait::cli {
 struct ParallelFlags {
   int pp = 0, dp = 0, chunks = 0, microbatches = 0, segments = 0;
   std::string schedule, split;
+  std::string recompute;  // "none", "full", "N" or "n0,n1,..." (parallel.recompute)
 };
 
 void add_parallel_flags(CLI::App* cmd, ParallelFlags& flags);
+
+// The text of a recompute flag ("none", "full", "N" or "n0,n1,..."), as parallel.recompute reads
+// it; errors name `flag`.
+spec::Recompute parse_recompute_flag(const std::string& flag, const std::string& text);
 
 // Applies the flags that were given; errors name the flag.
 void apply_parallel_flags(const ParallelFlags& flags, runtime::JobConfig& job);

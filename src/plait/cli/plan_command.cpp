@@ -29,7 +29,7 @@ struct PlanOptions {
   std::string global_batch, seq;
   std::string top = "5";
   std::string devices_of_type, schedule, microbatch_size;
-  std::string max_stages = "16", simulate = "12", min_unit_tokens;
+  std::string max_stages = "16", simulate = "16", min_unit_tokens;
   bool no_segments = false, no_recompute = false, even = false, verbose = false;
   std::string evaluate, profile_model;
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
@@ -165,7 +165,8 @@ void register_plan(CLI::App& app) {
                   "Segment sequences only where each unit (micro-batch size x shortest segment) has at least this "
                   "many tokens; 0: no limit (default: the shortest sequence the devices' measured profiles cover)");
   cmd->add_flag("--no-recompute", o->no_recompute,
-                "Never plan activation recomputation (mixed16 clusters plan it when memory needs it)");
+                "Never plan activation recomputation (by default a stage recomputes the fewest layers that make\n"
+                "it fit, when it does not fit otherwise)");
   cmd->add_flag("--even", o->even,
                 "Baseline: plan as if every device had the median device's speed, with stages of equal\n"
                 "width (pp x dp; even layers and micro-batch shares; memory still respected); the\n"

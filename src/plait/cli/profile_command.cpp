@@ -74,6 +74,8 @@ void run_profile(const ProfileArgs& a) {
   options.in_flight = a.in_flight;
   options.slowdown = a.slowdown;
   options.defer_weight = a.defer_weight;
+  // A config that recomputes also gets its layers' rebuild timed (recompute_ms).
+  options.recompute = job.parallel.recompute.any();
   const std::string name = runtime::profile_model_name(m);
   std::printf("plait profile: %s (%s), %d thread(s), median of %d runs\n", name.c_str(),
               spec::describe(m).c_str(), a.threads, a.repeats);
@@ -173,7 +175,10 @@ void register_profile(CLI::App& app) {
                 "Run each micro-batch's W after the next micro-batch's F and B, as zero-bubble\n"
                 "schedules (zb-h1, zb-v, seq-zb) do, instead of right after its own B");
   add_parallel_flags(cmd, a->layout);
-  cmd->callback([a] { run_profile(*a); });
+  // `plait profile links` is a subcommand of its own (profile_links_command.cpp).
+  cmd->callback([a, cmd] {
+    if (cmd->get_subcommands().empty()) run_profile(*a);
+  });
 }
 
 const CommandRegistration kRegistration(25, register_profile);

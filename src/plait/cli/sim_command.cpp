@@ -8,6 +8,7 @@
 
 #include "plait/cli/commands.h"
 #include "plait/cli/flag_values.h"
+#include "plait/cli/parallel_flags.h"
 #include "plait/core/error.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/schedule/schedule_text.h"
@@ -31,6 +32,7 @@ struct SimOptions {
   std::string schedule = "seq1f1b";
   std::string device = "a100-80gb";
   std::string profile_model;
+  std::string recompute = "none";
   bool compare = false;
   std::string trace, html;
 };
@@ -63,6 +65,7 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
       o.device, config.model.model,
       {o.profile_model.empty() ? config.model.profile_model : o.profile_model, config.seq});
   config.record_events = !o.trace.empty() || !o.html.empty();
+  config.memory.recompute = parse_recompute_flag("--recompute", o.recompute);
 
   if (o.compare) {
     const auto rows = sim::compare_schedules(config, chunks, segments);
@@ -154,6 +157,11 @@ void register_sim(CLI::App& app) {
                   "computation-wise partition)")
       ->capture_default_str();
   cmd->add_option("--seq", o->seq, "Sequence length in tokens")->type_name("INT")
+      ->capture_default_str();
+  cmd->add_option("--recompute", o->recompute,
+                  "Activation recomputation: none, full, N (the first N layers of every virtual stage)\n"
+                  "or n0,n1,... (one count per virtual stage), as parallel.recompute")
+      ->type_name("WHAT")
       ->capture_default_str();
   cmd->add_option("--schedule", o->schedule,
                   "Schedule: " + schedule::schedule_family_names() +

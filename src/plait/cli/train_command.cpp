@@ -131,6 +131,14 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
               join(plan.vstage_layers, "/").c_str(), join(lengths, "+").c_str(),
               lookahead == INT32_MAX ? "a whole step ahead"
                                      : (std::to_string(lookahead) + " action(s) ahead").c_str());
+  if (job.parallel.recompute.any()) {
+    std::vector<int> counts;
+    for (const model::StageSpec& s : plan.vstage_specs) counts.push_back(s.recompute_layers);
+    std::printf("  recompute: %s layers of the virtual stages' %s recompute their forward in B "
+                "(parallel.recompute: %s)\n",
+                join(counts, "/").c_str(), join(plan.vstage_layers, "/").c_str(),
+                job.parallel.recompute.describe().c_str());
+  }
   for (int r = 0; r < plan.num_ranks(); ++r) {
     std::printf("    %s: %zu actions\n", plan.rank_label(r).c_str(), plan.schedule.ranks[r].size());
   }

@@ -50,6 +50,18 @@ class Communicator {
   // propagates NaN and Inf) or reduce a 0/1 flag to detect non-finite values.
   virtual Request iallreduce(std::span<float> data, ReduceOp op) = 0;
   virtual Request iallreduce(std::span<double> data, ReduceOp op) = 0;
+  // Nonblocking in-place collectives over blocks of uneven sizes (ZeRO's reduce-scatter of
+  // gradients and all-gather of parameters, Rajbhandari et al., arXiv 1910.02054). `data` holds
+  // sum(counts) elements on every rank, laid out as block 0 (counts[0] elements), block 1, ...;
+  // block r is group rank r's, at offset counts[0] + ... + counts[r-1]. `counts` has one entry
+  // per rank (zeros allowed) and is the same list on every rank; it is copied.
+  //   ireduce_scatter: when the request completes, this rank's block holds the elementwise op
+  //     over every rank's block; the other blocks of `data` are unspecified.
+  //   iallgather: this rank's block is copied into its place on every rank; the other blocks
+  //     are overwritten with their owners' blocks.
+  virtual Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
+                                  ReduceOp op) = 0;
+  virtual Request iallgather(std::span<float> data, std::span<const std::size_t> counts) = 0;
   // Nonblocking broadcast of root's data to every rank of the group.
   virtual Request ibroadcast(std::span<float> data, int root) = 0;
   virtual Request ibroadcast(std::span<std::int32_t> data, int root) = 0;

@@ -1,7 +1,10 @@
 #include "plait/comm/mpi_communicator.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <utility>
 
 #include "plait/comm/mpi_check.h"
@@ -43,6 +46,12 @@ class MpiOperation final : public PendingOperation {
         expected_count_(expected_count) {}
 
   MPI_Request* handle() { return &request_; }
+  // Arrays a nonblocking collective reads until it completes (MPI-3.1 sec. 5.12: they must not
+  // change before then), kept with the request.
+  std::vector<int>& counts() { return counts_; }
+  std::vector<int>& displacements() { return displacements_; }
+  // Runs once, when test() first sees the operation complete.
+  void set_on_complete(std::function<void()> f) { on_complete_ = std::move(f); }
 
   bool test() override {
     int done = 0;
@@ -58,6 +67,7 @@ class MpiOperation final : public PendingOperation {
       check_mpi(code, description_);
     }
     if (done == 0) return false;
+    if (on_complete_) std::exchange(on_complete_, nullptr)();
     if (kind_ == OperationKind::kReceive) {
       int count = 0;
       check_mpi(MPI_Get_count(&status, type_, &count), description_);
@@ -86,6 +96,8 @@ class MpiOperation final : public PendingOperation {
   const char* type_name_;
   int expected_count_;
   MPI_Request request_ = MPI_REQUEST_NULL;
+  std::vector<int> counts_, displacements_;
+  std::function<void()> on_complete_;
 };
 
 MPI_Op to_mpi(ReduceOp op) {
@@ -217,6 +229,61 @@ Request MpiCommunicator::reduce(void* data, std::size_t count, MPI_Datatype type
   auto pending =
       std::make_unique<MpiOperation>(OperationKind::kCollective, what, type, type_name, n);
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, n, type, to_mpi(op), comm_, pending->handle()),
+            what);
+  return Request(std::move(pending), policy_);
+}
+
+void MpiCommunicator::block_layout(std::span<const std::size_t> counts, std::size_t size,
+                                   const std::string& what, std::vector<int>& ints,
+                                   std::vector<int>& displacements) const {
+  if (counts.size() != static_cast<std::size_t>(this->size())) {
+    throw Error(what + ": expected one block count per rank (" + std::to_string(this->size()) +
+                "), found " + std::to_string(counts.size()));
+  }
+  std::size_t total = 0;
+  for (std::size_t c : counts) {
+    displacements.push_back(checked_count(total, what));
+    ints.push_back(checked_count(c, what));
+    total += c;
+  }
+  checked_count(total, what);
+  if (total != size) {
+    throw Error(what + ": the blocks hold " + std::to_string(total) + " elements but the buffer has " +
+                std::to_string(size));
+  }
+}
+
+Request MpiCommunicator::ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
+                                         ReduceOp op) {
+  const std::string what = std::string("reduce-scatter (") + name_of(op) + ") of " +
+                           std::to_string(data.size()) + " floats over " + describe_members();
+  auto pending = std::make_unique<MpiOperation>(OperationKind::kCollective, what, MPI_FLOAT, "floats",
+                                                static_cast<int>(std::min<std::size_t>(data.size(), INT_MAX)));
+  block_layout(counts, data.size(), what, pending->counts(), pending->displacements());
+  // In place, MPI leaves this rank's reduced block at the START of the buffer (MPI-3.1 sec.
+  // 5.10.1: the input is taken from the receive buffer, which receives counts[rank] elements);
+  // on completion it is moved to the block's own place, so blocks never change position.
+  const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
+  const std::size_t offset = static_cast<std::size_t>(pending->displacements()[static_cast<std::size_t>(rank_)]);
+  if (offset > 0 && mine > 0) {
+    float* base = data.data();
+    pending->set_on_complete([base, offset, mine] { std::memmove(base + offset, base, mine * sizeof(float)); });
+  }
+  check_mpi(MPI_Ireduce_scatter(MPI_IN_PLACE, data.data(), pending->counts().data(), MPI_FLOAT, to_mpi(op),
+                                comm_, pending->handle()),
+            what);
+  return Request(std::move(pending), policy_);
+}
+
+Request MpiCommunicator::iallgather(std::span<float> data, std::span<const std::size_t> counts) {
+  const std::string what = "all-gather of " + std::to_string(data.size()) + " floats over " + describe_members();
+  auto pending = std::make_unique<MpiOperation>(OperationKind::kCollective, what, MPI_FLOAT, "floats",
+                                                static_cast<int>(std::min<std::size_t>(data.size(), INT_MAX)));
+  block_layout(counts, data.size(), what, pending->counts(), pending->displacements());
+  // In place: each rank's contribution is already where it receives its own block (MPI-3.1
+  // sec. 5.7).
+  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), pending->counts().data(),
+                            pending->displacements().data(), MPI_FLOAT, comm_, pending->handle()),
             what);
   return Request(std::move(pending), policy_);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The Communicator over MPI (OpenMPI or any MPI-3 library): nonblocking point-to-point and
-// collectives (MPI_Isend/Irecv, MPI_Iallreduce, MPI_Ibcast, MPI_Ibarrier), every wait a
-// yielding MPI_Test loop (backoff.h), errors returned (MPI_ERRORS_RETURN) and thrown as
+// collectives (MPI_Isend/Irecv, MPI_Iallreduce, MPI_Ireduce_scatter, MPI_Iallgatherv,
+// MPI_Ibcast, MPI_Ibarrier), every wait a yielding MPI_Test loop (backoff.h), errors returned (MPI_ERRORS_RETURN) and thrown as
 // plait::Error naming the operation, the peer's world rank and the tag.
 #include <mpi.h>
 
@@ -30,6 +30,9 @@ class MpiCommunicator final : public Communicator {
   Request irecv(std::span<std::int32_t> data, int peer, int tag) override;
   Request iallreduce(std::span<float> data, ReduceOp op) override;
   Request iallreduce(std::span<double> data, ReduceOp op) override;
+  Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
+                          ReduceOp op) override;
+  Request iallgather(std::span<float> data, std::span<const std::size_t> counts) override;
   Request ibroadcast(std::span<float> data, int root) override;
   Request ibroadcast(std::span<std::int32_t> data, int root) override;
   Request ibarrier() override;
@@ -45,6 +48,9 @@ class MpiCommunicator final : public Communicator {
                  ReduceOp op);
   Request bcast(void* data, std::size_t count, MPI_Datatype type, const char* type_name,
                 int root);
+  // The counts and displacements of a blocked collective, checked against `data` and INT_MAX.
+  void block_layout(std::span<const std::size_t> counts, std::size_t size, const std::string& what,
+                    std::vector<int>& ints, std::vector<int>& displacements) const;
   void check_peer(int peer, int tag, const std::string& what) const;
   int checked_count(std::size_t count, const std::string& what) const;
 

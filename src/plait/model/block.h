@@ -41,6 +41,15 @@ class Block {
   virtual void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
                        const spec::Segment& seg, float* out, TensorPool& pool) const = 0;
 
+  // Recomputation (per-layer activation checkpointing, Chen et al., arXiv 1604.06174): on a
+  // state whose F kept only x_in and kv (the stage model drops the rest after F), rebuilds
+  // everything else F saved, just before B. The same kernels on the same inputs as F, so the
+  // rebuilt tensors are bitwise F's; it runs neither the K/V projection (kv is its kept result,
+  // which later segments attended to) nor the output projection (the next layer kept its
+  // input). prefix: as for forward.
+  virtual void recompute(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+                         const spec::Segment& seg, TensorPool& pool) const = 0;
+
   // B. st.dx_out holds dL/d(output). blocks: K/V with their dK/dV accumulators for all
   // positions [0, segment end), earlier segments first, this unit's last (its dkv already holds
   // what later segments left for these positions). Writes dL/d(input) to dx_in; frees the

@@ -32,10 +32,10 @@ Gpt2Tensors Gpt2Tensors::locate(const spec::ModelSpec& model, float* base,
           at("mlp.c_fc.bias"),      at("mlp.c_proj.weight"), at("mlp.c_proj.bias")};
 }
 
-void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
-                        int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
+void Gpt2Block::saved_forward(Gpt2State& st, std::span<const kernels::KVBlock<float>> prefix,
+                              int batch, const spec::Segment& seg, TensorPool& pool,
+                              bool with_kv) const {
   constexpr auto kAct = MemoryCategory::kActivations;
-  auto& st = static_cast<Gpt2State&>(state);
   const int c = model_.hidden, h = model_.heads, f = model_.ffn_hidden;
   const int s = seg.length;
   const int n = batch * s;
@@ -51,9 +51,11 @@ void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<floa
                     p_.ln1_b, n, c, model_.norm_eps);
   st.q = pool.acquire(kAct, nc);
   matmul_forward<float>(st.q.data(), st.ln1.data(), p_.attn_w, p_.attn_b, nullptr, n, c, c);
-  st.kv = pool.acquire(MemoryCategory::kKVCache, 2 * nc);
-  matmul_forward<float>(st.kv.data(), st.ln1.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
-                        p_.attn_b + c, nullptr, n, c, 2 * c);
+  if (with_kv) {
+    st.kv = pool.acquire(MemoryCategory::kKVCache, 2 * nc);
+    matmul_forward<float>(st.kv.data(), st.ln1.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
+                          p_.attn_b + c, nullptr, n, c, 2 * c);
+  }
   std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
   blocks.push_back({st.kv.data(), nullptr, s});
   st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
@@ -64,7 +66,7 @@ void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<floa
   matmul_forward<float>(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
                         c, c);
 
-  // MLP half.
+  // MLP half, up to the output projection.
   st.ln2 = pool.acquire(kAct, nc);
   st.mean2 = pool.acquire(kAct, n);
   st.rstd2 = pool.acquire(kAct, n);
@@ -75,8 +77,19 @@ void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<floa
   matmul_forward<float>(st.fc_pre.data(), st.ln2.data(), p_.fc_w, p_.fc_b, nullptr, n, c, f);
   st.fc_gelu = pool.acquire(kAct, nf);
   gelu_forward(st.fc_gelu.data(), st.fc_pre.data(), nf);
-  matmul_forward<float>(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(), n, f,
-                        c);
+}
+
+void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
+                        int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
+  auto& st = static_cast<Gpt2State&>(state);
+  saved_forward(st, prefix, batch, seg, pool, true);
+  matmul_forward<float>(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(),
+                        batch * seg.length, model_.ffn_hidden, model_.hidden);
+}
+
+void Gpt2Block::recompute(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
+                          int batch, const spec::Segment& seg, TensorPool& pool) const {
+  saved_forward(static_cast<Gpt2State&>(state), prefix, batch, seg, pool, false);
 }
 
 void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlock<float>> blocks,

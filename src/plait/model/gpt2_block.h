@@ -44,11 +44,18 @@ class Gpt2Block : public Block {
   std::unique_ptr<LayerState> make_state() const override { return std::make_unique<Gpt2State>(); }
   void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
                const spec::Segment& seg, float* out, TensorPool& pool) const override;
+  void recompute(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+                 const spec::Segment& seg, TensorPool& pool) const override;
   void backward_input(LayerState& st, std::span<const kernels::KVBlock<float>> blocks, int batch,
                       const spec::Segment& seg, float* dx_in, TensorPool& pool) const override;
   void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const override;
 
  private:
+  // F up to fc_gelu (everything but the output projection); with_kv: also the K/V projection
+  // into st.kv (F), else st.kv holds it already (recomputation).
+  void saved_forward(Gpt2State& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+                     const spec::Segment& seg, TensorPool& pool, bool with_kv) const;
+
   const spec::ModelSpec& model_;
   Gpt2Tensors p_;
   Gpt2Tensors g_;

@@ -35,10 +35,10 @@ LlamaTensors LlamaTensors::locate(const spec::ModelSpec& model, float* base,
           at("mlp.down_proj.weight")};
 }
 
-void LlamaBlock::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
-                         int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
+void LlamaBlock::saved_forward(LlamaState& st, std::span<const kernels::KVBlock<float>> prefix,
+                               int batch, const spec::Segment& seg, TensorPool& pool,
+                               bool with_kv) const {
   constexpr auto kAct = MemoryCategory::kActivations;
-  auto& st = static_cast<LlamaState&>(state);
   const int c = model_.hidden, h = model_.heads, kvh = model_.kv_heads, d = model_.head_dim();
   const int k = model_.kv_dim(), f = model_.ffn_hidden;
   const int s = seg.length, n = batch * s;
@@ -52,10 +52,12 @@ void LlamaBlock::forward(LayerState& state, std::span<const kernels::KVBlock<flo
   rmsnorm_forward(st.n1.data(), st.rstd1.data(), st.x_in.data(), p_.norm1_w, n, c, model_.norm_eps);
   st.q = pool.acquire(kAct, nc);
   matmul_forward<float>(st.q.data(), st.n1.data(), p_.q_w, nullptr, nullptr, n, c, c);
-  st.kv = pool.acquire(MemoryCategory::kKVCache, static_cast<std::size_t>(n) * 2 * k);
-  matmul_forward<float>(st.kv.data(), st.n1.data(), p_.kv_w, nullptr, nullptr, n, c, 2 * k);
+  if (with_kv) {
+    st.kv = pool.acquire(MemoryCategory::kKVCache, static_cast<std::size_t>(n) * 2 * k);
+    matmul_forward<float>(st.kv.data(), st.n1.data(), p_.kv_w, nullptr, nullptr, n, c, 2 * k);
+    rotary_forward(st.kv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
+  }
   rotary_forward(st.q.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
-  rotary_forward(st.kv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
   std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
   blocks.push_back({st.kv.data(), nullptr, s});
   st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
@@ -64,7 +66,7 @@ void LlamaBlock::forward(LayerState& state, std::span<const kernels::KVBlock<flo
   st.x_mid = pool.acquire(kAct, nc);
   matmul_forward<float>(st.x_mid.data(), st.atty.data(), p_.o_w, nullptr, st.x_in.data(), n, c, c);
 
-  // MLP half.
+  // MLP half, up to the down projection.
   st.n2 = pool.acquire(kAct, nc);
   st.rstd2 = pool.acquire(kAct, n);
   rmsnorm_forward(st.n2.data(), st.rstd2.data(), st.x_mid.data(), p_.norm2_w, n, c, model_.norm_eps);
@@ -72,7 +74,19 @@ void LlamaBlock::forward(LayerState& state, std::span<const kernels::KVBlock<flo
   matmul_forward<float>(st.gate_up.data(), st.n2.data(), p_.gate_up_w, nullptr, nullptr, n, c, 2 * f);
   st.h = pool.acquire(kAct, nf);
   swiglu_forward(st.h.data(), st.gate_up.data(), n, f);
-  matmul_forward<float>(out, st.h.data(), p_.down_w, nullptr, st.x_mid.data(), n, f, c);
+}
+
+void LlamaBlock::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
+                         int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
+  auto& st = static_cast<LlamaState&>(state);
+  saved_forward(st, prefix, batch, seg, pool, true);
+  matmul_forward<float>(out, st.h.data(), p_.down_w, nullptr, st.x_mid.data(), batch * seg.length,
+                        model_.ffn_hidden, model_.hidden);
+}
+
+void LlamaBlock::recompute(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
+                           int batch, const spec::Segment& seg, TensorPool& pool) const {
+  saved_forward(static_cast<LlamaState&>(state), prefix, batch, seg, pool, false);
 }
 
 void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBlock<float>> blocks,

@@ -52,11 +52,18 @@ class LlamaBlock : public Block {
   std::unique_ptr<LayerState> make_state() const override { return std::make_unique<LlamaState>(); }
   void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
                const spec::Segment& seg, float* out, TensorPool& pool) const override;
+  void recompute(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+                 const spec::Segment& seg, TensorPool& pool) const override;
   void backward_input(LayerState& st, std::span<const kernels::KVBlock<float>> blocks, int batch,
                       const spec::Segment& seg, float* dx_in, TensorPool& pool) const override;
   void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const override;
 
  private:
+  // F up to h (everything but the down projection); with_kv: also the K/V projection and its
+  // rotation into st.kv (F), else st.kv holds the rotated K/V already (recomputation).
+  void saved_forward(LlamaState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+                     const spec::Segment& seg, TensorPool& pool, bool with_kv) const;
+
   const spec::ModelSpec& model_;
   LlamaTensors p_;
   LlamaTensors g_;

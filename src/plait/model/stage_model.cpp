@@ -172,6 +172,13 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
       const auto prefix = kv_blocks(*m, seg.index, i, false);
       float* next = stream(i + 1);
       blocks_[i]->forward(*u.layers[i], prefix, batch, seg, next, pool_);
+      if (spec_.recomputes(i)) {
+        // Keep the input and the K/V (later segments attend to it); B rebuilds the rest.
+        std::unique_ptr<LayerState> kept = blocks_[i]->make_state();
+        kept->x_in = std::move(u.layers[i]->x_in);
+        kept->kv = std::move(u.layers[i]->kv);
+        u.layers[i] = std::move(kept);
+      }
     }
     return spec_.has_head ? head_forward(u, batch, targets, loss_scale) : 0.0;
   } catch (...) {
@@ -285,6 +292,9 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
   }
   for (int i = nl - 1; i >= 0; --i) {
     float* dst = grad_target(i);
+    if (spec_.recomputes(i)) {
+      blocks_[i]->recompute(*u.layers[i], kv_blocks(m, seg.index, i, false), batch, seg, pool_);
+    }
     const auto blocks = kv_blocks(m, seg.index + 1, i, true);
     blocks_[i]->backward_input(*u.layers[i], blocks, batch, seg, dst, pool_);
     if (fused) blocks_[i]->backward_weight(*u.layers[i], batch, seg);

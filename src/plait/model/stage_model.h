@@ -14,6 +14,12 @@
 // gradients); a unit's saved activations (activations) and its K/V and dK/dV (kv_cache) live in
 // a TensorPool and are released as soon as their last use is done. spec/unit_memory.h gives the
 // exact bytes; docs/engine.md explains them.
+//
+// Recomputation (StageSpec::recompute_layers = r): the stage's first r layers keep only their
+// input and K/V from F to B; B rebuilds each one's saved tensors (Block::recompute) just before
+// that layer's backward, and from then on the layer holds what it holds without recomputation.
+// The gradients are bitwise those of the same stage without recomputation (the rebuild runs
+// F's kernels on F's inputs), for the fused and the split backward and any segments.
 #include <cstdint>
 #include <map>
 #include <span>

@@ -16,6 +16,12 @@ void validate_stage_spec(const spec::ModelSpec& config, const StageSpec& spec) {
   if (spec.layer_count() == 0 && !spec.has_embedding && !spec.has_head) {
     throw Error("a stage must hold at least one layer, the embedding or the head");
   }
+  if (spec.recompute_layers < 0 || spec.recompute_layers > spec.layer_count()) {
+    throw Error("stage layers [" + std::to_string(spec.first_layer) + ", " +
+                std::to_string(spec.last_layer) + "): cannot recompute " +
+                std::to_string(spec.recompute_layers) + " of its " +
+                std::to_string(spec.layer_count()) + " layers");
+  }
 }
 
 }  // namespace plait::model

@@ -11,11 +11,12 @@ DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice&
   const StageGroup& g = choice.groups[group];
   const int last_vstage = static_cast<int>(choice.vstage_layers.size()) - 1;
   std::int64_t parameters = 0;
-  bool embedding = false, head = false;
+  bool embedding = false, head = false, recomputes = false;
   for (std::int32_t s : choice.group_vstages(group)) {
     parameters += memory.parameter_count(s);
     embedding = embedding || s == 0;
     head = head || s == last_vstage;
+    recomputes = recomputes || (choice.recomputes() && choice.recompute_layers[s] > 0);
   }
   DevicePrediction p;
   p.device = g.devices[index];
@@ -26,7 +27,7 @@ DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice&
   p.static_bytes = policy.static_bytes(parameters, static_cast<int>(g.devices.size()));
   p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
                     policy.working_bytes(problem.model.model, choice.microbatch_size, partition,
-                                         {1, embedding, head});
+                                         {1, embedding, head, recomputes ? 1 : 0});
   return p;
 }
 

@@ -42,17 +42,19 @@ double MemoryPolicy::working_bytes(const spec::ModelSpec& model, int microbatch_
     const double receives = 2.0 * 4.0 * microbatch_size * static_cast<double>(partition.lengths[longest]) * model.hidden;
     return static_cast<double>(std::max(u.backward_peak, u.fused_peak)) + dkv + receives;
   }
-  return recompute ? static_cast<double>(u.recompute_layer) : 0.0;
+  return part.recompute_layers > 0 ? static_cast<double>(u.recompute_layer) : 0.0;
 }
 
 std::string MemoryPolicy::describe() const {
   if (precision == Precision::fp32) {
-    return "fp32 (plait's CPU engine): 4 B weights + 4 B gradients + 8 B AdamW state per parameter on "
-           "every rank; activations by the engine's unit table (spec/unit_memory.h); 10% reserve";
+    return std::string("fp32 (plait's CPU engine): 4 B weights + 4 B gradients + 8 B AdamW state per parameter on "
+                       "every rank; activations by the engine's unit table (spec/unit_memory.h)") +
+           (recompute.any() ? ", recomputing " + recompute.describe() : "") + "; 10% reserve";
   }
   return std::string("bf16 mixed precision: 2 B weights + 4 B fp32 gradients per parameter, 12 B optimizer "
-                     "state sharded over the stage's data-parallel group; ") +
-         (recompute ? "per-layer recomputation (layer inputs and K/V kept)" : "activations by the unit table (spec/unit_memory.h)") +
+                     "state sharded over the stage's data-parallel group; activations by the unit table "
+                     "(spec/unit_memory.h)") +
+         (recompute.any() ? ", recomputing " + recompute.describe() + " (layer inputs and K/V kept)" : "") +
          "; 2 GiB reserve";
 }
 

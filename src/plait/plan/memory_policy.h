@@ -10,14 +10,16 @@
 //   Zorse do (Zorse also shards weights and gradients; plait does not yet). A reserve of 2 GiB
 //   per GPU for the CUDA context, library workspaces and allocator fragmentation (Zorse's
 //   planner reserves 2 GB). With recomputation (per-layer activation checkpointing, arXiv
-//   1604.06174) a unit keeps its layers' inputs and K/V, and one layer rebuilt at a time is the
-//   working set; the time cost (the forward runs again) is charged by the simulator. Only
-//   fused-backward families recompute.
+//   1604.06174; spec/recompute.h) a recomputed layer keeps its input and K/V from F to B
+//   (spec::unit_memory with StagePart::recompute_layers), and the one layer rebuilt at a time is
+//   the working set; the time cost (the rebuild) is charged by the cost model. Every family
+//   recomputes; with the B/W split a unit holds what W needs after its B, as without.
 //
 // fp32 (plait's CPU engine): 4-byte weights, 4-byte gradients, 8-byte AdamW moments, not
 //   sharded (the runtime keeps the full optimizer state on every rank). The working set is the
 //   largest unit's backward peak (spec::UnitMemory::backward_peak / fused_peak, the engine's
-//   temporaries inside one B), its micro-batch's dK/dV accumulators (allocated at its first B)
+//   temporaries inside one B, a recomputed layer's rebuild included), its micro-batch's dK/dV
+//   accumulators (allocated at its first B)
 //   and two posted receive buffers; the reserve is 10% of the device's capacity for what
 //   neither models (communication buffers in flight, the pool's cached blocks).
 #include <cstdint>
@@ -32,7 +34,7 @@ namespace plait::plan {
 
 struct MemoryPolicy {
   Precision precision = Precision::bf16;
-  bool recompute = false;
+  spec::Recompute recompute;  // the layers each virtual stage recomputes
 
   // The simulator's view of the same policy (threads: a CPU rank's attention workspace).
   sim::MemoryOptions memory_options(int threads = 1) const { return {precision, recompute, threads}; }
@@ -45,7 +47,8 @@ struct MemoryPolicy {
   // all-reduces fp32 gradients (reduce-scatter + all-gather of 4 bytes each).
   double sync_bytes_per_parameter() const;
   // Bytes a rank needs beyond its static state and the units it holds, for the partition's
-  // longest unit of `microbatch_size` sequences on a stage part (above).
+  // longest unit of `microbatch_size` sequences on a stage part (above; part.recompute_layers
+  // > 0: the part recomputes).
   double working_bytes(const spec::ModelSpec& model, int microbatch_size,
                        const spec::SequencePartition& partition, const spec::StagePart& part) const;
   // One line for reports.

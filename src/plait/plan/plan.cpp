@@ -50,8 +50,8 @@ std::string PlanChoice::summary(const ClusterSpec& cluster) const {
     std::snprintf(buf, sizeof buf, " k=%d (%s)", segments, std::string(spec::split_method_name(split)).c_str());
     out += buf;
   }
-  std::snprintf(buf, sizeof buf, " b=%d M=%d%s, %d stage%s [", microbatch_size, num_microbatches,
-                recompute ? " recompute" : "", num_groups(), num_groups() == 1 ? "" : "s");
+  std::snprintf(buf, sizeof buf, " b=%d M=%d, %d stage%s [", microbatch_size, num_microbatches, num_groups(),
+                num_groups() == 1 ? "" : "s");
   out += buf;
   for (int g = 0; g < num_groups(); ++g) {
     if (g) out += " | ";
@@ -74,6 +74,10 @@ std::string PlanChoice::summary(const ClusterSpec& cluster) const {
   }
   out += "], layers ";
   for (std::size_t i = 0; i < vstage_layers.size(); ++i) out += (i ? "," : "") + std::to_string(vstage_layers[i]);
+  if (recomputes()) {
+    out += ", recompute ";
+    for (std::size_t i = 0; i < recompute_layers.size(); ++i) out += (i ? "," : "") + std::to_string(recompute_layers[i]);
+  }
   return out;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // A plan: the choices the planner makes (stage groups of devices and their micro-batch shares,
-// layers per virtual stage, micro-batch size, schedule family, chunks, segments, recomputation)
+// layers per virtual stage, micro-batch size, schedule family, chunks, segments, the layers
+// each virtual stage recomputes)
 // and what it predicts for them. The problem it solves: a cluster, a model, a global batch and a
 // sequence length.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,7 +46,8 @@ struct PlanChoice {
   spec::SplitMethod split = spec::SplitMethod::even;
   int microbatch_size = 1;
   int num_microbatches = 1;  // global M: global_batch / microbatch_size
-  bool recompute = false;
+  // Layers each virtual stage recomputes (parallel.recompute's per-stage form); empty: none.
+  std::vector<int> recompute_layers;
   std::vector<StageGroup> groups;  // pipeline order
   std::vector<int> vstage_layers;  // groups x chunks entries, in virtual stage order
   // The virtual stages each group holds, when read from a plan file whose layout is neither
@@ -52,11 +55,18 @@ struct PlanChoice {
   std::vector<std::vector<std::int32_t>> held;
 
   int num_groups() const { return static_cast<int>(groups.size()); }
+  bool recomputes() const {
+    return std::any_of(recompute_layers.begin(), recompute_layers.end(), [](int n) { return n > 0; });
+  }
+  spec::Recompute recompute() const {
+    return recomputes() ? spec::Recompute::stages(recompute_layers) : spec::Recompute{};
+  }
   // Ranks are the used devices in ascending device order: rank r runs on rank_devices()[r].
   std::vector<int> rank_devices() const;
   // The virtual stages group g holds, in chunk order (v_shape for zb-v, else interleaved).
   std::vector<std::int32_t> group_vstages(int group) const;
-  // "seq1f1b k=4 (flops) b=2 M=512, 4 stages [8|16|16|24 devices], layers 11,7,9,5"
+  // "seq1f1b k=4 (flops) b=2 M=512, 4 stages [8|16|16|24 devices], layers 11,7,9,5" (and
+  // "recompute 2,0,0,1" when it recomputes)
   std::string summary(const ClusterSpec& cluster) const;
 };
 

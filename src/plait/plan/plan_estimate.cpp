@@ -21,7 +21,15 @@ UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::Devi
       partition_(std::move(partition)) {
   // Two one-layer virtual stages, the second with the head: its extra time is the head's.
   const sim::FlopsCostModel cost(problem.model.model, {1, 1}, partition_, microbatch_size, type_profiles);
+  sim::FlopsCostModel recomputed(problem.model.model, {1, 1}, partition_, microbatch_size, type_profiles);
+  recomputed.set_recompute(spec::Recompute::stages({1, 0}));
   const int types = static_cast<int>(type_profiles.size());
+  for (int t = 0; t < types; ++t) {
+    for (int j = 0; j < segments_; ++j) {
+      rebuild_.push_back(recomputed.compute_seconds(t, ActionKind::B, 0, j, 0) -
+                         cost.compute_seconds(t, ActionKind::B, 0, j, 0));
+    }
+  }
   seconds_.resize(static_cast<std::size_t>(types) * 3 * segments_ * 2);
   for (int t = 0; t < types; ++t) {
     for (int kind = 0; kind < 3; ++kind) {
@@ -40,20 +48,19 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const int groups = choice.num_groups(), k = choice.segments;
   const int vstages = static_cast<int>(choice.vstage_layers.size());
   const bool split = choice.family == "zb-h1" || choice.family == "seq-zb" || choice.family == "zb-v";
-  const MemoryPolicy policy{problem.cluster.precision, choice.recompute};
+  const MemoryPolicy policy{problem.cluster.precision, choice.recompute()};
   const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, times.partition(),
                                 choice.microbatch_size, policy.memory_options());
   const std::vector<int> devices = choice.rank_devices();
   const int ranks = static_cast<int>(devices.size());
   const double m = choice.num_microbatches;
   auto type_of_rank = [&](int r) { return problem.cluster.devices[devices[r]].type; };
-  // Seconds of one unit (kind 0 F, 1 B, 2 W) on rank r; recomputation re-runs F inside B.
+  // Seconds of one unit (kind 0 F, 1 B, 2 W) on rank r; B also rebuilds the recomputed layers.
   auto unit = [&](int r, int kind, int seg, std::int32_t s) {
     const int t = type_of_rank(r);
-    auto part = [&](int kd) {
-      return choice.vstage_layers[s] * times.layer(t, kd, seg) + (s == vstages - 1 ? times.head(t, kd, seg) : 0.0);
-    };
-    return part(kind) + (choice.recompute && kind == 1 ? part(0) : 0.0);
+    const double recomputed = choice.recomputes() && kind == 1 ? choice.recompute_layers[s] * times.rebuild(t, seg) : 0.0;
+    return choice.vstage_layers[s] * times.layer(t, kind, seg) + (s == vstages - 1 ? times.head(t, kind, seg) : 0.0) +
+           recomputed;
   };
 
   const schedule::HeterogeneousPipeline pipeline = heterogeneous_pipeline(choice);
@@ -75,7 +82,13 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
     const std::vector<std::int32_t> held = choice.group_vstages(g);
     double activation = 0;  // mean bytes of one unit on this group
     for (std::int32_t s : held) {
-      for (int j = 0; j < k; ++j) activation += memory.activation_bytes(s, j);
+      for (int j = 0; j < k; ++j) {
+        // With the B/W split a recomputing stage's units hold after their B what W needs, as
+        // without recomputation: the larger of that and what they keep from F.
+        const bool recomputed = split && choice.recomputes() && choice.recompute_layers[s] > 0;
+        activation += recomputed ? std::max(memory.activation_bytes(s, j), memory.held_for_weight_bytes(s, j))
+                                 : memory.activation_bytes(s, j);
+      }
     }
     const double units_per_mb = static_cast<double>(k) * held.size();
     activation /= units_per_mb;

@@ -28,6 +28,11 @@ class UnitTimes {
             int microbatch_size, spec::SequencePartition partition);
   double layer(int type, int kind, int segment) const { return at(type, kind, segment, 0); }
   double head(int type, int kind, int segment) const { return at(type, kind, segment, 1); }
+  // What recomputing one layer adds to its B (sim::FlopsCostModel::set_recompute: the layer's
+  // forward without its K/V and output projections).
+  double rebuild(int type, int segment) const {
+    return rebuild_[static_cast<std::size_t>(type) * segments_ + segment];
+  }
   int segments() const { return segments_; }
   int microbatch_size() const { return microbatch_size_; }
   const spec::SequencePartition& partition() const { return partition_; }
@@ -39,6 +44,7 @@ class UnitTimes {
   int segments_, microbatch_size_;
   spec::SequencePartition partition_;
   std::vector<double> seconds_;
+  std::vector<double> rebuild_;  // [type][segment]
 };
 
 PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& choice, const UnitTimes& times);

@@ -33,6 +33,7 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   if (base && base->contains("data")) doc["data"] = (*base)["data"];
 
   schedule::ParallelSpec parallel = schedule::explicit_parallel_spec(plan.schedule, choice.vstage_layers, choice.family);
+  parallel.recompute = choice.recompute();
   if (problem.cluster.emulated) {
     for (int d : choice.rank_devices()) {
       const DeviceType& t = problem.cluster.type_of(d);
@@ -84,6 +85,12 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
                            " summing to " + std::to_string(layer_sum));
   }
   if (auto v = schedule::validate(s)) par.fail("schedule_text", schedule::summary(s, *v));
+  try {
+    choice.recompute_layers = parallel.recompute.resolve(choice.vstage_layers);
+  } catch (const Error& e) {
+    par.fail("recompute", e.what());
+  }
+  if (!choice.recomputes()) choice.recompute_layers.clear();
   const int ranks = s.num_ranks();
   if (ranks > cluster.num_devices()) {
     par.fail("rank_vstages", "the plan has " + std::to_string(ranks) + " ranks but " + cluster.path + " has " +

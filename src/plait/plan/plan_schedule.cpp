@@ -41,7 +41,7 @@ std::shared_ptr<sim::FlopsCostModel> plan_cost_model(const PlanningProblem& prob
   auto cost = std::make_shared<sim::FlopsCostModel>(problem.model.model, choice.vstage_layers, partition,
                                                     choice.microbatch_size, rank_profiles);
   cost->set_links(rank_links(problem.cluster, devices));
-  cost->set_recompute(choice.recompute);
+  cost->set_recompute(choice.recompute());
   return cost;
 }
 

@@ -144,8 +144,6 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
       segment_options.push_back({k, spec::SplitMethod::even});
     }
   }
-  std::vector<bool> recompute_options = {false};
-  if (o.recompute && cluster.precision == Precision::bf16) recompute_options.push_back(true);
 
   PlannerResult result;
   if (devices.empty()) throw Error("cannot plan: no devices selected");
@@ -230,7 +228,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
     result.groupings += groupings.size();
 
     // Coarse pass: work + synchronisation + a fill/drain term with static memory only.
-    const MemoryPolicy static_policy{cluster.precision, false};
+    const MemoryPolicy static_policy{cluster.precision, {}};
     std::vector<GroupingCandidate> coarse;
     for (const Grouping& groups : groupings) {
       const int P = static_cast<int>(groups.size());
@@ -298,21 +296,25 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
           const auto& lengths = times.partition().lengths;
           if (b * *std::min_element(lengths.begin(), lengths.end()) < result.min_unit_tokens) continue;
         }
-        for (bool recompute : recompute_options) {
-          const MemoryPolicy policy{cluster.precision, recompute};
-          // Activation bytes of one unit per layer (mean over segments), and the head's extra.
+        {
+          const MemoryPolicy policy{cluster.precision, {}};
+          // Activation bytes of one unit per layer (mean over segments), kept whole or recomputed
+          // (its input and K/V), and the head's extra (never recomputed).
           const sim::MemoryModel unit_memory(shape, {1, 1}, times.partition(), b, policy.memory_options());
-          double act_layer = 0, act_head = 0;
+          const sim::MemoryModel recomputed_memory(shape, {1, 1}, times.partition(), b,
+                                                   {cluster.precision, spec::Recompute::stages({1, 1}), 1});
+          double act_layer = 0, act_recomputed = 0, act_head = 0, after_b = 0;
           for (int j = 0; j < so.k; ++j) {
             act_layer += unit_memory.activation_bytes(0, j) / so.k;
+            act_recomputed += recomputed_memory.activation_bytes(0, j) / so.k;
             act_head += (unit_memory.activation_bytes(1, j) - unit_memory.activation_bytes(0, j)) / so.k;
+            after_b += unit_memory.held_for_weight_bytes(0, j) / so.k;
           }
           for (const FamilyOption& fo : families) {
             const schedule::ScheduleFamily& f = *fo.family;
             if (so.k > 1 && !f.sequence_level) continue;
             // With k = 1 a sequence family is its micro-batch twin, when that one is tried.
             if (so.k == 1 && f.sequence_level && has_family(twin(f.name))) continue;
-            if (recompute && fo.split_backward) continue;
             const int v = fo.chunks;
             const bool gpipe = f.name == "gpipe";
             // Units in flight on group g (the homogeneous warm-up + 1; the estimate then uses the
@@ -327,35 +329,45 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
             };
             std::vector<int> cap(P, L);
             for (int attempt = 0; attempt < 4; ++attempt) {
-              auto per_mb = [&](int type, int l, bool last) {
+              // The fewest of its l layers group g must recompute to fit on every device (each one
+              // keeps its input and K/V instead of its state, and the group then needs one layer's
+              // rebuild as working set), or -1 if even all of them do not make it fit.
+              // With the B/W split a recomputed layer's units hold, between B and W, what W needs
+              // (as without recomputation): the larger of that and the kept input and K/V.
+              const double recomputed_unit = fo.split_backward ? std::max(act_recomputed, after_b) : act_recomputed;
+              auto recompute_needed = [&](int g, int l) {
+                if (l > cap[g]) return -1;
+                const bool last = g == P - 1;
+                const int most = *std::max_element(gc.counts[g].begin(), gc.counts[g].end());
+                const double fixed = policy.static_bytes(params_of(l, g == 0, last), static_cast<int>(gc.groups[g].size()));
+                for (int r = 0; r <= (o.recompute ? l : 0); ++r) {
+                  const double need = fixed + in_flight(g, most) * ((l - r) * act_layer + r * recomputed_unit + (last ? act_head : 0.0)) +
+                                      policy.working_bytes(shape, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0});
+                  const bool fits_all = std::all_of(gc.groups[g].begin(), gc.groups[g].end(), [&](int d) {
+                    const double capacity = cluster.type_of(d).memory_bytes;
+                    return need + policy.reserve_bytes(capacity) <= capacity;
+                  });
+                  if (fits_all) return r;
+                }
+                return -1;
+              };
+              auto per_mb = [&](int type, int l, int recomputed, bool last) {
                 double t = 0;
                 for (int j = 0; j < so.k; ++j) {
                   for (int kind = 0; kind < 3; ++kind) t += l * times.layer(type, kind, j) + (last ? times.head(type, kind, j) : 0.0);
-                  if (recompute) t += l * times.layer(type, 0, j) + (last ? times.head(type, 0, j) : 0.0);
+                  t += recomputed * times.rebuild(type, j);
                 }
                 return t;
               };
               auto time = [&](int g, int l) {
+                const int recomputed = std::max(0, recompute_needed(g, l));
                 double t = 0;
                 for (std::size_t i = 0; i < gc.groups[g].size(); ++i) {
-                  t = std::max(t, gc.counts[g][i] * per_mb(cluster.devices[gc.groups[g][i]].type, l, g == P - 1));
+                  t = std::max(t, gc.counts[g][i] * per_mb(cluster.devices[gc.groups[g][i]].type, l, recomputed, g == P - 1));
                 }
                 return t;
               };
-              auto fits = [&](int g, int l) {
-                if (l > cap[g]) return false;
-                const bool last = g == P - 1;
-                const int most = *std::max_element(gc.counts[g].begin(), gc.counts[g].end());
-                const double need = policy.static_bytes(params_of(l, g == 0, last),
-                                                        static_cast<int>(gc.groups[g].size())) +
-                                    in_flight(g, most) * (l * act_layer + (last ? act_head : 0.0)) +
-                                    policy.working_bytes(shape, b, times.partition(), {1, g == 0, last});
-                for (int d : gc.groups[g]) {
-                  const double capacity = cluster.type_of(d).memory_bytes;
-                  if (need + policy.reserve_bytes(capacity) > capacity) return false;
-                }
-                return true;
-              };
+              auto fits = [&](int g, int l) { return recompute_needed(g, l) >= 0; };
               const std::vector<int> layers = balance_layers(L, P, time, fits, v);
               if (layers.empty()) break;
               Candidate cand;
@@ -366,13 +378,20 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
               ch.split = so.split;
               ch.microbatch_size = b;
               ch.num_microbatches = M;
-              ch.recompute = recompute;
               for (int g = 0; g < P; ++g) ch.groups.push_back({gc.groups[g], gc.counts[g]});
               ch.vstage_layers.assign(static_cast<std::size_t>(P) * v, 0);
+              ch.recompute_layers.assign(static_cast<std::size_t>(P) * v, 0);
               for (int g = 0; g < P; ++g) {
                 const std::vector<std::int32_t> held = ch.group_vstages(g);
-                for (int c = 0; c < v; ++c) ch.vstage_layers[held[c]] = layers[g] / v + (c < layers[g] % v ? 1 : 0);
+                int recomputed = std::max(0, recompute_needed(g, layers[g]));  // over the group's chunks
+                for (int c = 0; c < v; ++c) {
+                  const int n = layers[g] / v + (c < layers[g] % v ? 1 : 0);
+                  ch.vstage_layers[held[c]] = n;
+                  ch.recompute_layers[held[c]] = std::min(n, recomputed);
+                  recomputed -= ch.recompute_layers[held[c]];
+                }
               }
+              if (!ch.recomputes()) ch.recompute_layers.clear();
               cand.estimate = estimate_plan(planning, ch, times);
               ++result.estimated;
               if (cand.estimate.fits) {

@@ -5,7 +5,9 @@
 //   (c) the micro-batch size b (dividing the global batch) and each device's micro-batch count
 //       (proportional to its speed),
 //   (d) the schedule family, chunks, the number of sequence segments k and their split (even or
-//       equal FLOPs), and activation recomputation (mixed16, fused-backward families),
+//       equal FLOPs),
+//   (e) activation recomputation per stage: the fewest of a stage's layers that make it fit,
+//       any family and precision (its time pays the rebuilds),
 // rejecting every layout over any device's memory (memory_policy.h).
 // Three passes: a coarse pass ranks groupings by work + gradient synchronisation for each b; the
 // best groupings get every schedule option, estimated analytically (plan_estimate.h); the best
@@ -28,12 +30,12 @@ struct PlannerOptions {
   // not extrapolated below the smallest work it measured), 0: no limit.
   std::int64_t min_unit_tokens = -1;
   std::vector<int> microbatch_sizes;      // empty: 1, 2, 4, ..., 64 where they divide the batch
-  bool recompute = true;                  // may plan recomputation (mixed16 only)
+  bool recompute = true;                  // may plan recomputation (per stage, where memory needs it)
   bool even = false;                      // plan as if every device were alike, stages of
                                           // equal width (a pp x dp baseline)
   int max_groups = 16;                    // pipeline stages at most
   int grouping_shortlist = 40;            // groupings per micro-batch size kept by the coarse pass
-  int simulate = 12;                      // estimated plans re-ranked by simulation
+  int simulate = 16;                      // estimated plans re-ranked by simulation
   int top = 5;                            // plans returned
 };
 

@@ -86,10 +86,17 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
     throw Error(where(job, "layers") + ": the layers per virtual stage sum to " +
                 std::to_string(total) + ", expected model.layers " + std::to_string(plan.model.layers));
   }
+  std::vector<int> recompute;
+  try {
+    recompute = p.recompute.resolve(plan.vstage_layers);
+  } catch (const Error& e) {
+    throw Error(where(job, "recompute") + ": " + e.what());
+  }
   int first = 0;
   for (int v = 0; v < vstages; ++v) {
     const int n = plan.vstage_layers[static_cast<std::size_t>(v)];
-    const model::StageSpec spec{first, first + n, v == 0, v == vstages - 1};
+    const model::StageSpec spec{first, first + n, v == 0, v == vstages - 1,
+                                recompute[static_cast<std::size_t>(v)]};
     if (spec.layer_count() == 0 && !spec.has_embedding && !spec.has_head) {
       throw Error(where(job, "layers") + ": virtual stage " + std::to_string(v) +
                   " has no layers (only the first and last stage may, holding the embedding or head)");

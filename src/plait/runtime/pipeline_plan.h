@@ -2,7 +2,8 @@
 // What a parallel job runs, resolved from its config before anything executes: the schedule (a
 // generated family replicated over data-parallel replicas, or the explicit per-rank lists), the
 // layers of every virtual stage (the embedding on virtual stage 0, the final norm + LM head +
-// loss on the last), the sequence segments, and each rank's emulated device. The schedule is
+// loss on the last), the layers each virtual stage recomputes (parallel.recompute, in
+// vstage_specs), the sequence segments, and each rank's emulated device. The schedule is
 // validated here (schedule::validate), so a plan that exists can run.
 #include <cstdint>
 #include <string>
@@ -46,7 +47,9 @@ struct PipelinePlan {
 
 // Builds and validates the plan for a job on `world_size` ranks. Every problem is one
 // plait::Error line: a world size other than the layout's, a family that cannot produce the
-// shape, a layer split that does not add up, an invalid schedule (the validator's summary).
+// shape, a layer split that does not add up, recompute counts beyond a stage's layers
+// ("cfg.json: parallel.recompute: virtual stage 2 has 1 layer, cannot recompute 2"), an
+// invalid schedule (the validator's summary).
 PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size);
 
 // The plan of a forward-only pass (evaluation): the same layout, each rank's F actions in their

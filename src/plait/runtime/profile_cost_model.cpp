@@ -17,7 +17,12 @@ ProfileCostModel::ProfileCostModel(const SegmentProfile& profile, const Pipeline
     for (int j = 0; j < segments_; ++j) {
       const std::size_t s = static_cast<std::size_t>(j);
       const double n = spec.layer_count();
-      UnitTimes u{n * profile.layer[s].forward, n * profile.layer[s].backward_input,
+      if (spec.recompute_layers > 0 && profile.layer[s].recompute <= 0) {
+        throw Error("virtual stage " + std::to_string(v) + " recomputes " + std::to_string(spec.recompute_layers) +
+                    " layers but the profile has no recompute times (profile with recomputation)");
+      }
+      UnitTimes u{n * profile.layer[s].forward,
+                  n * profile.layer[s].backward_input + spec.recompute_layers * profile.layer[s].recompute,
                   n * profile.layer[s].backward_weight};
       for (const auto* extra : {spec.has_embedding ? &profile.embedding[s] : nullptr,
                                 spec.has_head ? &profile.head[s] : nullptr}) {

@@ -2,7 +2,8 @@
 // The simulator's cost model fed with this machine's measured engine timings (a SegmentProfile,
 // unit_profiler.h): a unit of virtual stage v and segment j costs
 //   layers(v) * layer[j] + [v = 0] embedding[j] + [v = last] head[j]
-// for its kind (F, B, W; BW = B + W), times the rank's emulated slow-down; a message costs the
+// for its kind (F, B, W; BW = B + W), B (and BW) plus recompute_layers(v) * layer[j].recompute
+// (the rebuilds), times the rank's emulated slow-down; a message costs the
 // link's latency + bytes / bandwidth. This is how `plait bench runtime speed` predicts a
 // measured run's step time.
 #include <vector>

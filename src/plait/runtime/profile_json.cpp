@@ -12,6 +12,7 @@ nlohmann::json times_json(const std::vector<UnitTimes>& times) {
     list.push_back({{"forward_ms", t.forward * 1e3},
                     {"backward_input_ms", t.backward_input * 1e3},
                     {"backward_weight_ms", t.backward_weight * 1e3}});
+    if (t.recompute > 0) list.back()["recompute_ms"] = t.recompute * 1e3;
   }
   return list;
 }
@@ -25,8 +26,8 @@ std::vector<UnitTimes> read_times(const JsonFields& top, const std::string& key,
   for (std::size_t i = 0; i < list.size(); ++i) {
     const JsonFields t(list[i], top.file(), top.field_path(key + "[" + std::to_string(i) + "]"));
     UnitTimes u{t.number("forward_ms") * 1e-3, t.number("backward_input_ms") * 1e-3,
-                t.number("backward_weight_ms") * 1e-3};
-    if (!(u.forward >= 0 && u.backward_input >= 0 && u.backward_weight >= 0)) {
+                t.number("backward_weight_ms") * 1e-3, t.number("recompute_ms", 0.0) * 1e-3};
+    if (!(u.forward >= 0 && u.backward_input >= 0 && u.backward_weight >= 0 && u.recompute >= 0)) {
       top.fail(key + "[" + std::to_string(i) + "]", "expected times >= 0");
     }
     t.check_no_unknown_fields();

@@ -24,10 +24,10 @@ enum class Probe { layers, embedding, head };
 // warm-up, and returns the medians per segment (divided by the probe's layer count).
 std::vector<UnitTimes> time_stage(const spec::ModelSpec& config, Probe probe, int layers, int batch,
                                   const spec::SequencePartition& partition,
-                                  const ProfileOptions& options) {
+                                  const ProfileOptions& options, bool recompute = false) {
   const int repeats = options.repeats;
   model::StageSpec spec;
-  if (probe == Probe::layers) spec = {0, layers, false, false};
+  if (probe == Probe::layers) spec = {0, layers, false, false, recompute ? layers : 0};
   if (probe == Probe::embedding) spec = {0, 0, true, false};
   if (probe == Probe::head) spec = {config.layers, config.layers, false, true};
   MemoryTracker tracker;
@@ -120,6 +120,13 @@ SegmentProfile profile_segments(const spec::ModelSpec& model, int microbatch_siz
   p.partition = partition;
   const int layers = std::max(1, std::min(options.probe_layers, model.layers));
   p.layer = time_stage(model, Probe::layers, layers, microbatch_size, partition, options);
+  if (options.recompute) {
+    const std::vector<UnitTimes> rebuilt =
+        time_stage(model, Probe::layers, layers, microbatch_size, partition, options, true);
+    for (std::size_t j = 0; j < p.layer.size(); ++j) {
+      p.layer[j].recompute = std::max(0.0, rebuilt[j].backward_input - p.layer[j].backward_input);
+    }
+  }
   p.embedding = time_stage(model, Probe::embedding, 0, microbatch_size, partition, options);
   p.head = time_stage(model, Probe::head, 0, microbatch_size, partition, options);
   return p;

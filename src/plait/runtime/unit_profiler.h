@@ -4,7 +4,8 @@
 // host), by running real StageModels on random data:
 //   - one transformer layer, the embedding, and the head (final LayerNorm + LM head + loss), each
 //     for every segment of a sequence partition (attention cost depends on the segment's prefix,
-//     so it is MEASURED per segment, not modelled), split into F, B and W;
+//     so it is MEASURED per segment, not modelled), split into F, B and W, and, if asked, what a
+//     recomputed layer's B costs more;
 //   - one layer's F and B+W for whole sequences at micro-batch sizes 1..N, the samples of a
 //     Zorse-shaped latency table (sim/latency_table.h), with the head and embedding alike.
 // Each time is the median of `repeats` runs after one warm-up run. A layer's time is the time of
@@ -21,6 +22,10 @@ struct UnitTimes {
   double forward = 0;          // seconds
   double backward_input = 0;   // B
   double backward_weight = 0;  // W
+  // What a recomputed layer's B costs more (its rebuild, model/block.h), when measured
+  // (ProfileOptions::recompute): the median B of a probe whose layers all recompute minus the
+  // median B of the plain probe, at least 0.
+  double recompute = 0;
   double backward() const { return backward_input + backward_weight; }
 };
 
@@ -44,6 +49,8 @@ struct ProfileOptions {
   // Run a micro-batch's W after the next micro-batch's F and B (zero-bubble order) instead of
   // right after its own B.
   bool defer_weight = false;
+  // Also time the layer probe with every layer recomputed (UnitTimes::recompute).
+  bool recompute = false;
 };
 
 SegmentProfile profile_segments(const spec::ModelSpec& model, int microbatch_size,

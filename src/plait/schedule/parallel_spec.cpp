@@ -162,6 +162,37 @@ Schedule explicit_schedule(const ParallelSpec& spec, int microbatches, int segme
 
 }  // namespace
 
+spec::Recompute parse_recompute(const nlohmann::json& v, const std::string& file, const std::string& field) {
+  constexpr std::int64_t kMaxLayers = 1 << 20;
+  const auto count = [&](const nlohmann::json& n) -> int {
+    if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > kMaxLayers) {
+      throw InputError(file, field, "expected layer counts >= 0, found " + n.dump());
+    }
+    return n.get<int>();
+  };
+  if (v.is_string() && v.get<std::string>() == "none") return {};
+  if (v.is_string() && v.get<std::string>() == "full") return spec::Recompute::full();
+  if (v.is_number_integer()) return spec::Recompute::layers_each(count(v));
+  if (v.is_array() && !v.empty()) {
+    std::vector<int> counts;
+    for (const nlohmann::json& n : v) counts.push_back(count(n));
+    return spec::Recompute::stages(std::move(counts));
+  }
+  throw InputError(file, field,
+                   "expected \"none\", \"full\", a number of layers per stage or a list of one count "
+                   "per virtual stage, found " + v.dump());
+}
+
+nlohmann::json to_json(const spec::Recompute& r) {
+  switch (r.form) {
+    case spec::Recompute::Form::none: return "none";
+    case spec::Recompute::Form::full: return "full";
+    case spec::Recompute::Form::each: return r.each;
+    case spec::Recompute::Form::per_stage: return r.per_stage;
+  }
+  return "none";
+}
+
 int ParallelSpec::world_size() const {
   return form == Form::generated ? pp * dp : static_cast<int>(rank_vstages.size());
 }
@@ -173,6 +204,7 @@ ParallelSpec parse_parallel_spec(const JsonFields& p) {
   } else {
     parse_generated(p, c);
   }
+  if (p.has("recompute")) c.recompute = parse_recompute(p.raw("recompute"), p.file(), p.field_path("recompute"));
   if (p.has("devices")) {
     c.devices = parse_devices(p);
     if (static_cast<int>(c.devices.size()) != c.world_size()) {
@@ -199,6 +231,7 @@ nlohmann::json to_json(const ParallelSpec& c) {
     j["schedule_text"] = c.schedule_text;
     j["schedule_name"] = c.schedule_name;
   }
+  if (c.recompute.form != spec::Recompute::Form::none) j["recompute"] = to_json(c.recompute);
   if (!c.devices.empty()) {
     nlohmann::json devices = nlohmann::json::array();
     for (const DeviceEmulation& d : c.devices) {

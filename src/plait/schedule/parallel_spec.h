@@ -12,7 +12,9 @@
 //     schedule::replicate makes dp copies (rank = replica * pp + pipeline rank).
 //   explicit (heterogeneous): {"rank_vstages", "layers", "schedule_text", "schedule_name"}: the
 //     layout and every rank's action list are given; train.microbatches is the GLOBAL count M.
-// Both may carry "devices": one {"type", "slowdown", "memory_bytes"} per rank.
+// Both may carry "devices": one {"type", "slowdown", "memory_bytes"} per rank, and "recompute":
+// "none" (default), "full", n (the first n layers of every virtual stage) or [n0, n1, ...] (per
+// virtual stage; what the planner writes), spec/recompute.h.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -22,6 +24,7 @@
 
 #include "plait/core/json_fields.h"
 #include "plait/schedule/schedule.h"
+#include "plait/spec/recompute.h"
 
 namespace plait::schedule {
 
@@ -55,6 +58,9 @@ struct ParallelSpec {
   std::vector<int> layers;
   // One per rank, or empty (no emulation).
   std::vector<DeviceEmulation> devices;
+  // Activation recomputation per virtual stage; checked against the stages' layers where they
+  // are known (runtime::build_pipeline_plan, the planner).
+  spec::Recompute recompute;
 
   // Ranks the layout needs: pp * dp, or rank_vstages.size().
   int world_size() const;
@@ -63,6 +69,11 @@ struct ParallelSpec {
 // Reads the section strictly (InputErrors name the file and field, e.g.
 // "plan.json: parallel.rank_vstages[2]: expected a non-empty list of virtual stages").
 ParallelSpec parse_parallel_spec(const JsonFields& section);
+
+// A "recompute" value: "none", "full", an integer n >= 0 or an array of them; anything else is
+// an InputError naming `file` and `field`. (The CLI's --recompute reads its text through it.)
+spec::Recompute parse_recompute(const nlohmann::json& value, const std::string& file, const std::string& field);
+nlohmann::json to_json(const spec::Recompute& recompute);
 
 // The section as JSON, in the form it is in (parse_parallel_spec reads it back unchanged).
 nlohmann::json to_json(const ParallelSpec& spec);

@@ -10,6 +10,51 @@ namespace plait::sim {
 using schedule::ActionKind;
 using schedule::OpKind;
 
+namespace {
+
+// The levels of a rank's activations and K/V categories as the engine moves them
+// (model/stage_model.h; the transitions are spec/unit_memory.h's fields), with their peaks.
+struct AllocatedLevels {
+  double activations = 0, kv = 0;
+
+  void peak_inside(AllocatedPeaks& p, double activations_peak, double kv_peak, double total_peak) const {
+    p.activations = std::max(p.activations, activations + activations_peak);
+    p.kv_cache = std::max(p.kv_cache, kv + kv_peak);
+    p.total = std::max(p.total, activations + kv + total_peak);
+  }
+
+  void run(AllocatedPeaks& p, const MemoryModel& memory, ActionKind kind, std::int32_t vstage,
+           std::int32_t segment) {
+    const spec::UnitMemory& u = memory.unit_memory(vstage, segment);
+    const auto bytes = [](std::size_t b) { return static_cast<double>(b); };
+    if (kind == ActionKind::F) {
+      peak_inside(p, bytes(u.forward_peak_activations), bytes(u.forward_kv), bytes(u.forward_peak));
+      activations += bytes(u.forward_activations);
+      kv += bytes(u.forward_kv);
+      return;
+    }
+    if (kind == ActionKind::W) {
+      activations -= bytes(u.activations_after_b());
+      kv -= bytes(u.dkv);
+      return;
+    }
+    // A micro-batch's first backward (its last segment's) allocates every unit's dK/dV.
+    if (segment == memory.num_segments() - 1) kv += memory.microbatch_dkv_bytes(vstage);
+    const bool fused = kind == ActionKind::BW;
+    peak_inside(p, bytes(fused ? u.fused_peak_activations : u.backward_peak_activations), 0.0,
+                bytes(fused ? u.fused_peak : u.backward_peak));
+    if (fused) {
+      activations -= bytes(u.forward_activations);
+      kv -= bytes(u.forward_kv + u.dkv);
+    } else {
+      activations += bytes(u.backward_kept) - bytes(u.backward_freed);
+      kv -= bytes(u.forward_kv);
+    }
+  }
+};
+
+}  // namespace
+
 SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSchedule& lowered,
                    const CostModel& cost, const MemoryModel* memory, const SimOptions& options) {
   const schedule::Layout& layout = schedule.layout;
@@ -19,6 +64,7 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
   result.ranks.resize(ranks);
   std::vector<double> now(ranks, 0.0), port_free(ranks, 0.0), activation(ranks, 0.0),
       in_flight(ranks, 0.0);
+  std::vector<AllocatedLevels> allocated(ranks);
   std::vector<std::int32_t> pc(ranks, 0), waiting(ranks, -1);
   std::vector<double> arrival(lowered.messages.size(), -1.0);
   if (options.record_events) {
@@ -45,6 +91,7 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
         const std::int32_t s = layout.vstage(r, a.chunk);
         const double start = now[r];
         const double end = start + cost.compute_seconds(r, a.kind, a.microbatch, a.segment, s);
+        if (memory) allocated[r].run(rr.allocated, *memory, a.kind, s, a.segment);
         if (a.kind == ActionKind::F) {
           if (memory) activation[r] += memory->activation_bytes(s, a.segment);
           in_flight[r] += share[a.segment] / chunks;

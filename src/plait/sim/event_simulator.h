@@ -8,7 +8,8 @@
 // rest.
 //
 // Outputs: step time (the last rank's finish), per-rank busy time and idle time, bubble fraction
-// (idle share of ranks x step time), per-rank peak activation bytes and peak in-flight
+// (idle share of ranks x step time), per-rank peak activation bytes (held between actions, and
+// as allocated, with what lives inside an action: AllocatedPeaks) and peak in-flight
 // activations in micro-batches (a unit weighs its share of the sequence divided by the rank's
 // chunk count), and the timed events.
 #include <cstdint>
@@ -27,11 +28,22 @@ struct SimOptions {
   bool record_sends = true;
 };
 
+// A rank's activations and K/V as the engine allocates them, action by action from the exact
+// unit table (spec::UnitMemory): each action's own peak inside it (a layer's backward outputs
+// and scratch, a recomputed layer's rebuild, the head's per-token losses) and a micro-batch's
+// dK/dV accumulators from its first backward on. The memory tracker's peaks per category and of
+// their sum; 0 without a memory model.
+struct AllocatedPeaks {
+  double activations = 0.0, kv_cache = 0.0, total = 0.0;
+};
+
 struct RankResult {
   double busy = 0.0;
   double finish = 0.0;
-  double peak_activation_bytes = 0.0;  // activations + K/V prefixes (0 without a memory model)
+  // Activations + K/V held between actions (what the units keep; 0 without a memory model).
+  double peak_activation_bytes = 0.0;
   double peak_in_flight = 0.0;         // micro-batches of activations
+  AllocatedPeaks allocated;
 };
 
 struct SimResult {

@@ -20,7 +20,9 @@ double UnitFlops::total(ActionKind kind) const {
 FlopsCostModel::FlopsCostModel(const spec::ModelSpec& model, std::vector<int> vstage_layers,
                                const spec::SequencePartition& partition, int microbatch_size,
                                std::vector<DeviceProfile> rank_devices)
-    : segments_(static_cast<int>(partition.lengths.size())), devices_(std::move(rank_devices)) {
+    : segments_(static_cast<int>(partition.lengths.size())),
+      vstage_layers_(vstage_layers),
+      devices_(std::move(rank_devices)) {
   if (devices_.empty()) throw Error("FlopsCostModel: no device profile");
   const int vstages = static_cast<int>(vstage_layers.size());
   const double b = microbatch_size;
@@ -30,18 +32,38 @@ FlopsCostModel::FlopsCostModel(const spec::ModelSpec& model, std::vector<int> vs
     const double linear = b * model.layer_linear_flops(len);
     const double attention = b * model.layer_attention_flops(partition.start(seg), len);
     const double head = b * 2.0 * static_cast<double>(len) * model.hidden * model.vocab;
+    const double recompute = b * model.layer_recompute_flops(partition.start(seg), len);
     for (int s = 0; s < vstages; ++s) {
       UnitFlops& u = flops_[static_cast<std::size_t>(s) * segments_ + seg];
       u.layers = vstage_layers[s];
       u.layer_forward = linear + attention;
       u.layer_backward_input = linear + 2.0 * attention;
       u.layer_backward_weight = linear;
+      u.layer_recompute = recompute;
       if (s == vstages - 1) {
         u.head_forward = u.head_backward_input = u.head_backward_weight = head;
       }
     }
   }
-  seconds_.resize(devices_.size() * flops_.size() * 4);
+  time_units();
+}
+
+void FlopsCostModel::set_recompute(const spec::Recompute& recompute) {
+  std::vector<int> counts;
+  try {
+    counts = recompute.resolve(vstage_layers_);
+  } catch (const Error& e) {
+    throw Error(std::string("cost model: recompute: ") + e.what());
+  }
+  for (std::size_t i = 0; i < flops_.size(); ++i) {
+    flops_[i].recompute_layers = counts[i / static_cast<std::size_t>(segments_)];
+  }
+  time_units();
+}
+
+void FlopsCostModel::time_units() {
+  seconds_.assign(devices_.size() * flops_.size() * 4, 0.0);
+  recompute_seconds_.assign(devices_.size() * flops_.size(), 0.0);
   for (std::size_t d = 0; d < devices_.size(); ++d) {
     const DeviceProfile& dev = devices_[d];
     for (std::size_t i = 0; i < flops_.size(); ++i) {
@@ -54,6 +76,8 @@ FlopsCostModel::FlopsCostModel(const spec::ModelSpec& model, std::vector<int> vs
       out[2] = dev.backward_seconds(u.layers, u.layer_backward_weight,
                                     u.layer_backward_weight / backward, u.head_backward_weight);
       out[3] = out[1] + out[2];
+      recompute_seconds_[d * flops_.size() + i] =
+          u.recompute_layers > 0 ? dev.forward_seconds(u.recompute_layers, u.layer_recompute, 0.0) : 0.0;
     }
   }
 }
@@ -67,7 +91,8 @@ double FlopsCostModel::compute_seconds(int rank, ActionKind kind, std::int32_t, 
   const std::size_t d = devices_.size() == 1 ? 0 : static_cast<std::size_t>(rank);
   const std::size_t i = static_cast<std::size_t>(vstage) * segments_ + segment;
   const double* s = &seconds_[(d * flops_.size() + i) * 4];
-  const double recompute = recompute_ && schedule::is_backward_input(kind) ? s[0] : 0.0;
+  const double recompute =
+      schedule::is_backward_input(kind) ? recompute_seconds_[d * flops_.size() + i] : 0.0;
   return s[static_cast<int>(kind)] + recompute;
 }
 

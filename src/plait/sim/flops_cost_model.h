@@ -11,12 +11,14 @@
 // because every weight matmul Y = X W has an input-gradient matmul dX = dY W^T and a
 // weight-gradient matmul dW = X^T dY of the same size as the forward, while the attention core
 // (QK^T, softmax, PV) has no weights and its whole backward, about twice its forward, produces
-// input gradients. The last stage adds the LM head, 2*s*H*V for each of F, B and W. (The
+// input gradients. A recomputed layer's B also pays its rebuild (set_recompute). The last
+// stage adds the LM head, 2*s*H*V for each of F, B and W. (The
 // formula's other 2*s*H*V counts the embedding as a matmul; it is a lookup, so it costs no
 // time here.) All terms are multiplied by the micro-batch size.
 #include <vector>
 
 #include "plait/spec/model_spec.h"
+#include "plait/spec/recompute.h"
 #include "plait/spec/sequence_partition.h"
 #include "plait/sim/cost_model.h"
 #include "plait/sim/device_profile.h"
@@ -28,7 +30,9 @@ namespace plait::sim {
 struct UnitFlops {
   double layer_forward = 0, layer_backward_input = 0, layer_backward_weight = 0;  // per layer
   double head_forward = 0, head_backward_input = 0, head_backward_weight = 0;     // LM head
+  double layer_recompute = 0;  // per recomputed layer (spec::ModelSpec::layer_recompute_flops)
   int layers = 0;
+  int recompute_layers = 0;  // of `layers`; their rebuild is charged to B (and BW)
   double total(schedule::ActionKind kind) const;
 };
 
@@ -45,9 +49,11 @@ class FlopsCostModel : public CostModel {
 
   // Per-pair links (a cluster's); by default a message uses its sender's device link.
   void set_links(LinkMatrix links) { links_ = std::move(links); }
-  // Full activation recomputation (activation checkpointing, Chen et al. arXiv 1604.06174): the
-  // backward first re-runs the unit's forward, so B (or BW) costs the unit's F more.
-  void set_recompute(bool recompute) { recompute_ = recompute; }
+  // Activation recomputation (Chen et al. arXiv 1604.06174; spec/recompute.h): B (or BW) first
+  // rebuilds each recomputed layer, which costs that layer's forward without the K/V and output
+  // projections (spec::ModelSpec::layer_recompute_flops); the head is not recomputed. Throws
+  // plait::Error when a count exceeds its virtual stage's layers.
+  void set_recompute(const spec::Recompute& recompute);
 
   const UnitFlops& unit_flops(std::int32_t segment, std::int32_t vstage) const {
     return flops_[static_cast<std::size_t>(vstage) * segments_ + segment];
@@ -56,11 +62,13 @@ class FlopsCostModel : public CostModel {
 
  private:
   int segments_;
+  std::vector<int> vstage_layers_;
   std::vector<UnitFlops> flops_;        // [vstage][segment]
   std::vector<DeviceProfile> devices_;
   std::vector<double> seconds_;         // [device][vstage][segment][kind]
+  std::vector<double> recompute_seconds_;  // [device][vstage][segment]
+  void time_units();
   LinkMatrix links_;
-  bool recompute_ = false;
 };
 
 }  // namespace plait::sim

@@ -13,6 +13,12 @@ MemoryModel::MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_l
   const int vstages = static_cast<int>(vstage_layers.size());
   units_.resize(static_cast<std::size_t>(vstages) * segments_);
   const double total_tokens = static_cast<double>(partition.seq());
+  std::vector<int> recompute;
+  try {
+    recompute = options.recompute.resolve(vstage_layers);
+  } catch (const Error& e) {
+    throw Error(std::string("memory model: recompute: ") + e.what());
+  }
   for (int seg = 0; seg < segments_; ++seg) {
     token_share_.push_back(static_cast<double>(partition.lengths[seg]) / total_tokens);
     if (partition.start(seg) + partition.lengths[seg] > INT32_MAX) {
@@ -21,15 +27,18 @@ MemoryModel::MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_l
     const spec::Segment segment{seg, static_cast<int>(partition.start(seg)),
                                 static_cast<int>(partition.lengths[seg])};
     for (int v = 0; v < vstages; ++v) {
-      const spec::StagePart part{vstage_layers[v], v == 0, v == vstages - 1};
+      const spec::StagePart part{vstage_layers[v], v == 0, v == vstages - 1, recompute[v]};
       Unit& u = units_[static_cast<std::size_t>(v) * segments_ + seg];
       u.exact = spec::unit_memory(model, part, microbatch_size, segment, options.precision,
                                   options.threads);
       const double kv = static_cast<double>(u.exact.forward_kv);
       u.activation = static_cast<double>(u.exact.forward_activations) + kv;
-      if (options.recompute) u.activation = kv + static_cast<double>(u.exact.recompute_kept);
       u.held_for_w = static_cast<double>(u.exact.activations_after_b() + u.exact.dkv);
     }
+  }
+  microbatch_dkv_.assign(static_cast<std::size_t>(vstages), 0.0);
+  for (int v = 0; v < vstages; ++v) {
+    for (int seg = 0; seg < segments_; ++seg) microbatch_dkv_[v] += static_cast<double>(unit(v, seg).exact.dkv);
   }
   for (int v = 0; v < vstages; ++v) {
     parameters_.push_back(model.stage_parameters(vstage_layers[v], v == 0, v == vstages - 1));

@@ -3,8 +3,9 @@
 // holds) and what comes and goes with the schedule (each in-flight unit's activations and K/V).
 // Every figure comes from the model description's formulas (spec/unit_memory.h), the same ones
 // the engine's allocations are tested against, for the run's precision:
-//   - a unit holds forward_activations + forward_kv from the start of its F (with full
-//     recomputation: only the stage input and its K/V, which later segments attend to);
+//   - a unit holds forward_activations + forward_kv from the start of its F (with
+//     recomputation, its recomputed layers keep only their inputs and K/V, which later segments
+//     attend to: spec/unit_memory.h);
 //   - when B ends it still holds what W needs (activations_after_b) and its dK/dV;
 //   - W (or B+W) frees the rest.
 // Static bytes per parameter: spec::parameter_bytes(precision) (fp32: 4 + 4 + 8; bf16 mixed
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "plait/spec/model_spec.h"
+#include "plait/spec/recompute.h"
 #include "plait/spec/sequence_partition.h"
 #include "plait/spec/unit_memory.h"
 
@@ -24,16 +26,18 @@ struct StaticMemory {
   double total() const { return parameters + gradients + optimizer; }
 };
 
-// How the run keeps its state: the precision's element sizes, full activation recomputation
-// (arXiv 1604.06174) and the threads a CPU rank runs (its attention workspace).
+// How the run keeps its state: the precision's element sizes, the layers each virtual stage
+// recomputes (spec/recompute.h; arXiv 1604.06174) and the threads a CPU rank runs (its attention
+// workspace).
 struct MemoryOptions {
   spec::Precision precision = spec::Precision::bf16;
-  bool recompute = false;
+  spec::Recompute recompute;
   int threads = 1;
 };
 
 class MemoryModel {
  public:
+  // Throws plait::Error when options.recompute names more layers than a virtual stage holds.
   MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_layers,
               const spec::SequencePartition& partition, int microbatch_size,
               const MemoryOptions& options);
@@ -49,6 +53,10 @@ class MemoryModel {
   const spec::UnitMemory& unit_memory(std::int32_t vstage, std::int32_t segment) const {
     return unit(vstage, segment).exact;
   }
+
+  // The dK/dV accumulators of all of a micro-batch's units on `vstage`, which its first
+  // backward allocates.
+  double microbatch_dkv_bytes(std::int32_t vstage) const { return microbatch_dkv_[vstage]; }
 
   std::int64_t parameter_count(std::int32_t vstage) const { return parameters_[vstage]; }
   StaticMemory static_memory(const std::vector<std::int32_t>& vstages) const;
@@ -67,6 +75,7 @@ class MemoryModel {
   std::vector<Unit> units_;
   std::vector<double> token_share_;
   std::vector<std::int64_t> parameters_;
+  std::vector<double> microbatch_dkv_;
 };
 
 }  // namespace plait::sim

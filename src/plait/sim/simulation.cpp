@@ -86,6 +86,11 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   if (auto v = schedule::check_deadlock(s, lowered)) schedule::throw_violation(s, *v);
   report.seconds.validate += seconds_since(clock);
 
+  try {
+    config.memory.recompute.resolve(report.vstage_layers);
+  } catch (const Error& e) {
+    throw Error(std::string("recompute: ") + e.what());
+  }
   FlopsCostModel cost(shape, report.vstage_layers, report.partition, config.microbatch_size,
                       report.devices);
   if (!config.links.empty()) {

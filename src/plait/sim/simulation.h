@@ -29,7 +29,8 @@ struct SimulationConfig {
   spec::SequencePartition partition;
   std::vector<DeviceProfile> devices;  // one for every rank, or one per rank; empty: default
   // Precision (bf16 by default: GPU runs; messages between stages carry its activation
-  // elements), full activation recomputation (B or BW re-runs F) and a CPU rank's threads.
+  // elements), the layers each virtual stage recomputes (B or BW pays their rebuild) and a CPU
+  // rank's threads.
   MemoryOptions memory;
   bool record_events = true;
   // Heterogeneous clusters (all optional): layers of each virtual stage (empty: as even as

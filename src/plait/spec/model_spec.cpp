@@ -52,6 +52,12 @@ double ModelSpec::layer_attention_flops(std::int64_t start, std::int64_t length)
   return (4.0 * head_dim() + 3.0) * heads * (s * e - s * s / 2.0);
 }
 
+double ModelSpec::layer_recompute_flops(std::int64_t start, std::int64_t length) const {
+  const double s = static_cast<double>(length), c = hidden;
+  const double skipped = 2.0 * s * c * 2.0 * kv_dim() + 2.0 * s * c * ffn_hidden;
+  return layer_linear_flops(length) - skipped + layer_attention_flops(start, length);
+}
+
 double ModelSpec::vocab_flops(std::int64_t length) const {
   return 4.0 * static_cast<double>(length) * hidden * static_cast<double>(vocab);
 }

@@ -76,6 +76,11 @@ struct ModelSpec {
   double layer_attention_flops(std::int64_t start, std::int64_t length) const;
   double vocab_flops(std::int64_t length) const;
   double segment_forward_flops(std::int64_t start, std::int64_t length) const;
+  // What recomputing one layer's forward costs per sample (spec/unit_memory.h,
+  // "Recomputation"): its forward without the K/V projection (the K/V are kept) and without the
+  // output projection (the next layer kept its input):
+  //   layer_linear_flops - 2sC*2K - 2sCF + layer_attention_flops
+  double layer_recompute_flops(std::int64_t start, std::int64_t length) const;
   // One layer's forward FLOPs per sample over a whole sequence of `seq` tokens.
   double layer_forward_flops(std::int64_t seq) const {
     return layer_linear_flops(seq) + layer_attention_flops(0, seq);

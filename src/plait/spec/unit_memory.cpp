@@ -50,40 +50,72 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   // Head: x_final, the final norm's output, its statistics, the logits; d_final_norm in B.
   const i64 head_forward = 2 * nc + n * stat * (llama ? 1 : 2) + n * V * logit;
 
-  UnitMemory u;
-  u.forward_activations = static_cast<std::size_t>(L * (keep_for_w + free_at_b) + emb * n * tok +
-                                                   head * head_forward);
-  u.forward_kv = static_cast<std::size_t>(L * kv);
-  u.forward_peak = u.forward_activations + u.forward_kv + static_cast<std::size_t>(head * n * 4);
-  u.dkv = static_cast<std::size_t>(L * dkv);
-  u.backward_freed = static_cast<std::size_t>(L * free_at_b);
-  u.backward_kept = static_cast<std::size_t>(L * (nc + b_outputs) + emb * nc + head * nc);
-  u.recompute_kept = static_cast<std::size_t>(L * nc + emb * n * tok + head * head_forward);
-  u.recompute_layer = static_cast<std::size_t>(L > 0 ? keep_for_w + free_at_b : 0);
+  const i64 r = std::clamp<i64>(part.recompute_layers, 0, L);
+  const i64 rebuild = keep_for_w - nc + free_at_b;  // a layer's state besides its input
 
-  // Walk B (and the fused B+W) from the top, in the engine's order: the gradient buffer of the
-  // stage output (or the head input), the head, then each layer's destination buffer, its B
-  // outputs + scratch (the peak), its frees. The level is relative to B's start and goes
-  // negative once B frees more than it allocates.
+  UnitMemory u;
+  u.forward_kv = static_cast<std::size_t>(L * kv);
+  u.dkv = static_cast<std::size_t>(L * dkv);
+  u.backward_freed = static_cast<std::size_t>((L - r) * free_at_b);
+  u.backward_kept = static_cast<std::size_t>(L * (nc + b_outputs) + r * (keep_for_w - nc) +
+                                             emb * nc + head * nc);
+  u.recompute_layer = static_cast<std::size_t>(rebuild);
+
+  // The engine's allocations in order (model/stage_model.cpp), as two levels relative to the
+  // call's start, activations and K/V, with the peaks of the first and of the sum.
+  struct Walk {
+    i64 act = 0, kv = 0, peak_act = 0, peak_total = 0;
+    void add(i64 a, i64 k = 0) {
+      act += a;
+      kv += k;
+      peak_act = std::max(peak_act, act);
+      peak_total = std::max(peak_total, act + kv);
+    }
+  };
+  // F: the first layer's input (or the head's), the token ids, then per layer the buffer of the
+  // next input and the layer's state + K/V (a recomputed layer frees its state again), then the
+  // head's state and the per-token losses, which F frees before it returns.
+  Walk f;
+  f.add((L > 0 || head) ? nc : 0);
+  f.add(emb * n * tok);
+  for (i64 i = 0; i < L; ++i) {
+    f.add((i + 1 < L || head) ? nc : 0);
+    f.add(rebuild, kv);
+    if (i < r) f.add(-rebuild);
+  }
+  if (head) {
+    f.add(head_forward - nc + n * 4);  // x_final came as the last input; + losses
+    f.add(-n * 4);
+  }
+  u.forward_activations = static_cast<std::size_t>(f.act);
+  u.forward_peak = static_cast<std::size_t>(f.peak_total);
+  u.forward_peak_activations = static_cast<std::size_t>(f.peak_act);
+
+  // B (and the fused B+W) from the top: the gradient buffer of the stage output (or the head
+  // input), the head, then per layer its destination buffer, [recomputed] its rebuilt state,
+  // its B outputs + scratch (the layer's peak), its frees. The levels go negative once B frees
+  // more than it allocates.
   auto walk = [&](bool fused) {
-    i64 level = (L > 0 || emb) ? nc : 0;
-    i64 peak = level;
+    Walk b;
+    b.add((L > 0 || emb) ? nc : 0);
     if (head) {
-      level += nc;  // d_final_norm
-      peak = std::max(peak, level);
-      if (fused) level -= head_forward + nc;  // the head's W frees its state
+      b.add(nc);  // d_final_norm
+      if (fused) b.add(-(head_forward + nc));  // the head's W frees its state
     }
     for (i64 i = L; i-- > 0;) {
-      level += (i > 0 || emb) ? nc : 0;  // dL/d(layer input)
-      level += b_outputs + b_scratch;
-      peak = std::max(peak, level);
-      level -= b_scratch + free_at_b + kv;
-      if (fused) level -= keep_for_w + nc + b_outputs + dkv;  // W frees the rest of the layer
+      b.add((i > 0 || emb) ? nc : 0);  // dL/d(layer input)
+      if (i < r) b.add(rebuild);
+      b.add(b_outputs + b_scratch);
+      b.add(-(b_scratch + free_at_b), -kv);
+      if (fused) b.add(-(keep_for_w + nc + b_outputs), -dkv);  // W frees the rest of the layer
     }
-    return static_cast<std::size_t>(peak);
+    return b;
   };
-  u.backward_peak = walk(false);
-  u.fused_peak = walk(true);
+  const Walk split = walk(false), fused = walk(true);
+  u.backward_peak = static_cast<std::size_t>(split.peak_total);
+  u.backward_peak_activations = static_cast<std::size_t>(split.peak_act);
+  u.fused_peak = static_cast<std::size_t>(fused.peak_total);
+  u.fused_peak_activations = static_cast<std::size_t>(fused.peak_act);
   return u;
 }
 

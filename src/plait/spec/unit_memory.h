@@ -21,6 +21,17 @@
 // x_final, the final norm's output and statistics, the logits (which become dlogits) and
 // d_final_norm (C), and allocates the per-token losses inside F.
 //
+// Recomputation (StagePart::recompute_layers = r: the stage's first r layers; spec/recompute.h):
+// a recomputed layer's F computes everything as usual, then frees all of it but x_in and K/V;
+// just before that layer's B, B rebuilds it ("rebuild": the kept-to-W and freed-at-B sets of
+// the table above minus x_in, i.e. everything F saved but the input) from x_in and the K/V,
+// running neither the K/V projection (the kept K/V are its result) nor the output projection
+// (the next layer kept its input). K/V is KEPT, not recomputed, because the later segments of
+// the micro-batch attend to it: their F runs before this unit's B, and their B adds dK/dV into
+// this unit's accumulators. From B on the recomputed layer holds exactly what a layer that was
+// not recomputed holds (what W needs), so a split B/W unit saves memory only between its F
+// and its B.
+//
 // Precisions (element bytes): fp32 (plait's CPU engine) 4 everywhere; bf16 (mixed precision:
 // the GPU backend's layout) 2 for activations, K/V and their gradients, 4 for statistics,
 // logits and dK/dV accumulators, FlashAttention (no S x S probabilities; an fp32 dq
@@ -54,20 +65,24 @@ struct StagePart {
   int layers = 0;
   bool embedding = false;
   bool head = false;
+  int recompute_layers = 0;  // the first this many layers recompute their forward in B
 };
 
 struct UnitMemory {
-  // Activations F allocates and leaves for B/W.
+  // Activations F allocates and leaves for B/W (with recomputation: the recomputed layers' inputs
+  // and the other layers' whole state).
   std::size_t forward_activations = 0;
   // This unit's K/V (kv_cache), from its F to the end of its B.
   std::size_t forward_kv = 0;
   // F's peak over the bytes allocated before it (all categories): the two above + [head] the
-  // per-token losses, freed before F returns.
+  // per-token losses, freed before F returns; with recomputation, the largest of that and the
+  // level inside a recomputed layer's F, before it frees its state.
   std::size_t forward_peak = 0;
   // This unit's dK/dV accumulator (kv_cache), allocated zeroed for EVERY unit of the
   // micro-batch by the micro-batch's first B (the last segment's), freed by the unit's W.
   std::size_t dkv = 0;
-  // Activations B frees and allocates to keep until W.
+  // Activations B frees (of what F left) and allocates to keep until W (a recomputed layer's
+  // rebuilt state that W needs, besides B's outputs).
   std::size_t backward_freed = 0;
   std::size_t backward_kept = 0;
   // B's peak over the bytes allocated at its start, after the micro-batch's dK/dV accumulators
@@ -75,14 +90,15 @@ struct UnitMemory {
   std::size_t backward_peak = 0;
   // The same for the fused backward (B+W), which ends with all of the unit's memory released.
   std::size_t fused_peak = 0;
-  // With full recomputation (activation checkpointing per layer, Chen et al., arXiv 1604.06174):
-  // the activations a unit keeps from its F to its B instead of forward_activations — every
-  // layer's input, the token ids on the embedding stage and the head's state (the logits are
-  // not recomputed); its K/V stay too (forward_kv), because later segments attend to them.
-  std::size_t recompute_kept = 0;
-  // ... and what B rebuilds at a time: one layer's forward activations, just before that
-  // layer's backward.
+  // The bytes B allocates to rebuild one recomputed layer (the rebuild above; the planner's
+  // working set of a recomputing stage).
   std::size_t recompute_layer = 0;
+  // The activations category's own peaks over the same starting points as forward_peak,
+  // backward_peak and fused_peak (the memory tracker keeps a peak per category). The K/V
+  // category peaks at forward_kv in F and at its starting level in B (B only frees K/V).
+  std::size_t forward_peak_activations = 0;
+  std::size_t backward_peak_activations = 0;
+  std::size_t fused_peak_activations = 0;
 
   // Activations held between the unit's B and its W.
   std::size_t activations_after_b() const {

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@ struct Case {
   std::string split;
   std::vector<int> layers;
   int microbatches = 4;  // per replica
+  spec::Recompute recompute;
 
   std::string name() const {
     std::string n = std::string(spec::family_name(family)) + "_" + schedule + "_pp" + std::to_string(pp) +
@@ -55,6 +57,9 @@ struct Case {
     if (segments > 1) n += "_k" + std::to_string(segments);
     if (!split.empty()) n += "_" + split;
     if (!layers.empty()) n += "_uneven";
+    if (recompute.form == spec::Recompute::Form::full) n += "_recompute_full";
+    if (recompute.form == spec::Recompute::Form::each) n += "_recompute_" + std::to_string(recompute.each);
+    if (recompute.form == spec::Recompute::Form::per_stage) n += "_recompute_per_stage";
     for (char& c : n) {
       if (c == '-') c = '_';
     }
@@ -66,6 +71,7 @@ struct Case {
     j.parallel.split = split;
     if (!split.empty()) j.run.train.segments.split = spec::parse_split_method(split);
     j.parallel.layers = layers;
+    j.parallel.recompute = recompute;
     return j;
   }
 };
@@ -103,6 +109,21 @@ std::vector<Case> all_cases() {
   cases.push_back(make("1f1b", 2, 1, 0, 1, "", {3, 5}));
   cases.push_back(make("seq1f1b", 4, 1, 0, 2, "", {1, 3, 2, 2}));
   cases.push_back(make("zb-v", 2, 2, 0, 1, "", {1, 3, 2, 2}));
+  // Activation recomputation (fused and split backward, segments, V placement): all layers,
+  // the first n of every stage, or a count per virtual stage.
+  const auto recomputed = [&](Case c, spec::Recompute r) {
+    c.recompute = std::move(r);
+    cases.push_back(std::move(c));
+  };
+  recomputed(make("1f1b", 2, 1), spec::Recompute::full());
+  recomputed(make("seq1f1b", 2, 1, 0, 4), spec::Recompute::full());
+  recomputed(make("zb-h1", 2, 1), spec::Recompute::full());
+  recomputed(make("zb-v", 2, 1), spec::Recompute::layers_each(1));
+  recomputed(make("1f1b", 4, 1), spec::Recompute::layers_each(1));
+  recomputed(make("seq1f1b", 4, 1, 0, 4, "", {1, 3, 2, 2}), spec::Recompute::stages({1, 2, 0, 2}));
+  recomputed(make("zb-h1", 2, 2), spec::Recompute::stages({3, 1}));
+  recomputed(make("zb-v", 4, 1), spec::Recompute::full());
+  recomputed(make("seq-zb", 2, 2, 0, 4), spec::Recompute::full());
   const std::size_t per_family = cases.size();
   for (std::size_t i = 0; i < per_family; ++i) {
     cases.push_back(cases[i]);
@@ -138,8 +159,9 @@ std::pair<double, std::string> worst_tensor(DistributedTrainer& trainer, LocalTr
   return worst;
 }
 
-// Runs `plan` for 3 steps on every rank and checks it against the single-process reference.
-void expect_equivalent(const PipelinePlan& plan, const TrainConfig& global) {
+// Runs `plan` for 3 steps on every rank and checks it against the single-process reference;
+// returns the rank's parameters after the steps, chunk after chunk.
+std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global) {
   comm::Communicator& w = world();
   const test::TinyData data(plan.model.vocab);
   const data::BatchLoader loader = data.loader(global);
@@ -162,6 +184,24 @@ void expect_equivalent(const PipelinePlan& plan, const TrainConfig& global) {
   }
   const auto [error, name] = worst_tensor(trainer, reference, false);
   EXPECT_LE(error, kTolerance) << "rank " << trainer.rank() << ": worst tensor " << name;
+  std::vector<float> parameters;
+  for (int c = 0; c < trainer.num_chunks(); ++c) {
+    const std::span<const float> p = trainer.chunk(c).parameters();
+    parameters.insert(parameters.end(), p.begin(), p.end());
+  }
+  return parameters;
+}
+
+// With recomputation the run is also bitwise the same layout's run without it: the rebuilt
+// activations are the same arithmetic on the same inputs (tests/model/recompute_test.cpp).
+void expect_recompute_changes_nothing(JobConfig job) {
+  const std::vector<float> recomputed =
+      expect_equivalent(build_pipeline_plan(job, world().size()), job.global_train());
+  job.parallel.recompute = {};
+  const std::vector<float> plain = expect_equivalent(build_pipeline_plan(job, world().size()), job.global_train());
+  ASSERT_EQ(recomputed.size(), plain.size());
+  EXPECT_EQ(std::memcmp(recomputed.data(), plain.data(), plain.size() * sizeof(float)), 0)
+      << "rank " << world().rank() << ": recomputation changed the parameters";
 }
 
 class Equivalence : public ::testing::TestWithParam<Case> {};
@@ -170,6 +210,10 @@ TEST_P(Equivalence, MatchesOneProcessAfterThreeSteps) {
   const Case& c = GetParam();
   if (c.pp * c.dp != world().size()) GTEST_SKIP() << "needs " << c.pp * c.dp << " ranks";
   const JobConfig job = c.job();
+  if (c.recompute.any()) {
+    expect_recompute_changes_nothing(job);
+    return;
+  }
   const PipelinePlan plan = build_pipeline_plan(job, world().size());
   expect_equivalent(plan, job.global_train());
 }
@@ -222,6 +266,10 @@ TEST_P(ExplicitLayout, HeterogeneousLayoutTrainsExactly) {
   EXPECT_EQ(plan.schedule.ranks[0].size(), 3u * 2 * 2);  // 3 micro-batches x 2 segments x F, BW
   EXPECT_EQ(plan.schedule.ranks[1].size(), 2u * 2 * 2);
   expect_equivalent(plan, job.global_train());
+  // The same plan recomputing a count per virtual stage, as the planner writes it.
+  nlohmann::json recomputing = document;
+  recomputing["parallel"]["recompute"] = {3, 0, 1};
+  expect_recompute_changes_nothing(parse_job_config(recomputing, "hetero.json"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ExplicitLayout, ::testing::Values("gpt2", "llama"));
