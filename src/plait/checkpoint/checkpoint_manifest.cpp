@@ -5,6 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
+#include "plait/core/printable_text.h"
 
 namespace plait::checkpoint {
 namespace {
@@ -55,6 +56,7 @@ std::string manifest_to_text(const CheckpointManifest& m) {
   j["data_position"] = m.data_position;
   j["rng_state"] = m.rng_state;
   j["optimizer"] = m.optimizer;
+  if (!m.working_directory.empty()) j["working_directory"] = m.working_directory;
   j["files"] = files;
   return j.dump(2) + "\n";
 }
@@ -72,6 +74,14 @@ CheckpointManifest parse_manifest(std::string_view text, const std::string& file
   m.data_position = f.raw("data_position");
   m.rng_state = f.raw("rng_state");
   if (f.has("optimizer")) m.optimizer = f.raw("optimizer");
+  if (f.has("working_directory")) {
+    m.working_directory = f.string("working_directory");
+    if (m.working_directory.empty() || m.working_directory.front() != '/' ||
+        m.working_directory.find('\0') != std::string::npos) {
+      f.fail("working_directory", "expected an absolute directory, found \"" +
+                                      printable_text(m.working_directory) + "\"");
+    }
+  }
   const nlohmann::json& files = f.raw("files");
   if (!files.is_array()) f.fail("files", "expected an array of files");
   std::map<std::string, std::string> owner;  // tensor -> field of its first listing

@@ -1,11 +1,11 @@
-#include "plait/checkpoint/crc32c.h"
+#include "plait/core/crc32c.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace plait::checkpoint {
+namespace plait {
 namespace {
 
 std::uint32_t crc_of(const std::vector<std::uint8_t>& v) {
@@ -35,4 +35,4 @@ TEST(Crc32c, ExtendsAcrossChunksOfAnyLength) {
 }
 
 }  // namespace
-}  // namespace plait::checkpoint
+}  // namespace plait

@@ -1,8 +1,8 @@
-#include "plait/checkpoint/crc32c.h"
+#include "plait/core/crc32c.h"
 
 #include <array>
 
-namespace plait::checkpoint {
+namespace plait {
 namespace {
 
 using Tables = std::array<std::array<std::uint32_t, 256>, 8>;
@@ -42,4 +42,4 @@ std::uint32_t crc32c(std::span<const std::byte> bytes, std::uint32_t crc) {
   return ~c;
 }
 
-}  // namespace plait::checkpoint
+}  // namespace plait
