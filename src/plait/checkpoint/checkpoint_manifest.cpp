@@ -1,8 +1,8 @@
 #include "plait/checkpoint/checkpoint_manifest.h"
 
-#include <cstdio>
 #include <map>
 
+#include "plait/core/crc32c.h"
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
 #include "plait/core/printable_text.h"
@@ -12,26 +12,6 @@ namespace {
 
 constexpr const char* kFormat = "plait-checkpoint";
 constexpr std::int64_t kVersion = 1;
-
-std::string crc_text(std::uint32_t crc) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", crc);
-  return buf;
-}
-
-bool parse_crc(const std::string& s, std::uint32_t& crc) {
-  if (s.size() != 10 || s[0] != '0' || s[1] != 'x') return false;
-  crc = 0;
-  for (std::size_t i = 2; i < s.size(); ++i) {
-    const char c = s[i];
-    int v = 0;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else return false;
-    crc = (crc << 4) | static_cast<std::uint32_t>(v);
-  }
-  return true;
-}
 
 bool plain_file_name(const std::string& s) {
   return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos &&
@@ -45,7 +25,7 @@ std::string manifest_to_text(const CheckpointManifest& m) {
   for (const ManifestFile& f : m.files) {
     files.push_back({{"path", f.path},
                      {"bytes", f.bytes},
-                     {"crc32c", crc_text(f.crc32c)},
+                     {"crc32c", crc32c_text(f.crc32c)},
                      {"tensors", f.tensors}});
   }
   nlohmann::ordered_json j;
@@ -100,7 +80,7 @@ CheckpointManifest parse_manifest(std::string_view text, const std::string& file
     }
     mf.bytes = static_cast<std::uint64_t>(e.integer_in("bytes", 8, INT64_MAX));
     const std::string crc = e.string("crc32c");
-    if (!parse_crc(crc, mf.crc32c)) {
+    if (!parse_crc32c_text(crc, mf.crc32c)) {
       e.fail("crc32c", "expected \"0x\" and 8 lower-case hex digits, found \"" + crc + "\"");
     }
     mf.tensors = e.strings("tensors");

@@ -67,12 +67,6 @@ std::pair<std::uint64_t, std::uint32_t> checksum_file(const std::string& path) {
   return {bytes, crc};
 }
 
-std::string hex(std::uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
-}
-
 }  // namespace
 
 std::string checkpoint_dir_name(std::int64_t step) {
@@ -245,7 +239,7 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
     }
     if (crc != f.crc32c) {
       throw InputError(path, "(checksum)",
-                       "the manifest's CRC-32C is " + hex(f.crc32c) + ", the file's is " + hex(crc) +
+                       "the manifest's CRC-32C is " + crc32c_text(f.crc32c) + ", the file's is " + crc32c_text(crc) +
                            "; the file is corrupted");
     }
     files_.emplace_back(path);

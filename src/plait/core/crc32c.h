@@ -6,9 +6,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 
 namespace plait {
 
 std::uint32_t crc32c(std::span<const std::byte> bytes, std::uint32_t crc = 0);
+
+// The form manifests write a checksum in: "0x" and 8 lower-case hex digits ("0x1a2b3c4d").
+std::string crc32c_text(std::uint32_t crc);
+// Reads crc32c_text's form back; false for anything else (upper case, other lengths).
+bool parse_crc32c_text(std::string_view text, std::uint32_t& crc);
 
 }  // namespace plait

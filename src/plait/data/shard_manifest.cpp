@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plait/core/crc32c.h"
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
 #include "plait/core/printable_text.h"
@@ -24,24 +24,6 @@ namespace {
 
 constexpr const char* kFormat = "plait-token-shards";
 constexpr const char* kSuffix = ".shards.json";
-
-std::string crc_text(std::uint32_t crc) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", crc);
-  return buf;
-}
-
-bool parse_crc(const std::string& s, std::uint32_t& crc) {
-  if (s.size() != 10 || s[0] != '0' || s[1] != 'x') return false;
-  crc = 0;
-  for (std::size_t i = 2; i < s.size(); ++i) {
-    const char c = s[i];
-    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (v < 0) return false;
-    crc = (crc << 4) | static_cast<std::uint32_t>(v);
-  }
-  return true;
-}
 
 std::string what_holds(const std::string& tokenizer) {
   return tokenizer == "gpt2" ? "GPT-2 BPE tokens (plait data prepare --tokenizer gpt2)"
@@ -61,7 +43,7 @@ std::string shard_manifest_to_text(const ShardManifest& m) {
   nlohmann::ordered_json shards = nlohmann::ordered_json::array();
   for (const ShardRecord& r : m.shards) {
     shards.push_back({{"file", r.file}, {"split", r.split}, {"tokens", r.tokens}, {"bytes", r.bytes},
-                      {"crc32c", crc_text(r.crc32c)}});
+                      {"crc32c", crc32c_text(r.crc32c)}});
   }
   nlohmann::ordered_json j;
   j["format"] = kFormat;
@@ -108,7 +90,7 @@ ShardManifest parse_shard_manifest(std::string_view text, const std::string& fil
                           std::to_string(r.bytes));
     }
     const std::string crc = e.string("crc32c");
-    if (!parse_crc(crc, r.crc32c)) {
+    if (!parse_crc32c_text(crc, r.crc32c)) {
       e.fail("crc32c", "expected \"0x\" and 8 lower-case hex digits, found \"" + printable_text(crc) + "\"");
     }
     e.check_no_unknown_fields();

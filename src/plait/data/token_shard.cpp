@@ -165,9 +165,8 @@ TokenShard::TokenShard(const std::string& path, std::optional<int> vocab_size,
       note_progress();
     }
     if (crc != checksum->crc32c) {
-      char buf[80];
-      std::snprintf(buf, sizeof buf, " records CRC-32C 0x%08x, the file's is 0x%08x", checksum->crc32c, crc);
-      fail("(checksum)", checksum->recorded_in + buf + "; the shard is corrupted (or was changed since it was prepared)");
+      fail("(checksum)", checksum->recorded_in + " records CRC-32C " + crc32c_text(checksum->crc32c) + ", the file's is " +
+                             crc32c_text(crc) + "; the shard is corrupted (or was changed since it was prepared)");
     }
   }
   for (std::size_t i = 0; i < count_; ++i) max_token_ = std::max(max_token_, tokens_[i]);

@@ -91,9 +91,7 @@ void rewrite_tensor_value(const fs::path& step_dir, const std::string& file, con
   nlohmann::json m = nlohmann::json::parse(slurp(step_dir / "manifest.json"));
   for (auto& f : m["files"]) {
     if (f["path"] != file) continue;
-    char crc[16];
-    std::snprintf(crc, sizeof crc, "0x%08x", plait::crc32c(std::as_bytes(std::span(bytes.data(), bytes.size()))));
-    f["crc32c"] = crc;
+    f["crc32c"] = plait::crc32c_text(plait::crc32c(std::as_bytes(std::span(bytes.data(), bytes.size()))));
   }
   std::ofstream(step_dir / "manifest.json", std::ios::trunc) << m.dump(2);
 }
@@ -194,6 +192,20 @@ class TrainCheckpointCli : public ::testing::Test {
                 slurp((dir_ / name).replace_extension("ckpt") / "step_00000006" / file))
           << file;
     }
+  }
+
+  // A stalled job of 2 ranks with train.stall_timeout_s 2, rank 1 failing in step 3 as `how`
+  // (stop, hang): it must end non-zero within a generous 30 s, with one error line, from the
+  // watchdog. Without the watchdog such a job hung until the runner's timeout.
+  Result stalled_job(const std::string& how) {
+    const fs::path cfg = config(how + ".json", 2, R"(, "stall_timeout_s": 2)");
+    const Result r = train(2, "--config " + cfg.string() + " --inject-failure 1:3:" + how);
+    const auto [status, seconds] = job_status(r);
+    EXPECT_NE(status, 0);
+    EXPECT_LE(seconds, 30.0);
+    EXPECT_EQ(count_of(r.err, "plait: error:"), 1u) << r.err;
+    EXPECT_NE(r.err.find("plait: error: rank 0: no rank made progress for "), std::string::npos) << r.err;
+    return r;
   }
 
   fs::path dir_;
@@ -544,19 +556,12 @@ TEST_F(TrainCheckpointCli, WithoutConfigTheCheckpointsOwnConfigRunsAsItsRunSawIt
       << refused.err;
 }
 
-// A rank that stops making progress ends the job: here rank 1 SIGSTOPs itself in step 3 (it
-// stays, stopped, sending nothing), so rank 0 waits on it forever. With train.stall_timeout_s 2
-// the watchdog ends the job non-zero, naming the rank that stopped responding and what rank 0
-// waits for; one error line. Without the watchdog the job hung until the runner's timeout.
+// A rank that stops making progress ends the job: here rank 1 SIGSTOPs itself in step 3 (a real
+// SIGSTOP: it stays, stopped, sending nothing), so rank 0 waits on it forever. The report names
+// the rank that stopped responding and what rank 0 waits for.
 TEST_F(TrainCheckpointCli, AStoppedRankEndsTheJobNamingItAndWhatTheOthersWaitOn) {
-  const fs::path cfg = config("stall.json", 2, R"(, "stall_timeout_s": 2)");
-  const Result r = train(2, "--config " + cfg.string() + " --inject-failure 1:3:stop");
-  const auto [status, seconds] = job_status(r);
-  EXPECT_NE(status, 0);
-  EXPECT_LE(seconds, 30.0);
+  const Result r = stalled_job("stop");
   EXPECT_NE(r.err.find("plait: rank 1: step 3: stopping itself with SIGSTOP"), std::string::npos) << r.err;
-  EXPECT_EQ(count_of(r.err, "plait: error:"), 1u) << r.err;
-  EXPECT_NE(r.err.find("plait: error: rank 0: no rank made progress for "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank 1: NOT RESPONDING for "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank 0: step 3"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(", waiting for "), std::string::npos) << r.err;
@@ -565,13 +570,7 @@ TEST_F(TrainCheckpointCli, AStoppedRankEndsTheJobNamingItAndWhatTheOthersWaitOn)
 // A rank alive but stuck outside any wait (its main thread never returns, as in a deadlock):
 // every rank still reports, none progresses; the report says what each is doing.
 TEST_F(TrainCheckpointCli, ARankStuckAliveEndsTheJobSayingWhatEachRankDoes) {
-  const fs::path cfg = config("hang.json", 2, R"(, "stall_timeout_s": 2)");
-  const Result r = train(2, "--config " + cfg.string() + " --inject-failure 1:3:hang");
-  const auto [status, seconds] = job_status(r);
-  EXPECT_NE(status, 0);
-  EXPECT_LE(seconds, 30.0);
-  EXPECT_EQ(count_of(r.err, "plait: error:"), 1u) << r.err;
-  EXPECT_NE(r.err.find("no rank made progress for "), std::string::npos) << r.err;
+  const Result r = stalled_job("hang");
   EXPECT_EQ(r.err.find("NOT RESPONDING"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("rank 1: step 3: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" on stage 1"), std::string::npos) << r.err;
