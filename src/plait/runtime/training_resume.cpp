@@ -66,7 +66,9 @@ ResumePoint find_resume_point(const std::string& path) {
   }
   if (fs::exists(fs::path(path) / "manifest.json", ec)) {
     point.named_step = true;
-    const fs::path parent = fs::path(path).lexically_normal().parent_path();
+    fs::path named = fs::path(path).lexically_normal();
+    if (named.filename().empty()) named = named.parent_path();  // "ckpt/step_00000004/"
+    const fs::path parent = named.parent_path();
     point.root = parent.empty() ? std::string(".") : parent.string();
     point.reader = std::make_unique<checkpoint::CheckpointReader>(path);
     verify_training_checkpoint(*point.reader);
