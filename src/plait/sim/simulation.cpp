@@ -121,8 +121,11 @@ trace::Timeline make_timeline(const SimulationConfig& config, const SimulationRe
       label += std::to_string(layout.vstage(r, c));
     }
     // Each row names its rank's device: with unlike devices, that is why one row is busier.
-    const std::size_t d = std::min(static_cast<std::size_t>(r), report.devices.size() - 1);
-    tl.rank_labels.push_back(label + "): " + report.devices[d].name);
+    label += ")";
+    if (!report.devices.empty()) {
+      label += ": " + report.devices[std::min(static_cast<std::size_t>(r), report.devices.size() - 1)].name;
+    }
+    tl.rank_labels.push_back(label);
   }
   std::snprintf(buf, sizeof buf, "%.4f s", report.result.step_time);
   tl.summary.emplace_back("step time", buf);
