@@ -52,43 +52,17 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
     throw InputError(job.run.source, "checkpoint.dir", ckpt->dir + " is a file; checkpoints need a directory");
   }
-  std::unique_ptr<checkpoint::CheckpointReader> reader;
+  std::unique_ptr<checkpoint::CheckpointReader> reader = open_resume_point();
   std::optional<DataResume> data_resume;
-  if (options_.resume) {
-    std::string path = *options_.resume;
-    if (path.empty()) {
-      if (!ckpt) {
-        throw InputError(job.run.source, "checkpoint.dir",
-                         "missing: --resume without a path resumes from the config's checkpoint "
-                         "directory");
-      }
-      path = ckpt->dir;
-    }
-    ResumePoint point = find_resume_point(path);
-    for (const auto& s : point.skipped) {
-      notes_.push_back("skipped " + s.dir + ", which does not verify: " + s.why);
-    }
-    if (!point.latest_note.empty()) notes_.push_back(point.latest_note);
-    if (point.reader) {
-      reader = std::move(point.reader);
-      const std::string file = manifest_path(reader->dir());
-      check_same_model(reader->manifest().config, job, file);
-      start_ = reader->manifest().step;
-      if (start_ > global_.steps) {
-        throw InputError(file, "step",
-                         "the checkpoint is at step " + std::to_string(start_) + ", past train.steps " +
-                             std::to_string(global_.steps) + " of " + job.run.source +
-                             " (raise train.steps or --steps to train further)");
-      }
-      data_resume = DataResume{reader->manifest().data_position, reader->manifest().rng_state, file};
-      resumed_from_ = reader->dir();
-    }
+  if (reader) {
+    data_resume = DataResume{reader->manifest().data_position, reader->manifest().rng_state,
+                             manifest_path(reader->dir())};
   }
   std::vector<std::string> newer;  // complete checkpoints in checkpoint.dir past the start
   if (ckpt) {
     for (const std::string& dir : checkpoint::list_checkpoints(ckpt->dir)) {
       const std::int64_t step = checkpoint::checkpoint_dir_step(dir);
-      if (step > start_ || (!reader && step >= 0)) newer.push_back(dir);
+      if (!reader || step > start_) newer.push_back(dir);
     }
     // A fresh run's saves would replace them: refuse. A resume from an older step (named, or
     // because the newer ones do not verify) keeps them aside, untouched, below.
@@ -111,13 +85,41 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   data_ = std::make_unique<TrainingData>(job.run, global_, data_resume);
   // Every rank has chosen and checked before rank 0 changes anything in the checkpoint root.
   world.barrier();
-  if (ckpt && world.rank() == 0) prepare_checkpoint_root(reader ? newer : std::vector<std::string>{});
+  if (ckpt && world.rank() == 0) prepare_checkpoint_root(newer);
   trainer_ = std::make_unique<DistributedTrainer>(plan, global_, world, tracker, options_.trainer);
   if (reader) restore_training_checkpoint(*trainer_, *reader);
   next_ = start_;
   final_validation_ = stop_ == global_.steps && data_->validation() != nullptr;
   finished_ = next_ == stop_ && !final_validation_;
   if (ckpt && ckpt->save_initial && !reader) initial_checkpoint_ = save(0);
+}
+
+std::unique_ptr<checkpoint::CheckpointReader> TrainingRun::open_resume_point() {
+  if (!options_.resume) return nullptr;
+  std::string path = *options_.resume;
+  if (path.empty()) {
+    if (!job_.run.checkpoint) {
+      throw InputError(job_.run.source, "checkpoint.dir",
+                       "missing: --resume without a path resumes from the config's checkpoint "
+                       "directory");
+    }
+    path = job_.run.checkpoint->dir;
+  }
+  ResumePoint point = find_resume_point(path);
+  for (const auto& s : point.skipped) notes_.push_back("skipped " + s.dir + ", which does not verify: " + s.why);
+  if (!point.latest_note.empty()) notes_.push_back(point.latest_note);
+  if (!point.reader) return nullptr;
+  const std::string file = manifest_path(point.reader->dir());
+  check_same_model(point.reader->manifest().config, job_, file);
+  start_ = point.reader->manifest().step;
+  if (start_ > global_.steps) {
+    throw InputError(file, "step",
+                     "the checkpoint is at step " + std::to_string(start_) + ", past train.steps " +
+                         std::to_string(global_.steps) + " of " + job_.run.source +
+                         " (raise train.steps or --steps to train further)");
+  }
+  resumed_from_ = point.reader->dir();
+  return std::move(point.reader);
 }
 
 void TrainingRun::prepare_checkpoint_root(const std::vector<std::string>& newer) {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plait/checkpoint/checkpoint_store.h"
 #include "plait/comm/communicator.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/runtime/distributed_trainer.h"
@@ -79,6 +80,9 @@ class TrainingRun {
 
  private:
   std::string save(std::int64_t step);
+  // With --resume: the checkpoint to start from (training_resume.h), or null to start at step 0;
+  // sets start_ and resumed_from_, and notes what was skipped.
+  std::unique_ptr<checkpoint::CheckpointReader> open_resume_point();
   // Rank 0, once every rank has chosen where it starts: creates checkpoint.dir, and on a resume
   // sets the newer checkpoints aside and makes `latest` name the newest one left.
   void prepare_checkpoint_root(const std::vector<std::string>& newer);
