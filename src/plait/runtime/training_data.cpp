@@ -53,7 +53,6 @@ TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
                            const std::optional<DataResume>& resume)
     : kind_(run.data.uses_shards() ? kSequential : kRandomWindows), seed_(global.seed) {
   const DataConfig& d = run.data;
-  const int vocab = d.vocab_size();
   std::optional<JsonFields> position;
   if (resume) {
     position.emplace(resume->data_position, resume->file, "data_position");
