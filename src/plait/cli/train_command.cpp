@@ -442,7 +442,9 @@ void register_train(CLI::App& app) {
       "cosine learning rate and gradient clipping, with pipeline and data parallelism: `mpirun -np\n"
       "N plait train --config FILE` runs the layout and schedule of the config's \"parallel\"\n"
       "section (docs/runtime.md); without mpirun it is one rank. The config's \"checkpoint\"\n"
-      "section saves checkpoints that --resume continues exactly (docs/checkpoints.md). Without\n"
+      "section saves checkpoints that --resume continues exactly (docs/checkpoints.md). Under\n"
+      "mpirun a stall watchdog ends a job in which no rank makes progress for\n"
+      "train.stall_timeout_s (default 300 s), naming each rank and what it waits on. Without\n"
       "--config: a small built-in default that runs in a couple of minutes on 2 cores\n"
       "(configs/default.json).");
   auto args = std::make_shared<TrainArgs>();
@@ -469,11 +471,11 @@ void register_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trace", args->trace,
                   "Write the measured per-rank timeline of one step as Chrome trace events (the\n"
-                  "format of plait sim --trace)")
+                  "format of plait sim --trace); a missing directory is created when the run starts")
       ->type_name("FILE");
   cmd->add_option("--html", args->html,
                   "Write the measured timeline of that step as a self-contained HTML page (the\n"
-                  "format of plait sim --html)")
+                  "format of plait sim --html); a missing directory is created when the run starts")
       ->type_name("FILE");
   cmd->add_option("--trace-step", args->trace_step_text,
                   "Which step --trace/--html record, counting from 0 (default: the last); it must be\n"
