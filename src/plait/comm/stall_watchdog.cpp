@@ -63,7 +63,11 @@ StallWatchdog::StallWatchdog(double timeout_s, std::string setting)
 }
 
 StallWatchdog::~StallWatchdog() {
-  stop_ = true;
+  {
+    const std::lock_guard lock(stop_mutex_);
+    stop_ = true;
+  }
+  stop_signal_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -86,9 +90,11 @@ void StallWatchdog::run() {
   const double quiet = std::max(3 * interval, 1.0);
   Peer& me = peers[static_cast<std::size_t>(rank)];
   for (bool first = true; !stop_; first = false) {
-    // The first report goes out at once, so that a rank stopped early is still known.
-    for (double slept = 0; !first && slept < interval && !stop_; slept += 0.02) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The first report goes out at once, so that a rank stopped early is still known. Between
+    // reports the thread sleeps (woken early only to stop).
+    if (!first) {
+      std::unique_lock lock(stop_mutex_);
+      stop_signal_.wait_for(lock, std::chrono::duration<double>(interval), [this] { return stop_.load(); });
     }
     if (stop_) break;
     const double now = monotonic_seconds();

@@ -18,6 +18,8 @@
 // Needs MPI_THREAD_MULTIPLE (the thread calls MPI while the main thread does); MpiSession
 // provides it when asked. The messages are a few hundred bytes per pair of ranks per interval.
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -45,6 +47,8 @@ class StallWatchdog {
   std::string setting_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::atomic<bool> stop_{false};
+  std::mutex stop_mutex_;
+  std::condition_variable stop_signal_;
   std::thread thread_;
 };
 
