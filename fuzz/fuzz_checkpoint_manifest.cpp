@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const CheckpointManifest again = parse_manifest(manifest_to_text(m), "manifest.json");
     if (again.step != m.step || again.files.size() != m.files.size() || again.config != m.config ||
         again.data_position != m.data_position || again.rng_state != m.rng_state ||
-        again.optimizer != m.optimizer) {
+        again.optimizer != m.optimizer || again.working_directory != m.working_directory) {
       __builtin_trap();
     }
     for (std::size_t i = 0; i < m.files.size(); ++i) {

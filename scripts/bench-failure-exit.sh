@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How fast a failing rank stops a `plait train` job (docs/runtime.md, "Failures"): for each way
 # of failing (an exception, an emulated device out of memory, SIGKILL mid-step, SIGKILL while
-# saving a checkpoint, SIGKILL during validation, a NaN loss), runs the 4-rank tiny Seq1F1B job
+# saving a checkpoint, SIGKILL during validation, a NaN loss, a rank SIGSTOPped or stuck alive,
+# which the stall watchdog ends), runs the 4-rank tiny Seq1F1B job
 # of tests/runtime/mpi/tiny_pp4.json (with validation and checkpoints for the last three) a few times and
 # prints the exit status, the time from the failure (the first "plait:" line on stderr, polled
 # every 5 ms) to mpirun's exit, and the whole job's time (start-up included).
@@ -49,3 +50,8 @@ sed -e 's|"segments": 2}|"segments": 2, "eval_every": 2}|' \
 measure kill-in-save --config "$saving" --inject-failure 2:4:kill-in-save
 measure kill-in-eval --config "$saving" --inject-failure 1:2:kill-in-eval
 measure nan-loss --config "$saving" --inject-failure 3:3:nan-loss
+# A rank that stops making progress, with the stall watchdog at 2 s (train.stall_timeout_s).
+stalling="$scratch/tiny_pp4_stall.json"
+sed -e 's|"segments": 2}|"segments": 2, "stall_timeout_s": 2}|' "$tiny" > "$stalling"
+measure sigstop --config "$stalling" --inject-failure 1:3:stop
+measure hang --config "$stalling" --inject-failure 2:3:hang

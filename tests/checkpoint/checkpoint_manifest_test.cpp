@@ -57,8 +57,7 @@ TEST(CheckpointManifest, RoundTripsAndRejectsEachKindOfMistake) {
     parse_manifest("{\"step\": 1e999}", "m.json");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "m.json: (syntax): invalid JSON: [json.exception.out_of_range.406] number "
-                           "overflow parsing '1e999'");
+    EXPECT_STREQ(e.what(), "m.json: step: 1e999 is beyond the range of a double (about 1.8e308 in magnitude)");
   }
 }
 

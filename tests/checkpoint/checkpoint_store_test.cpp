@@ -1,11 +1,14 @@
 #include "plait/checkpoint/checkpoint_store.h"
 
+#include "plait/checkpoint/checkpoint_scan.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "plait/core/error.h"
@@ -199,6 +202,130 @@ TEST_F(CheckpointStore, CorruptedFilesAreRejectedWithPreciseErrors) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), root() + "/latest: (contents): expected a checkpoint directory name like \"step_00000100\", found \"../../etc\"");
   }
+}
+
+// A save stopped between renaming step_N.partial/ to step_N/ and rewriting `latest` (a kill, or
+// a full disk failing the write of latest's temporary file) leaves a complete step_N/ that
+// `latest` does not name: the scan finds it, and point_latest repairs `latest`.
+TEST_F(CheckpointStore, AnInterruptedCommitLeavesANewerCompleteCheckpointTheScanFinds) {
+  save(Toy(2, 16), 2);
+  const Toy newest(4, 16);
+  const auto files = newest.files(2);
+  const std::string staging = begin_checkpoint(root(), 4);
+  CheckpointManifest m = newest.manifest();
+  for (const auto& f : files) m.files.push_back(write_checkpoint_file(staging, f.name, f.tensors));
+  EXPECT_THROW(commit_checkpoint(root(), m, 0, [] { throw Error("No space left on device"); }), Error);
+  ASSERT_TRUE(fs::is_directory(path("ckpt/step_00000004")));
+  EXPECT_EQ(fs::path(*latest_checkpoint(root())).filename(), "step_00000002");
+
+  const CheckpointScan scan = scan_checkpoints(root());
+  ASSERT_TRUE(scan.found);
+  EXPECT_EQ(fs::path(*scan.found).filename(), "step_00000004");
+  EXPECT_TRUE(scan.skipped.empty());
+  EXPECT_EQ(fs::path(*scan.latest).filename(), "step_00000002");
+  EXPECT_EQ(scan.complete, 2u);
+  point_latest(root(), *scan.found);
+  newest.expect_in(CheckpointReader(*latest_checkpoint(root())));
+}
+
+TEST_F(CheckpointStore, TheScanSkipsNewerCheckpointsThatDoNotVerifySayingWhy) {
+  save(Toy(2, 16), 2);
+  save(Toy(4, 16), 2);
+  const std::string six = save(Toy(6, 16), 2);
+  std::string bytes = bytes_of(six + "/stage_1.safetensors");
+  bytes[bytes.size() - 2] ^= 0x40;
+  put(six + "/stage_1.safetensors", bytes);
+  // A caller's own check (the runtime's: finite values, AdamW moments) can refuse one too.
+  const CheckpointScan scan = scan_checkpoints(root(), [](const std::string& dir) {
+    const CheckpointReader r(dir);
+    if (r.manifest().step == 4) throw InputError(dir, "tensor \"x\"", "element 0 is NaN");
+  });
+  ASSERT_TRUE(scan.found);
+  EXPECT_EQ(fs::path(*scan.found).filename(), "step_00000002");
+  ASSERT_EQ(scan.skipped.size(), 2u);
+  EXPECT_EQ(fs::path(scan.skipped[0].dir).filename(), "step_00000006");
+  EXPECT_NE(scan.skipped[0].why.find("stage_1.safetensors: (checksum)"), std::string::npos) << scan.skipped[0].why;
+  EXPECT_EQ(scan.skipped[1].why, path("ckpt/step_00000004") + ": tensor \"x\": element 0 is NaN");
+  // Nothing at all: a root that does not exist.
+  const CheckpointScan none = scan_checkpoints(path("nowhere"));
+  EXPECT_FALSE(none.found);
+  EXPECT_EQ(none.complete, 0u);
+}
+
+TEST_F(CheckpointStore, SetAsideRenamesWithoutDeletingAndListingIgnoresIt) {
+  const std::string four = save(Toy(4, 16), 2);
+  const std::string before = bytes_of(four + "/stage_0.safetensors");
+  const std::string aside = set_checkpoint_aside(four);
+  EXPECT_EQ(fs::path(aside).filename(), "step_00000004.aside");
+  EXPECT_EQ(bytes_of(aside + "/stage_0.safetensors"), before);
+  EXPECT_TRUE(list_checkpoints(root()).empty());
+  save(Toy(4, 16), 2);  // the step again, and aside again: a second name, nothing replaced
+  EXPECT_EQ(fs::path(set_checkpoint_aside(path("ckpt/step_00000004"))).filename(), "step_00000004.aside.2");
+  EXPECT_TRUE(fs::is_directory(aside));
+  // keep_last never prunes what is aside.
+  for (int s = 5; s <= 8; ++s) save(Toy(s, 16), 2, 1);
+  EXPECT_EQ(list_checkpoints(root()).size(), 1u);
+  EXPECT_TRUE(fs::is_directory(aside));
+  EXPECT_TRUE(fs::is_directory(path("ckpt/step_00000004.aside.2")));
+}
+
+TEST_F(CheckpointStore, ReadingRefusesNonFiniteValuesAndAManifestOfAnotherStep) {
+  Toy t(3, 16);
+  t.weights[2][5] = std::numeric_limits<float>::quiet_NaN();
+  t.moments[6][0] = -std::numeric_limits<float>::infinity();
+  const std::string dir = save(t, 2);  // the store writes what it is given; the runtime checks
+  const CheckpointReader r(dir);      // the CRCs are right
+  std::vector<float> buf(16);
+  try {
+    r.read(Toy::name(2), buf);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), dir + "/stage_0.safetensors: tensor \"h.2.mlp.c_fc.weight\": element 5 is NaN; "
+                                           "a checkpoint holds finite values only (the file is damaged, or the run "
+                                           "that saved it had diverged)");
+  }
+  try {
+    r.read(Toy::name(6) + ".adam_m", buf);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("element 0 is infinite"), std::string::npos) << e.what();
+  }
+  // A step directory whose manifest names another step (renamed or copied by hand).
+  fs::rename(dir, path("ckpt/step_00000009"));
+  try {
+    CheckpointReader moved(path("ckpt/step_00000009"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path("ckpt/step_00000009") + "/manifest.json: step: the manifest is of step 3, "
+                                           "but its directory step_00000009 is named for step 9");
+  }
+}
+
+TEST_F(CheckpointStore, AManifestRecordsTheWorkingDirectoryOfItsRun) {
+  CheckpointManifest m = Toy(1, 4).manifest();
+  m.working_directory = "/home/me/run";
+  const CheckpointManifest back = parse_manifest(manifest_to_text(m), "m.json");
+  EXPECT_EQ(back.working_directory, "/home/me/run");
+  EXPECT_EQ(parse_manifest(manifest_to_text(Toy(1, 4).manifest()), "m.json").working_directory, "");
+  nlohmann::json j = nlohmann::json::parse(manifest_to_text(m));
+  j["working_directory"] = "relative/dir";
+  try {
+    parse_manifest(j.dump(), "m.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "m.json: working_directory: expected an absolute directory, found \"relative/dir\"");
+  }
+}
+
+TEST_F(CheckpointStore, ACheckpointRootThatIsAFileIsNamed) {
+  put(path("file"), "x");
+  try {
+    create_checkpoint_root(path("file"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path("file") + ": (checkpoint directory): is a file; checkpoints need a directory here");
+  }
+  EXPECT_THROW(save_checkpoint(path("file/sub"), Toy(1, 4).manifest(), Toy(1, 4).files(1)), InputError);
 }
 
 }  // namespace

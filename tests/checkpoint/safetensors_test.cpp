@@ -107,7 +107,7 @@ TEST_F(Safetensors, ReaderRejectsCorruptFilesPrecisely) {
   EXPECT_EQ(with_header(R"([1,2])", 0), f + ": offset 8 (header): expected the JSON header to begin with '{'");
   EXPECT_EQ(with_header(R"({"t":)", 0), f + ": offset 8 (header): malformed JSON at header byte 6");
   EXPECT_EQ(with_header(R"({"t":1e999})", 0),
-            f + ": offset 8 (header): invalid JSON: [json.exception.out_of_range.406] number overflow parsing '1e999'");
+            f + ": offset 8 (header): a number is beyond the range of a double (about 1.8e308 in magnitude)");
   put(f, std::string("\x10\0\0\0\0\0\0\0{}", 10));
   EXPECT_EQ(open_error(f), f + ": offset 0 (header length): the header claims 16 bytes; expected at most 2 (the file has 10 bytes)");
   put(f, "abc");

@@ -98,5 +98,23 @@ TEST(ScheduleText, MalformedTextNamesLineAndColumn) {
   }
 }
 
+// A token's bytes are echoed in the error, so they must be valid UTF-8 on one line whatever the
+// file held: invalid bytes and control characters come back as \xNN.
+TEST(ScheduleText, ErrorsEchoOnlyPrintableUtf8) {
+  try {
+    parse_schedule("F0.0 Q\xff\xfe\x1b[2J\n", "t.txt");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t.txt: line 1, column 6: expected an action kind F, B, W or BW (in 'Q\\xff\\xfe\\x1b[2J')");
+  }
+  try {
+    parse_schedule("layout 0,\xc3\nF0.0\n", "t.txt");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("found '0,\\xc3'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace plait::schedule

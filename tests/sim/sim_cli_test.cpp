@@ -45,6 +45,20 @@ TEST(SimCli, PrintsTheResultWithTheDeviceAndItsSource) {
   EXPECT_NE(chosen.out.find("deepspeedllama_tiny (named for this model) on a100x80"), std::string::npos) << chosen.out;
 }
 
+// With unlike devices, each timeline row names its rank's device (that is why one row is busier)
+// and the summary lists each device with its ranks.
+TEST(SimCli, TimelineRowsNameEachRanksDevice) {
+  const std::string html = test::test_file("devices.html");
+  const CommandResult r = run_plait("sim " + kSmall + "--device zorse:l4,zorse:l4,zorse:p40,zorse:l4 --html " + html);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string page = test::file_bytes(html);
+  EXPECT_NE(page.find(">rank 2 (stage 2): zorse:p40:float16</text>"), std::string::npos);
+  EXPECT_NE(page.find(">rank 3 (stage 3): zorse:l4:float16</text>"), std::string::npos);
+  EXPECT_NE(page.find("<tr><td>device (ranks 0, 1, 3)</td><td>zorse:l4:float16: measured"), std::string::npos);
+  EXPECT_NE(page.find("<tr><td>device (rank 2)</td><td>zorse:p40:float16: measured"), std::string::npos);
+  std::filesystem::remove(html);
+}
+
 // --help lists every preset of the table with its shape (the table is the list, so a preset added
 // to it cannot be missing from the help).
 TEST(SimCli, HelpListsEveryModelPreset) {

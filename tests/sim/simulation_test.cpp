@@ -45,7 +45,7 @@ TEST(Simulation, ReportAddsUp) {
   }
   const trace::Timeline tl = make_timeline(c, r);
   EXPECT_EQ(tl.num_ranks, 4);
-  EXPECT_EQ(tl.rank_labels[2], "rank 2 (stage 2)");
+  EXPECT_EQ(tl.rank_labels[2], "rank 2 (stage 2): a100-80gb");
   EXPECT_EQ(tl.events.size(), r.result.events.size());
   const std::string text = format_report(c, r, "seq1f1b");
   EXPECT_NE(text.find("device     a100-80gb: 142.1 TFLOP/s sustained"), std::string::npos) << text;

@@ -113,5 +113,60 @@ TEST(HtmlTimeline, LargeTimelinesAreAggregated) {
   EXPECT_NE(html.find("idle 50%"), std::string::npos);  // each column: half busy
 }
 
+// The share of rank `rank`'s row (its background rect, class rowbg) that rects of class `cls`
+// cover, from the SVG (rows are told apart by their y range).
+double drawn_share(const std::string& html, const std::string& cls, int rank) {
+  const auto attr = [&](std::size_t at, const char* name) {
+    const std::size_t p = html.find(std::string(" ") + name + "=\"", at);
+    return std::stod(html.substr(p + std::string(name).size() + 3));
+  };
+  std::size_t row = html.find("<rect class=\"rowbg\"");
+  for (int r = 0; r < rank; ++r) row = html.find("<rect class=\"rowbg\"", row + 1);
+  const double top = attr(row, "y"), height = attr(row, "height"), width = attr(row, "width");
+  double area = 0;
+  for (std::size_t at = html.find("<rect class=\"" + cls + "\""); at != std::string::npos;
+       at = html.find("<rect class=\"" + cls + "\"", at + 1)) {
+    const double y = attr(at, "y");
+    if (y >= top - 0.01 && y < top + height) area += attr(at, "width") * attr(at, "height");
+  }
+  return area / (width * height);
+}
+
+// The aggregated view draws idle time itself, in a fill distinct from the row's background: a
+// rank 68% busy (its time spread evenly over F, B, W and BW) shows about a third of its row idle,
+// one 99% busy almost none. (Rounding each kind's share up on its own drew both as full rows.)
+TEST(HtmlTimeline, AggregatedRowsShowTheirIdleShare) {
+  Timeline tl;
+  tl.title = "busy";
+  tl.num_ranks = 2;
+  const EventKind kinds[] = {EventKind::F, EventKind::B, EventKind::W, EventKind::BW};
+  for (int i = 0; i < 4000; ++i) {
+    // Rank 0: 4 units of 0.17 in every 1.0; rank 1: 4 units of 0.2475.
+    for (int k = 0; k < 4; ++k) {
+      tl.events.push_back(compute(0, kinds[k], i, 0, 0, i + 0.25 * k, i + 0.25 * k + 0.17));
+      tl.events.push_back(compute(1, kinds[k], i, 0, 0, i + 0.25 * k, i + 0.25 * k + 0.2475));
+    }
+  }
+  HtmlOptions options;
+  options.plot_width = 800;
+  options.max_boxes = 1000;
+  std::ostringstream out;
+  write_html_timeline(tl, out, options);
+  const std::string html = out.str();
+  ASSERT_NE(html.find("drawn aggregated"), std::string::npos);
+  EXPECT_NE(html.find(">68% busy<"), std::string::npos);
+  EXPECT_NE(html.find(">99% busy<"), std::string::npos);
+  const double idle0 = drawn_share(html, "idlebin", 0);
+  const double idle1 = drawn_share(html, "idlebin", 1);
+  EXPECT_NEAR(idle0, 0.32, 1.0 / 8) << "rank 0";
+  EXPECT_LT(idle1, 1.0 / 8) << "rank 1";
+  EXPECT_GT(idle0, idle1 + 0.2);
+  // Idle has its own fill, not the row's background.
+  EXPECT_NE(html.find("<pattern id=\"idle\""), std::string::npos);
+  EXPECT_NE(html.find("fill=\"url(#idle)\""), std::string::npos);
+  EXPECT_NE(html.find("<rect class=\"rowbg\""), std::string::npos);
+  EXPECT_EQ(html.find("<rect class=\"idle\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace plait::trace

@@ -7,8 +7,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "plait/checkpoint/crc32c.h"
+#include "plait/core/crc32c.h"
 #include "plait/core/error.h"
+#include "plait/core/progress.h"
 
 namespace plait::checkpoint {
 namespace {
@@ -39,13 +40,14 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::write(std::span<const std::byte> bytes) {
   if (fd_ < 0) throw Error("checkpoint: " + path_ + " was already committed");
-  crc_ = checkpoint::crc32c(bytes, crc_);
+  crc_ = plait::crc32c(bytes, crc_);
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) fail("write", tmp_);
     done += static_cast<std::size_t>(n);
+    note_progress();  // a long write is progress for the stall watchdog
   }
   bytes_ += bytes.size();
 }

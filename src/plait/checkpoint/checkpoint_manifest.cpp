@@ -1,36 +1,17 @@
 #include "plait/checkpoint/checkpoint_manifest.h"
 
-#include <cstdio>
 #include <map>
 
+#include "plait/core/crc32c.h"
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
+#include "plait/core/printable_text.h"
 
 namespace plait::checkpoint {
 namespace {
 
 constexpr const char* kFormat = "plait-checkpoint";
 constexpr std::int64_t kVersion = 1;
-
-std::string crc_text(std::uint32_t crc) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", crc);
-  return buf;
-}
-
-bool parse_crc(const std::string& s, std::uint32_t& crc) {
-  if (s.size() != 10 || s[0] != '0' || s[1] != 'x') return false;
-  crc = 0;
-  for (std::size_t i = 2; i < s.size(); ++i) {
-    const char c = s[i];
-    int v = 0;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else return false;
-    crc = (crc << 4) | static_cast<std::uint32_t>(v);
-  }
-  return true;
-}
 
 bool plain_file_name(const std::string& s) {
   return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos &&
@@ -44,7 +25,7 @@ std::string manifest_to_text(const CheckpointManifest& m) {
   for (const ManifestFile& f : m.files) {
     files.push_back({{"path", f.path},
                      {"bytes", f.bytes},
-                     {"crc32c", crc_text(f.crc32c)},
+                     {"crc32c", crc32c_text(f.crc32c)},
                      {"tensors", f.tensors}});
   }
   nlohmann::ordered_json j;
@@ -55,6 +36,7 @@ std::string manifest_to_text(const CheckpointManifest& m) {
   j["data_position"] = m.data_position;
   j["rng_state"] = m.rng_state;
   j["optimizer"] = m.optimizer;
+  if (!m.working_directory.empty()) j["working_directory"] = m.working_directory;
   j["files"] = files;
   return j.dump(2) + "\n";
 }
@@ -72,6 +54,14 @@ CheckpointManifest parse_manifest(std::string_view text, const std::string& file
   m.data_position = f.raw("data_position");
   m.rng_state = f.raw("rng_state");
   if (f.has("optimizer")) m.optimizer = f.raw("optimizer");
+  if (f.has("working_directory")) {
+    m.working_directory = f.string("working_directory");
+    if (m.working_directory.empty() || m.working_directory.front() != '/' ||
+        m.working_directory.find('\0') != std::string::npos) {
+      f.fail("working_directory", "expected an absolute directory, found \"" +
+                                      printable_text(m.working_directory) + "\"");
+    }
+  }
   const nlohmann::json& files = f.raw("files");
   if (!files.is_array()) f.fail("files", "expected an array of files");
   std::map<std::string, std::string> owner;  // tensor -> field of its first listing
@@ -90,7 +80,7 @@ CheckpointManifest parse_manifest(std::string_view text, const std::string& file
     }
     mf.bytes = static_cast<std::uint64_t>(e.integer_in("bytes", 8, INT64_MAX));
     const std::string crc = e.string("crc32c");
-    if (!parse_crc(crc, mf.crc32c)) {
+    if (!parse_crc32c_text(crc, mf.crc32c)) {
       e.fail("crc32c", "expected \"0x\" and 8 lower-case hex digits, found \"" + crc + "\"");
     }
     mf.tensors = e.strings("tensors");

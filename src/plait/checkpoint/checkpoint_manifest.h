@@ -6,6 +6,7 @@
 //
 //   {"format": "plait-checkpoint", "version": 1, "step": 100,
 //    "config": {...}, "data_position": {...}, "rng_state": {...}, "optimizer": {...},
+//    "working_directory": "/home/me/run",
 //    "files": [{"path": "stage_0.safetensors", "bytes": 123, "crc32c": "0x1a2b3c4d",
 //               "tensors": ["wte", "h.0.attn.c_attn.weight", ...]}, ...]}
 #include <cstdint>
@@ -30,6 +31,9 @@ struct CheckpointManifest {
   nlohmann::json data_position = nlohmann::json::object();
   nlohmann::json rng_state = nlohmann::json::object();
   nlohmann::json optimizer = nlohmann::json::object();  // optional in the file (default {})
+  // The absolute working directory of the run that wrote it, against which the config's
+  // relative paths resolve (optional in the file: "" for checkpoints that do not record it).
+  std::string working_directory;
   std::vector<ManifestFile> files;
 };
 

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,8 +11,9 @@
 #include <sstream>
 
 #include "plait/checkpoint/atomic_file.h"
-#include "plait/checkpoint/crc32c.h"
+#include "plait/core/crc32c.h"
 #include "plait/core/error.h"
+#include "plait/core/progress.h"
 
 namespace plait::checkpoint {
 namespace fs = std::filesystem;
@@ -59,15 +61,10 @@ std::pair<std::uint64_t, std::uint32_t> checksum_file(const std::string& path) {
     const auto got = static_cast<std::size_t>(in.gcount());
     crc = crc32c(std::as_bytes(std::span(block.data(), got)), crc);
     bytes += got;
+    note_progress();  // reading a large checkpoint is progress for the stall watchdog
   }
   if (in.bad()) throw InputError(path, "(file)", "read error");
   return {bytes, crc};
-}
-
-std::string hex(std::uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", v);
-  return buf;
 }
 
 }  // namespace
@@ -78,16 +75,31 @@ std::string checkpoint_dir_name(std::int64_t step) {
   return buf;
 }
 
+std::int64_t checkpoint_dir_step(const std::string& dir) {
+  return step_of(fs::path(dir).filename().string());
+}
+
 std::string checkpoint_staging_dir(const std::string& root, std::int64_t step) {
   return (fs::path(root) / (checkpoint_dir_name(step) + kPartial)).string();
 }
 
+void create_checkpoint_root(const std::string& root) {
+  std::error_code ec;
+  if (fs::exists(root, ec) && !fs::is_directory(root, ec)) {
+    throw InputError(root, "(checkpoint directory)", "is a file; checkpoints need a directory here");
+  }
+  fs::create_directories(root, ec);
+  if (ec) throw InputError(root, "(checkpoint directory)", "cannot create it: " + ec.message());
+}
+
 std::string begin_checkpoint(const std::string& root, std::int64_t step) {
   if (step < 0) throw Error("checkpoint: step must be >= 0, found " + std::to_string(step));
-  fs::create_directories(root);
+  create_checkpoint_root(root);
   const fs::path staging = checkpoint_staging_dir(root, step);
-  fs::remove_all(staging);  // left by a crashed attempt
-  fs::create_directory(staging);
+  std::error_code ec;
+  fs::remove_all(staging, ec);  // left by a crashed attempt
+  if (!ec) fs::create_directory(staging, ec);
+  if (ec) throw Error("checkpoint: cannot create " + staging.string() + ": " + ec.message());
   fsync_directory(root);
   return staging.string();
 }
@@ -106,7 +118,7 @@ ManifestFile write_checkpoint_file(const std::string& staging_dir, const std::st
 }
 
 std::string commit_checkpoint(const std::string& root, const CheckpointManifest& manifest,
-                              int keep_last) {
+                              int keep_last, const std::function<void()>& after_rename) {
   const std::string name = checkpoint_dir_name(manifest.step);
   const fs::path staging = fs::path(root) / (name + kPartial);
   const fs::path final_dir = fs::path(root) / name;
@@ -129,14 +141,23 @@ std::string commit_checkpoint(const std::string& root, const CheckpointManifest&
   fsync_directory(staging.string());
   // Re-saving a step (e.g. after resuming from an older checkpoint) replaces its directory, but
   // never the one `latest` names: for a moment there would be no complete checkpoint.
-  const std::optional<std::string> latest = latest_checkpoint(root);
+  // (A `latest` that is malformed or names a missing directory protects nothing; it is replaced
+  // below.)
+  std::optional<std::string> latest;
+  try {
+    latest = latest_checkpoint(root);
+  } catch (const InputError&) {
+  }
   if (latest && fs::path(*latest).filename() == name) {
     throw Error("checkpoint: step " + std::to_string(manifest.step) +
                 " is the latest checkpoint; refusing to overwrite it");
   }
-  fs::remove_all(final_dir);
-  fs::rename(staging, final_dir);
+  std::error_code ec;
+  fs::remove_all(final_dir, ec);
+  if (!ec) fs::rename(staging, final_dir, ec);
+  if (ec) throw Error("checkpoint: cannot rename " + staging.string() + " to " + final_dir.string() + ": " + ec.message());
   fsync_directory(root);
+  if (after_rename) after_rename();
   write_file_atomically((fs::path(root) / kLatest).string(), name + "\n");
   // Staging directories of earlier steps are leftovers of crashed saves.
   for (const auto& e : fs::directory_iterator(root)) {
@@ -201,6 +222,13 @@ std::vector<std::string> list_checkpoints(const std::string& root) {
 CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
   const std::string manifest_path = (fs::path(dir) / kManifest).string();
   manifest_ = parse_manifest(read_text(manifest_path), manifest_path);
+  // A directory's name is what listing and `latest` go by: a manifest of another step there
+  // (a directory copied or renamed by hand) would resume at a step nobody asked for.
+  if (const std::int64_t named = checkpoint_dir_step(dir); named >= 0 && named != manifest_.step) {
+    throw InputError(manifest_path, "step",
+                     "the manifest is of step " + std::to_string(manifest_.step) + ", but its directory " +
+                         fs::path(dir).filename().string() + " is named for step " + std::to_string(named));
+  }
   for (const ManifestFile& f : manifest_.files) {
     const std::string path = (fs::path(dir) / f.path).string();
     const auto [bytes, crc] = checksum_file(path);
@@ -211,7 +239,7 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
     }
     if (crc != f.crc32c) {
       throw InputError(path, "(checksum)",
-                       "the manifest's CRC-32C is " + hex(f.crc32c) + ", the file's is " + hex(crc) +
+                       "the manifest's CRC-32C is " + crc32c_text(f.crc32c) + ", the file's is " + crc32c_text(crc) +
                            "; the file is corrupted");
     }
     files_.emplace_back(path);
@@ -255,6 +283,14 @@ void CheckpointReader::read(const std::string& name, std::span<float> out) const
   std::size_t file = 0;
   entry(name, file);
   files_[file].read(name, out);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!std::isfinite(out[i])) {
+      throw InputError(files_[file].path(), "tensor \"" + name + "\"",
+                       "element " + std::to_string(i) + " is " + (std::isnan(out[i]) ? "NaN" : "infinite") +
+                           "; a checkpoint holds finite values only (the file is damaged, or the run "
+                           "that saved it had diverged)");
+    }
+  }
 }
 
 }  // namespace plait::checkpoint

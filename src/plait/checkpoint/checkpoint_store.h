@@ -18,6 +18,7 @@
 // then serves tensors by global name from whichever file holds them, so a checkpoint written by
 // one pipeline layout loads into any other.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -31,6 +32,14 @@ namespace plait::checkpoint {
 
 // "step_00000100" for step 100.
 std::string checkpoint_dir_name(std::int64_t step);
+// The step a directory name says: "step_00000100" (or a path ending in it) -> 100; -1 for any
+// other name ("step_00000100.partial", "step_00000100.aside", "best").
+std::int64_t checkpoint_dir_step(const std::string& dir);
+
+// Creates the checkpoint root (and its parents) if missing; InputError naming it when it is a
+// file or cannot be created. begin_checkpoint calls it; a run calls it before training, so that
+// an unusable directory is an error at the start, not after the first steps.
+void create_checkpoint_root(const std::string& root);
 
 // Step 1 (coordinator): creates <root>/step_<s>.partial/ afresh and returns its path.
 std::string begin_checkpoint(const std::string& root, std::int64_t step);
@@ -46,8 +55,10 @@ ManifestFile write_checkpoint_file(const std::string& staging_dir, const std::st
 // Step 3 (coordinator): publishes the staged checkpoint; manifest.step must be the step given to
 // begin_checkpoint and manifest.files must list every file written. Returns the final path.
 // keep_last > 0 then removes all but the newest keep_last complete checkpoints.
+// `after_rename`, if set, runs between the rename of the directory and the rewrite of `latest`
+// (the fault tests kill the process there).
 std::string commit_checkpoint(const std::string& root, const CheckpointManifest& manifest,
-                              int keep_last = 0);
+                              int keep_last = 0, const std::function<void()>& after_rename = {});
 
 // All of the above in one process: one file per entry of `files`.
 struct CheckpointFile {
@@ -66,7 +77,9 @@ std::vector<std::string> list_checkpoints(const std::string& root);
 
 class CheckpointReader {
  public:
-  // Opens a checkpoint directory (e.g. latest_checkpoint(root)) and verifies it.
+  // Opens a checkpoint directory (e.g. latest_checkpoint(root)) and verifies it: the manifest,
+  // the step it records against the directory's name (step_<N>), every file's size and CRC-32C,
+  // each safetensors header and the tensor lists.
   explicit CheckpointReader(const std::string& dir);
 
   const CheckpointManifest& manifest() const { return manifest_; }
@@ -74,7 +87,9 @@ class CheckpointReader {
   std::vector<std::string> tensor_names() const;  // sorted
   bool has(const std::string& name) const { return where_.contains(name); }
   std::vector<std::int64_t> shape(const std::string& name) const;
-  // Copies tensor `name` into out (size must match); InputError naming the checkpoint if absent.
+  // Copies tensor `name` into out (size must match); InputError naming the checkpoint if absent,
+  // or naming the file, tensor and element if a value is not finite (a checkpoint holds the
+  // state of a run that trained: a NaN or infinity is damage, never state to continue from).
   void read(const std::string& name, std::span<float> out) const;
 
  private:

@@ -134,8 +134,10 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> header_jso
   } catch (const json::parse_error& e) {
     throw InputError(file, "offset 8 (header)",
                      "malformed JSON at header byte " + std::to_string(e.byte));
-  } catch (const json::exception& e) {  // e.g. a number too large for a double
-    throw InputError(file, "offset 8 (header)", std::string("invalid JSON: ") + e.what());
+  } catch (const json::out_of_range&) {  // a number too large for a double ("1e999")
+    throw InputError(file, "offset 8 (header)", "a number is beyond the range of a double (about 1.8e308 in magnitude)");
+  } catch (const json::exception&) {
+    throw InputError(file, "offset 8 (header)", "invalid JSON");
   }
   if (!duplicate.empty()) {
     throw InputError(file, tensor_field(duplicate, ""), "the name appears twice in the header");

@@ -61,6 +61,7 @@ void run_prepare(const data::PrepareOptions& base, const std::vector<std::string
   };
   split("train", s.train_tokens, s.train_shards);
   split("val", s.val_tokens, s.val_shards);
+  std::printf("  checksums and tokenizer: %s\n", s.manifest.c_str());
   std::printf("  %.2f s (%.2f MiB/s)\n", secs, secs > 0 ? mib(s.input_bytes) / secs : 0.0);
 }
 
@@ -69,7 +70,9 @@ void register_data_prepare(CLI::App& app) {
   auto* cmd = group->add_subcommand(
       "prepare",
       "Tokenize text files into llm.c token shards (256-int32 header, uint16 tokens): a train\n"
-      "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ...");
+      "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ..., and\n"
+      "<name>.shards.json beside them: each shard's CRC-32C and the tokenizer, which plait train\n"
+      "checks as it reads the shards (docs/data.md)");
   struct Args {
     data::PrepareOptions options;
     std::vector<std::string> inputs;
@@ -87,7 +90,7 @@ void register_data_prepare(CLI::App& app) {
                   "(scripts/fetch-gpt2-tokenizer.sh fetches them; default $PLAIT_GPT2_DIR or\n"
                   "~/.cache/plait/gpt2)")
       ->capture_default_str();
-  cmd->add_option("--out", args->options.out_dir, "Output directory (created if missing)")
+  cmd->add_option("--out", args->options.out_dir, "Output directory (created if missing; not a file)")
       ->required();
   cmd->add_option("--name", args->options.name, "File name prefix of the shards")
       ->capture_default_str();

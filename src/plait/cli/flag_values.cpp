@@ -4,16 +4,22 @@
 #include <sstream>
 
 #include "plait/core/error.h"
+#include "plait/core/printable_text.h"
 
 namespace plait::cli {
 
-std::int64_t positive_flag(const std::string& flag, const std::string& text, std::int64_t max) {
+std::int64_t integer_flag(const std::string& flag, const std::string& text, std::int64_t min, std::int64_t max) {
   std::int64_t value = 0;
   const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || value < 1 || value > max) {
-    throw Error(flag + ": expected an integer in [1, " + std::to_string(max) + "], found '" + text + "'");
+  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || value < min || value > max) {
+    throw Error(flag + ": expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                "], found '" + printable_text(text, 40) + "'");
   }
   return value;
+}
+
+std::int64_t positive_flag(const std::string& flag, const std::string& text, std::int64_t max) {
+  return integer_flag(flag, text, 1, max);
 }
 
 std::vector<std::string> comma_list(const std::string& text) {

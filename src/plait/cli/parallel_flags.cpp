@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plait/cli/flag_values.h"
 #include "plait/core/error.h"
 #include "plait/schedule/schedule_family.h"
 
@@ -13,28 +14,23 @@ void add_parallel_flags(CLI::App* cmd, ParallelFlags& f) {
                       schedule::schedule_family_names())
       ->group("Layout (override the config's parallel section)");
   cmd->add_option("--pp", f.pp, "Pipeline ranks per replica (parallel.pp)")
-      ->check(CLI::PositiveNumber)
       ->type_name("INT")
       ->group("Layout (override the config's parallel section)");
   cmd->add_option("--dp", f.dp, "Data-parallel replicas (parallel.dp); world size = pp x dp")
-      ->check(CLI::PositiveNumber)
       ->type_name("INT")
       ->group("Layout (override the config's parallel section)");
   cmd->add_option("--chunks", f.chunks,
                   "Model chunks per rank v for interleaved and seq1f1b-i (parallel.chunks;\n"
                   "zb-v always uses 2, the others 1)")
-      ->check(CLI::PositiveNumber)
       ->type_name("INT")
       ->group("Layout (override the config's parallel section)");
   cmd->add_option("--microbatches", f.microbatches,
                   "Micro-batches per step m of each replica (train.microbatches)")
-      ->check(CLI::PositiveNumber)
       ->type_name("INT")
       ->group("Layout (override the config's parallel section)");
   cmd->add_option("--segments", f.segments,
                   "Sequence segments k per micro-batch (train.segments as a count); k > 1 needs a\n"
                   "sequence-level schedule: seq1f1b, seq1f1b-i or seq-zb")
-      ->check(CLI::PositiveNumber)
       ->type_name("INT")
       ->group("Layout (override the config's parallel section)");
   cmd->add_option("--split", f.split,
@@ -70,7 +66,15 @@ spec::Recompute parse_recompute_flag(const std::string& flag, const std::string&
 
 void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
   runtime::ParallelConfig& p = job.parallel;
-  const bool layout_flags = f.pp > 0 || f.dp > 0 || f.chunks > 0 || !f.schedule.empty() || !f.split.empty();
+  // The limits of the config's fields (docs/config.md); 0: the flag was not given.
+  const auto number = [](const char* flag, const std::string& text, std::int64_t max) {
+    return text.empty() ? 0 : static_cast<int>(positive_flag(flag, text, max));
+  };
+  const int pp = number("--pp", f.pp, 1 << 16), dp = number("--dp", f.dp, 1 << 16);
+  const int chunks = number("--chunks", f.chunks, 64);
+  const int microbatches = number("--microbatches", f.microbatches, 1 << 16);
+  const int segments = number("--segments", f.segments, 1 << 20);
+  const bool layout_flags = pp > 0 || dp > 0 || chunks > 0 || !f.schedule.empty() || !f.split.empty();
   if (layout_flags && p.form == runtime::ParallelConfig::Form::explicit_layout) {
     throw Error(job.run.source + ": parallel: the section is in the explicit form (rank_vstages, "
                 "schedule_text); --pp, --dp, --schedule, --chunks and --split apply to the generated form");
@@ -82,18 +86,18 @@ void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
     }
     p.schedule = f.schedule;
   }
-  if (f.pp > 0) p.pp = f.pp;
-  if (f.dp > 0) p.dp = f.dp;
-  if (f.chunks > 0) p.chunks = f.chunks;
-  if (f.microbatches > 0) job.run.train.microbatches = f.microbatches;
-  if (f.segments > 0) {
-    if (f.segments > job.run.train.seq) {
-      throw Error("--segments: " + std::to_string(f.segments) + " segments of a " +
+  if (pp > 0) p.pp = pp;
+  if (dp > 0) p.dp = dp;
+  if (chunks > 0) p.chunks = chunks;
+  if (microbatches > 0) job.run.train.microbatches = microbatches;
+  if (segments > 0) {
+    if (segments > job.run.train.seq) {
+      throw Error("--segments: " + std::to_string(segments) + " segments of a " +
                   std::to_string(job.run.train.seq) + "-token sequence");
     }
     spec::SegmentRequest& r = job.run.train.segments;
     r.lengths.clear();
-    r.count = f.segments;
+    r.count = segments;
   }
   if (!f.split.empty()) {
     if (job.run.train.segments.explicit_lengths()) {

@@ -11,8 +11,10 @@
 
 namespace plait::cli {
 
+// As given on the command line ("" when absent); apply_parallel_flags checks the numbers with
+// the same rule as plait sim (flag_values.h).
 struct ParallelFlags {
-  int pp = 0, dp = 0, chunks = 0, microbatches = 0, segments = 0;
+  std::string pp, dp, chunks, microbatches, segments;
   std::string schedule, split;
   std::string recompute;  // "none", "full", "N" or "n0,n1,..." (parallel.recompute)
 };

@@ -8,6 +8,7 @@
 
 #include "plait/cli/commands.h"
 #include "plait/cli/flag_values.h"
+#include "plait/cli/output_path.h"
 #include "plait/cli/parallel_flags.h"
 #include "plait/core/error.h"
 #include "plait/schedule/schedule_family.h"
@@ -52,6 +53,8 @@ void write_timelines(const sim::SimulationConfig& config, const sim::SimulationR
 }
 
 void run_sim(const CLI::App& cmd, const SimOptions& o) {
+  if (!o.trace.empty()) prepare_output_path("--trace", o.trace);
+  if (!o.html.empty()) prepare_output_path("--html", o.html);
   sim::SimulationConfig config;
   config.seq = positive_flag("--seq", o.seq, std::int64_t{1} << 32);
   config.model = spec::resolve_model(o.model, config.seq);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -21,6 +22,8 @@
 
 #include "plait/cli/byte_size.h"
 #include "plait/cli/commands.h"
+#include "plait/cli/flag_values.h"
+#include "plait/cli/output_path.h"
 #include "plait/cli/parallel_flags.h"
 #include "plait/cli/progress_bar.h"
 #include "plait/cli/rank_memory_table.h"
@@ -28,6 +31,8 @@
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/core/progress.h"
+#include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/failure_injection.h"
@@ -35,7 +40,7 @@
 #include "plait/runtime/memory_reports.h"
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/pipeline_plan.h"
-#include "plait/runtime/training_checkpoint.h"
+#include "plait/runtime/training_resume.h"
 #include "plait/runtime/training_run.h"
 #include "plait/trace/chrome_trace.h"
 #include "plait/trace/html_timeline.h"
@@ -43,20 +48,30 @@
 namespace plait::cli {
 namespace {
 
+// The flags as given; numbers are checked by parse_numbers (flag_values.h, as plait sim does).
 struct TrainArgs {
   std::string config;
-  int steps = 0;
-  int threads = 0;
+  std::string steps_text, threads_text, trace_step_text, stop_at_text;
   std::string memory_limit;
   ParallelFlags layout;
   std::string recv_lookahead = std::to_string(runtime::kDefaultRecvLookahead);
   std::string trace, html;
-  int trace_step = -1;
   std::optional<std::string> resume;  // set when --resume was given ("" without DIR)
   std::string resume_dir;
-  long long stop_at = 0;
   std::string metrics;
   std::string inject_failure;
+
+  int steps = 0, threads = 0, trace_step = -1;  // 0 / -1: not given
+  long long stop_at = 0;
+  std::optional<std::size_t> capacity;
+  void parse_numbers() {
+    if (!memory_limit.empty()) capacity = parse_byte_size("--memory-limit", memory_limit);
+    const auto given = [](const std::string& text, auto parse) { return text.empty() ? 0 : parse(text); };
+    steps = static_cast<int>(given(steps_text, [](const std::string& t) { return positive_flag("--steps", t, 1 << 30); }));
+    threads = static_cast<int>(given(threads_text, [](const std::string& t) { return positive_flag("--threads", t, 4096); }));
+    stop_at = given(stop_at_text, [](const std::string& t) { return positive_flag("--stop-at", t, 1 << 30); });
+    if (!trace_step_text.empty()) trace_step = static_cast<int>(integer_flag("--trace-step", trace_step_text, 0, 1 << 30));
+  }
 };
 
 // Threads per rank and why: --threads; else OMP_NUM_THREADS; else, under an MPI launcher, the
@@ -111,9 +126,10 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                   const runtime::PipelinePlan& plan, const runtime::TrainConfig& t,
                   std::int32_t lookahead, const ThreadChoice& threads) {
   const spec::ModelSpec& m = job.run.model;
-  std::printf("plait train: config %s\n", args.config.empty()
-                                              ? "built-in default (the same as configs/default.json)"
-                                              : args.config.c_str());
+  const std::string source = !args.config.empty() ? args.config
+                             : args.resume        ? job.run.source + ", the checkpoint's own"
+                                                  : "built-in default (the same as configs/default.json)";
+  std::printf("plait train: config %s\n", source.c_str());
   std::printf("  model: %s, max_seq %lld, %s embeddings: %.2fM parameters\n", spec::describe(m).c_str(),
               static_cast<long long>(m.max_seq), m.tie_embeddings ? "tied" : "untied",
               static_cast<double>(m.parameter_count()) / 1e6);
@@ -172,6 +188,20 @@ void write_timelines(const TrainArgs& args, const runtime::PipelinePlan& plan,
   }
 }
 
+// "52.78T parameters, 192.00 TiB in fp32": what the rank's stages alone hold, for an allocation
+// the machine refused.
+std::string parameters_of_rank(const runtime::PipelinePlan& plan, int rank) {
+  double n = 0;
+  for (const int v : plan.schedule.layout.rank_vstages[static_cast<std::size_t>(rank)]) {
+    for (const model::NamedTensor& t : model::parameter_layout(plan.model, plan.vstage_specs[static_cast<std::size_t>(v)])) {
+      n += static_cast<double>(t.numel);
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2fG parameters, ", n / 1e9);
+  return buf + format_bytes(static_cast<std::size_t>(std::min(n * 4, 1.8e19))) + " in fp32";
+}
+
 // Errors every rank finds alike (a bad plan, data or checkpoint: the same files and values):
 // rank 0 reports them alone; the others wait a little, which rank 0's abort cuts short (if only
 // some rank found it, that rank still reports it after the wait).
@@ -196,10 +226,16 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
   }
   if (job.run.checkpoint) {
     const runtime::CheckpointConfig& c = *job.run.checkpoint;
-    std::printf("  checkpoints: into %s, %s%s\n", c.dir.c_str(),
+    std::printf("  checkpoints: into %s%s, %s%s\n", c.dir.c_str(),
+                args.config.empty() && args.resume ? " (where the checkpoint resumed from lives)" : "",
                 c.every > 0 ? ("every " + std::to_string(c.every) + " steps and after the last").c_str()
                             : "after the last step",
                 c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
+  }
+  for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
+  if (!run.initial_checkpoint().empty()) {
+    std::printf("  checkpoint: %s (step 0, the untrained parameters: checkpoint.save_initial)\n",
+                run.initial_checkpoint().c_str());
   }
   if (!run.resumed_from().empty()) {
     std::printf("  resumed from %s: step %lld\n", run.resumed_from().c_str(),
@@ -246,16 +282,26 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   const runtime::TrainConfig t = job.global_train();
   if (lead) print_header(args, job, plan, t, lookahead, threads);
 
-  std::optional<std::size_t> capacity;
-  if (!args.memory_limit.empty()) capacity = parse_byte_size("--memory-limit", args.memory_limit);
-  MemoryTracker tracker(capacity);
+  MemoryTracker tracker(args.capacity);
   runtime::TrainingRunOptions options;
   options.trainer.recv_lookahead = lookahead;
   options.trainer.failure = runtime::parse_failure_injection(args.inject_failure, "--inject-failure");
   options.resume = args.resume;
   options.stop_at = args.stop_at;
   std::unique_ptr<runtime::TrainingRun> run = reported_by_lead<Error>(lead, [&] {
-    return std::make_unique<runtime::TrainingRun>(job, plan, world, tracker, options);
+    note_progress("setting up the run: data, parameters, checkpoint");
+    std::unique_ptr<runtime::TrainingRun> r;
+    try {
+      r = std::make_unique<runtime::TrainingRun>(job, plan, world, tracker, options);
+    } catch (const HostOutOfMemoryError& e) {
+      throw Error(std::string(e.what()) + "; this rank's stages hold " + parameters_of_rank(plan, rank) +
+                  " before gradients and optimizer state");
+    }
+    if (args.trace_step >= 0 && (args.trace_step < r->start_step() || args.trace_step >= r->stop_step())) {
+      throw Error("--trace-step " + std::to_string(args.trace_step) + ": this run trains steps " +
+                  std::to_string(r->start_step()) + ".." + std::to_string(r->stop_step() - 1));
+    }
+    return r;
   });
   std::unique_ptr<MetricsLog> metrics;
   if (lead) {
@@ -268,8 +314,7 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   const int stop = static_cast<int>(run->stop_step());
   const int steps = stop - first;
   const bool timeline = !args.trace.empty() || !args.html.empty();
-  const int trace_step = std::clamp(args.trace_step >= 0 ? args.trace_step : stop - 1, first,
-                                    std::max(first, stop - 1));
+  const int trace_step = args.trace_step >= 0 ? args.trace_step : std::max(first, stop - 1);
   std::unique_ptr<ProgressBar> progress;
   if (lead) progress = std::make_unique<ProgressBar>(t.steps, t.tokens_per_step());
   const double start = monotonic_seconds();
@@ -339,21 +384,25 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   write_timelines(args, plan, traced, trace_step);
 }
 
-void run_train(const TrainArgs& args) {
+void run_train(TrainArgs args) {
+  args.parse_numbers();
   const ThreadChoice threads = choose_threads(args.threads);
   omp_set_num_threads(threads.threads);
-  // The configuration is read before MPI starts, so a bad file is one line from each process.
-  // --resume DIR without --config continues with the config the checkpoint recorded.
+  // The configuration is read before MPI starts (each process reads it; main.cpp lets rank 0
+  // alone report what every process finds). --resume DIR without --config continues with the
+  // config the checkpoint recorded, writing new checkpoints beside the one resumed.
   runtime::JobConfig job;
   if (!args.config.empty()) {
     job = runtime::load_job_config(args.config);
   } else if (args.resume && !args.resume->empty()) {
-    const std::optional<std::string> dir = runtime::find_checkpoint(*args.resume);
-    if (!dir) {
-      throw InputError(*args.resume, "latest",
-                       "no complete checkpoint to resume from, and no --config to start one");
+    const runtime::ResumePoint point = runtime::find_resume_point(*args.resume);
+    if (!point.reader) {
+      throw InputError(*args.resume, "(checkpoint)",
+                       std::filesystem::exists(*args.resume)
+                           ? "no complete checkpoint to resume from, and no --config to start one"
+                           : "does not exist, and without --config there is no configuration to start from");
     }
-    job = runtime::job_config_of_checkpoint(*dir);
+    job = runtime::job_config_of_checkpoint(*point.reader, point.root);
   } else {
     job = runtime::job_from_run_config(runtime::default_run_config());
   }
@@ -362,10 +411,26 @@ void run_train(const TrainArgs& args) {
     job.run.train.warmup_steps = std::min(job.run.train.warmup_steps, args.steps);
   }
   apply_parallel_flags(args.layout, job);
+  // Output files are written at the end of the run: a missing directory is created now, and one
+  // that cannot be is an error before any training.
+  for (const auto& [flag, path] : {std::pair{"--trace", args.trace}, {"--html", args.html}, {"--metrics", args.metrics}}) {
+    if (!path.empty()) prepare_output_path(flag, path);
+  }
+  // The stall watchdog's thread talks to the other ranks while the main thread waits on them.
+  const double stall = job.run.train.stall_timeout_s;
+  const bool watch = stall > 0 && comm::launched_by_mpi_launcher();
   std::exception_ptr failure;
   {
-    comm::MpiSession session;
+    comm::MpiSession session({}, watch ? comm::ThreadLevel::kMultiple : comm::ThreadLevel::kSerialized);
     try {
+      if (watch && session.size() > 1) {
+        if (session.thread_level() == comm::ThreadLevel::kMultiple) {
+          session.start_watchdog(stall, "train.stall_timeout_s");
+        } else if (session.rank() == 0) {
+          std::fprintf(stderr, "plait: warning: the MPI library does not provide MPI_THREAD_MULTIPLE; "
+                               "the stall watchdog (train.stall_timeout_s) is off\n");
+        }
+      }
       train_ranks(session, job, args, threads);
     } catch (const std::exception& e) {
       // With several ranks, stop them all at once naming this rank (docs/comm.md); a job of one
@@ -384,20 +449,21 @@ void register_train(CLI::App& app) {
       "cosine learning rate and gradient clipping, with pipeline and data parallelism: `mpirun -np\n"
       "N plait train --config FILE` runs the layout and schedule of the config's \"parallel\"\n"
       "section (docs/runtime.md); without mpirun it is one rank. The config's \"checkpoint\"\n"
-      "section saves checkpoints that --resume continues exactly (docs/checkpoints.md). Without\n"
+      "section saves checkpoints that --resume continues exactly (docs/checkpoints.md). Under\n"
+      "mpirun a stall watchdog ends a job in which no rank makes progress for\n"
+      "train.stall_timeout_s (default 300 s), naming each rank and what it waits on. Without\n"
       "--config: a small built-in default that runs in a couple of minutes on 2 cores\n"
       "(configs/default.json).");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config,
                   "JSON file with sections model, train, data, checkpoint and parallel (docs/config.md)")
       ->type_name("FILE");
-  cmd->add_option("--steps", args->steps, "Override train.steps (for a quick look)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", args->threads,
+  cmd->add_option("--steps", args->steps_text, "Override train.steps (for a quick look)")->type_name("N");
+  cmd->add_option("--threads", args->threads_text,
                   "OpenMP/OpenBLAS threads per rank (default: OMP_NUM_THREADS; else under mpirun\n"
                   "the hardware threads divided by the ranks on this node, at least 1; else all\n"
                   "cores). The header prints the number and where it came from")
-      ->check(CLI::PositiveNumber);
+      ->type_name("N");
   cmd->add_option("--memory-limit", args->memory_limit,
                   "Memory capacity of every rank's accounting (e.g. 512MiB, 2GiB): exceeding it is\n"
                   "an out-of-memory error naming the category, as on a device of that size\n"
@@ -412,36 +478,40 @@ void register_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--trace", args->trace,
                   "Write the measured per-rank timeline of one step as Chrome trace events (the\n"
-                  "format of plait sim --trace)")
+                  "format of plait sim --trace); a missing directory is created when the run starts")
       ->type_name("FILE");
   cmd->add_option("--html", args->html,
                   "Write the measured timeline of that step as a self-contained HTML page (the\n"
-                  "format of plait sim --html)")
+                  "format of plait sim --html); a missing directory is created when the run starts")
       ->type_name("FILE");
-  cmd->add_option("--trace-step", args->trace_step,
-                  "Which step --trace/--html record, counting from 0 (default: the last)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--trace-step", args->trace_step_text,
+                  "Which step --trace/--html record, counting from 0 (default: the last); it must be\n"
+                  "a step this run trains")
+      ->type_name("N");
   CLI::Option* resume = cmd->add_option("--resume", args->resume_dir,
-                  "Continue from a checkpoint: DIR is a step directory (step_00000100), or a\n"
-                  "checkpoint root whose `latest` names one; without DIR, the config's\n"
-                  "checkpoint.dir (a root without a complete checkpoint yet starts at step 0).\n"
-                  "Parameters, AdamW moments and step count, data position and seed are restored;\n"
-                  "the layout may differ from the one that saved it. Without --config the\n"
-                  "checkpoint's own config is used")
+                  "Continue from a checkpoint. DIR is a step directory (step_00000100), or a\n"
+                  "checkpoint root: its newest complete checkpoint that verifies (newer ones that\n"
+                  "do not are skipped, saying why; `latest` is repaired). Without DIR: the\n"
+                  "config's checkpoint.dir; a root that does not exist yet or holds no complete\n"
+                  "checkpoint starts at step 0, so a restart loop can always pass --resume.\n"
+                  "Checkpoints newer than the one resumed are kept aside (renamed to\n"
+                  "step_<N>.aside, never deleted). Parameters, AdamW moments and step count, data\n"
+                  "position and seed are restored; the layout may differ from the one that saved\n"
+                  "it. Without --config: the checkpoint's own config (paths as its run saw them),\n"
+                  "writing new checkpoints beside the one resumed")
       ->expected(0, 1)
       ->type_name("[DIR]");
-  cmd->add_option("--stop-at", args->stop_at,
+  cmd->add_option("--stop-at", args->stop_at_text,
                   "Stop before this step, saving a checkpoint there (with a checkpoint section),\n"
                   "without changing train.steps, which sets the learning-rate schedule; continue\n"
-                  "later with --resume")
-      ->check(CLI::PositiveNumber)
+                  "later with --resume. A step after the start and at most train.steps")
       ->type_name("STEP");
   cmd->add_option("--metrics", args->metrics,
                   "Append one JSON line per step ({step, loss, grad_norm, lr, skipped}) and per\n"
                   "validation ({step, val_loss}) to FILE, numbers in round-trip precision")
       ->type_name("FILE");
-  // Failure tests only: RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval]
-  // (runtime/failure_injection.h).
+  // Failure tests only: RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval|
+  // kill-in-commit|stop|hang] (runtime/failure_injection.h).
   cmd->add_option("--inject-failure", args->inject_failure)->group("");
   cmd->callback([args, resume] {
     if (resume->count() > 0) args->resume = args->resume_dir;

@@ -7,6 +7,8 @@
 
 #include "plait/comm/mpi_check.h"
 #include "plait/comm/mpi_communicator.h"
+#include "plait/comm/stall_watchdog.h"
+#include "plait/core/progress.h"
 #include "plait/core/error.h"
 
 namespace plait::comm {
@@ -19,7 +21,8 @@ bool launched_by_mpi_launcher() {
   return false;
 }
 
-MpiSession::MpiSession(const BackoffPolicy& policy) : launched_(launched_by_mpi_launcher()) {
+MpiSession::MpiSession(const BackoffPolicy& policy, ThreadLevel level)
+    : launched_(launched_by_mpi_launcher()) {
   int initialized = 0;
   int finalized = 0;
   MPI_Initialized(&initialized);
@@ -28,8 +31,9 @@ MpiSession::MpiSession(const BackoffPolicy& policy) : launched_(launched_by_mpi_
     throw Error("MpiSession: MPI was already initialized in this process (one session per process)");
   }
   int provided = MPI_THREAD_SINGLE;
-  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
-            "MPI_Init_thread");
+  const int wanted = level == ThreadLevel::kMultiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+  check_mpi(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread");
+  level_ = provided >= MPI_THREAD_MULTIPLE ? ThreadLevel::kMultiple : ThreadLevel::kSerialized;
   try {
     if (provided < MPI_THREAD_SERIALIZED) {
       throw Error("MPI_Init_thread: the MPI library provides thread level " +
@@ -51,16 +55,29 @@ MpiSession::MpiSession(const BackoffPolicy& policy) : launched_(launched_by_mpi_
 }
 
 MpiSession::~MpiSession() {
-  if (std::uncaught_exceptions() > 0) return;
+  if (std::uncaught_exceptions() > 0) {
+    watchdog_.reset();
+    return;
+  }
   try {
     // MPI_Finalize waits for the other ranks inside OpenMPI, spinning; a yielding barrier
     // first means early finishers sleep rather than take cores from ranks still working.
+    // The watchdog still runs: a rank that never arrives must not hang the others here.
+    note_progress("finished; waiting for every rank to finish");
     world_->barrier();
   } catch (...) {
     // Finalize below still runs; there is nobody to report to from a destructor.
   }
+  watchdog_.reset();
   world_.reset();
   MPI_Finalize();
+}
+
+void MpiSession::start_watchdog(double timeout_s, const std::string& setting) {
+  if (level_ != ThreadLevel::kMultiple) {
+    throw Error("stall watchdog: needs MPI_THREAD_MULTIPLE, which this session did not get");
+  }
+  if (!watchdog_) watchdog_ = std::make_unique<StallWatchdog>(timeout_s, setting);
 }
 
 }  // namespace plait::comm

@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "plait/core/progress.h"
+
 namespace plait::comm {
 
 Request::Request(std::unique_ptr<PendingOperation> operation, const BackoffPolicy& policy)
@@ -47,8 +49,12 @@ bool Request::test() {
 }
 
 void Request::wait() {
+  if (test()) return;
+  // Long waits are what the stall watchdog reports: say what this one waits for.
+  note_waiting(describe());
   Backoff backoff(policy_);
   while (!test()) backoff.pause();
+  note_wait_over();
 }
 
 std::string Request::describe() const {
@@ -69,15 +75,28 @@ void wait_all(std::span<Request> requests) {
 
 std::optional<std::size_t> wait_any(std::span<Request> requests) {
   std::optional<Backoff> backoff;
+  bool waiting = false;
   for (;;) {
     bool any_active = false;
     for (std::size_t i = 0; i < requests.size(); ++i) {
       if (!requests[i].active()) continue;
       any_active = true;
       if (!backoff) backoff.emplace(requests[i].backoff_policy());
-      if (requests[i].test()) return i;
+      if (requests[i].test()) {
+        if (waiting) note_wait_over();
+        return i;
+      }
     }
     if (!any_active) return std::nullopt;
+    if (!waiting) {
+      for (const Request& r : requests) {
+        if (r.active()) {
+          note_waiting("one of several operations, e.g. " + r.describe());
+          break;
+        }
+      }
+      waiting = true;
+    }
     backoff->pause();
   }
 }

@@ -2,6 +2,7 @@
 // An owned, 64-byte aligned array of T whose bytes are charged to one memory category of a
 // MemoryTracker for as long as it lives. Move-only; an empty Buffer owns nothing.
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -16,16 +17,24 @@ template <typename T>
 class Buffer {
  public:
   Buffer() = default;
-  // Zero-filled; throws OutOfMemoryError if the tracker's capacity would be exceeded.
+  // Zero-filled; throws OutOfMemoryError if the tracker's capacity would be exceeded, or if the
+  // system cannot give the memory (then naming the size and what is already held, since a
+  // model too large for the machine shows here first).
   Buffer(MemoryTracker& tracker, MemoryCategory category, std::size_t count)
       : tracker_(&tracker), category_(category), count_(count) {
+    if (count_ > (SIZE_MAX - 64) / sizeof(T)) {
+      tracker_ = nullptr;
+      throw HostOutOfMemoryError(category, SIZE_MAX, tracker.current_total());
+    }
     tracker_->allocate(category_, bytes());
     if (count_ > 0) {
       const std::size_t size = (bytes() + 63) / 64 * 64;
       data_ = static_cast<T*>(std::aligned_alloc(64, size));
       if (data_ == nullptr) {
         tracker_->release(category_, bytes());
-        throw std::bad_alloc();
+        const std::size_t held = tracker_->current_total();
+        tracker_ = nullptr;
+        throw HostOutOfMemoryError(category, bytes(), held);
       }
       std::memset(static_cast<void*>(data_), 0, size);
     }

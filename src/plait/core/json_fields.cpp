@@ -1,7 +1,11 @@
 #include "plait/core/json_fields.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#include "plait/core/printable_text.h"
 
 namespace plait {
 namespace {
@@ -16,10 +20,15 @@ std::string type_name(const nlohmann::json& v) {
 }  // namespace
 
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError(path, "(file)", "is a directory; expected a JSON file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "(file)", "cannot open the file");
   std::stringstream text;
   text << in.rdbuf();
+  if (in.bad()) throw InputError(path, "(file)", "read error");
   return parse_json_text(text.str(), path);
 }
 
@@ -30,13 +39,100 @@ void write_json_file(const std::string& path, const nlohmann::json& document, in
   if (!out) throw InputError(path, "(file)", "writing the file failed");
 }
 
+namespace {
+
+// Where the parser is, for errors: one frame per open object (its keys so far and the current
+// key) or array (the index of the element being read). nlohmann keeps only the last of two equal
+// keys, so strictness needs this watch over the parse.
+class ParsePath {
+ public:
+  // The parser callback: returns true (keep everything); throws InputError on a repeated key.
+  bool on_event(nlohmann::json::parse_event_t event, const nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        begin_element();
+        frames_.push_back({event == Event::object_start, {}, {}, -1});
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case Event::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          throw InputError(file_, path(), "the key \"" + printable_text(f.key, 64) +
+                                              "\" appears twice in one object (reading is strict: "
+                                              "which one is meant?)");
+        }
+        break;
+      }
+      case Event::value:
+        begin_element();
+        break;
+    }
+    return true;
+  }
+  explicit ParsePath(std::string file) : file_(std::move(file)) {}
+
+  // "train.lr", "parallel.devices[2].type"; "(top level)" outside any object or array. With
+  // `next_element`, an innermost array names the element after the last one begun: the parser
+  // failed on a value before announcing it.
+  std::string path(bool next_element = false) const {
+    std::string p;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      if (f.object) {
+        if (f.key.empty() && f.keys.empty()) break;
+        p += (p.empty() ? "" : ".") + printable_text(f.key, 64);
+      } else {
+        const long long index = f.index + (next_element && i + 1 == frames_.size() ? 1 : 0);
+        if (index < 0) break;
+        p += "[" + std::to_string(index) + "]";
+      }
+    }
+    return p.empty() ? "(top level)" : p;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    long long index;  // arrays: the element being read
+  };
+  void begin_element() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+  std::string file_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
 nlohmann::json parse_json_text(std::string_view text, const std::string& file) {
+  ParsePath where(file);
+  const nlohmann::json::parser_callback_t watch = [&where](int, nlohmann::json::parse_event_t event,
+                                                          nlohmann::json& parsed) {
+    return where.on_event(event, parsed);
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, watch);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(file, "(syntax)", "malformed JSON at byte " + std::to_string(e.byte));
-  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
-    throw InputError(file, "(syntax)", std::string("invalid JSON: ") + e.what());
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double ("1e400"): nlohmann says "number overflow parsing '1e400'".
+    const std::string what = e.what();
+    const std::size_t open = what.find('\''), close = what.rfind('\'');
+    const std::string number = open != std::string::npos && close > open
+                                   ? printable_text(what.substr(open + 1, close - open - 1), 40)
+                                   : std::string("a number");
+    throw InputError(file, where.path(true),
+                     number + " is beyond the range of a double (about 1.8e308 in magnitude)");
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(file, "(syntax)", "invalid JSON near " + where.path());
   }
 }
 

@@ -1,5 +1,6 @@
 #include "plait/core/memory_tracker.h"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace plait {
@@ -23,6 +24,13 @@ std::string oom_message(MemoryCategory category, std::size_t requested, std::siz
 OutOfMemoryError::OutOfMemoryError(MemoryCategory category, std::size_t requested,
                                    std::size_t in_use, std::size_t capacity)
     : Error(oom_message(category, requested, in_use, capacity)), category_(category) {}
+
+HostOutOfMemoryError::HostOutOfMemoryError(MemoryCategory category, std::size_t requested,
+                                           std::size_t held)
+    : Error("out of memory: this machine cannot allocate " +
+            (requested == SIZE_MAX ? std::string("more than 16 EiB") : format_bytes(requested)) + " of " +
+            std::string(name_of(category)) + " (" + format_bytes(held) +
+            " already held); the model or batch needs more memory than the machine has") {}
 
 MemoryTracker::MemoryTracker(std::optional<std::size_t> capacity_bytes)
     : capacity_(capacity_bytes) {}

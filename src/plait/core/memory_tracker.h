@@ -24,6 +24,13 @@ class OutOfMemoryError : public Error {
   MemoryCategory category_;
 };
 
+// The host refused an allocation (malloc returned null): e.g. a model whose parameters alone
+// exceed the machine's memory. Names the category, the size asked and what is already held.
+class HostOutOfMemoryError : public Error {
+ public:
+  HostOutOfMemoryError(MemoryCategory category, std::size_t requested, std::size_t held);
+};
+
 // A snapshot of the tracker, for reports.
 struct MemoryReport {
   std::array<std::size_t, kMemoryCategoryCount> current{};

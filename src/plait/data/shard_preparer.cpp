@@ -10,6 +10,7 @@
 #include "plait/core/error.h"
 #include "plait/data/gpt2_tokenizer.h"
 #include "plait/data/input_files.h"
+#include "plait/data/shard_manifest.h"
 #include "plait/data/token_shard.h"
 
 namespace plait::data {
@@ -22,8 +23,10 @@ constexpr std::size_t kBinarySniffBytes = 8000;  // git's buffer_is_binary() loo
 // Collects one split's tokens and writes a shard each time shard_tokens have gathered.
 class ShardSink {
  public:
-  ShardSink(std::string prefix, std::int64_t shard_tokens, std::vector<std::string>& written)
-      : prefix_(std::move(prefix)), shard_tokens_(shard_tokens), written_(written) {}
+  ShardSink(std::string prefix, std::string split, std::int64_t shard_tokens,
+            std::vector<std::string>& written, ShardManifest& manifest)
+      : prefix_(std::move(prefix)), split_(std::move(split)), shard_tokens_(shard_tokens),
+        written_(written), manifest_(manifest) {}
 
   void add(const std::vector<std::uint16_t>& tokens) {
     pending_.insert(pending_.end(), tokens.begin(), tokens.end());
@@ -44,12 +47,15 @@ class ShardSink {
     char index[16];
     std::snprintf(index, sizeof index, "%06d", static_cast<int>(written_.size()));
     const std::string path = prefix_ + index + ".bin";
-    write_token_shard(path, tokens);
+    const std::uint32_t crc = write_token_shard(path, tokens);
     written_.push_back(path);
+    manifest_.shards.push_back({fs::path(path).filename().string(), split_, static_cast<std::int64_t>(tokens.size()),
+                                kShardHeaderBytes + 2 * tokens.size(), crc});
   }
-  std::string prefix_;
+  std::string prefix_, split_;
   std::int64_t shard_tokens_;
   std::vector<std::string>& written_;
+  ShardManifest& manifest_;
   std::vector<std::uint16_t> pending_;
   std::int64_t total_ = 0;
 };
@@ -81,7 +87,8 @@ void check_options(const PrepareOptions& o) {
   }
 }
 
-// Existing shards of this name would mix with the new ones; refuse or remove them.
+// Existing shards of this name would mix with the new ones; refuse or remove them (with their
+// manifest, first: it must never describe shards it did not record).
 void clear_old_shards(const PrepareOptions& o) {
   std::vector<fs::path> old;
   for (const auto& e : fs::directory_iterator(o.out_dir)) {
@@ -90,13 +97,23 @@ void clear_old_shards(const PrepareOptions& o) {
       old.push_back(e.path());
     }
   }
-  if (old.empty()) return;
+  const fs::path manifest = fs::path(o.out_dir) / (o.name + ".shards.json");
+  if (old.empty()) {
+    if (fs::exists(manifest) && !o.overwrite) {
+      throw InputError(o.out_dir, "(directory)",
+                       "already holds " + manifest.filename().string() +
+                           "; pass --overwrite to replace it or choose another --name");
+    }
+    fs::remove(manifest);
+    return;
+  }
   if (!o.overwrite) {
     throw InputError(o.out_dir, "(directory)",
                      "already holds " + std::to_string(old.size()) + " shard(s) named " + o.name +
                          "_train_*/" + o.name + "_val_* (e.g. " + old.front().filename().string() +
                          "); pass --overwrite to replace them or choose another --name");
   }
+  fs::remove(manifest);
   for (const auto& p : old) fs::remove(p);
 }
 
@@ -133,12 +150,20 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
     throw InputError(inputs.empty() ? "(none)" : inputs.front(), "(file)",
                      "no text found (binary or empty files only)");
   }
-  fs::create_directories(options.out_dir);
+  std::error_code ec;
+  if (fs::exists(options.out_dir, ec) && !fs::is_directory(options.out_dir, ec)) {
+    throw InputError("--out", options.out_dir, "is a file; expected a directory for the shards");
+  }
+  fs::create_directories(options.out_dir, ec);
+  if (ec) throw InputError("--out", options.out_dir, "cannot create the directory: " + ec.message());
   clear_old_shards(options);
 
   const std::string prefix = (fs::path(options.out_dir) / options.name).string();
-  ShardSink train(prefix + "_train_", options.shard_tokens, summary.train_shards);
-  ShardSink val(prefix + "_val_", options.shard_tokens, summary.val_shards);
+  ShardManifest manifest;
+  manifest.tokenizer = options.tokenizer;
+  manifest.vocab_size = summary.vocab_size;
+  ShardSink train(prefix + "_train_", "train", options.shard_tokens, summary.train_shards, manifest);
+  ShardSink val(prefix + "_val_", "val", options.shard_tokens, summary.val_shards, manifest);
   // Bytes still owed to the validation split; it ends at the first newline after that.
   auto val_bytes_left = static_cast<std::int64_t>(
       std::ceil(options.val_fraction * static_cast<double>(summary.input_bytes)));
@@ -191,6 +216,9 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
   }
   train.finish();
   val.finish();
+  // Last: the manifest vouches for shards that are all complete.
+  summary.manifest = prefix + ".shards.json";
+  write_shard_manifest(summary.manifest, manifest);
   summary.train_tokens = train.total();
   summary.val_tokens = val.total();
   return summary;

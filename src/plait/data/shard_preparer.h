@@ -10,7 +10,8 @@
 // The validation split is the first ceil(val_fraction x input bytes) bytes, extended to the end
 // of the line holding the last of them (as llm.c's tinyshakespeare.py takes the first tokens for
 // validation); the rest is the training split. Shards hold shard_tokens tokens each (the last
-// one fewer) and are named <name>_<split>_<index:06d>.bin.
+// one fewer) and are named <name>_<split>_<index:06d>.bin; <name>.shards.json beside them records
+// each one's size and CRC-32C and the tokenizer (shard_manifest.h), written last.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -43,6 +44,7 @@ struct PrepareSummary {
   std::int64_t val_tokens = 0;
   std::vector<std::string> train_shards;
   std::vector<std::string> val_shards;
+  std::string manifest;  // <out>/<name>.shards.json: each shard's CRC-32C and the tokenizer
   int vocab_size = 0;
 };
 

@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
 
+#include "plait/core/crc32c.h"
 #include "plait/core/error.h"
+#include "plait/core/progress.h"
 
 namespace plait::data {
 namespace {
@@ -77,7 +80,7 @@ void fill_shard_header(std::int64_t tokens, std::span<std::byte, kShardHeaderByt
   write_le_int32(header, 8, static_cast<std::int32_t>(tokens));
 }
 
-void write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens) {
+std::uint32_t write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens) {
   std::vector<std::byte> bytes(kShardHeaderBytes + 2 * tokens.size());
   fill_shard_header(static_cast<std::int64_t>(tokens.size()),
                     std::span<std::byte, kShardHeaderBytes>(bytes.data(), kShardHeaderBytes));
@@ -105,9 +108,12 @@ void write_token_shard(const std::string& path, std::span<const std::uint16_t> t
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     throw Error(system_error("token shard: cannot rename " + tmp + " to " + path));
   }
+  return crc32c(bytes);
 }
 
-TokenShard::TokenShard(const std::string& path, std::optional<int> vocab_size) : path_(path) {
+TokenShard::TokenShard(const std::string& path, std::optional<int> vocab_size,
+                       const std::optional<ShardChecksum>& checksum)
+    : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path, "(file)", system_error("cannot open the shard"));
   struct stat st {};
@@ -143,17 +149,34 @@ TokenShard::TokenShard(const std::string& path, std::optional<int> vocab_size) :
   count_ = static_cast<std::size_t>(count);
   static_assert(std::endian::native == std::endian::little,
                 "shards are little-endian and mapped as they are");
+  const auto fail = [this](const std::string& where, const std::string& problem) {
+    ::munmap(map_, map_bytes_);
+    map_ = nullptr;
+    throw InputError(path_, where, problem);
+  };
+  if (checksum) {
+    // In 16 MiB blocks, each a mark of progress for the stall watchdog (a large shard takes a
+    // while to read on a slow disk).
+    constexpr std::size_t kBlock = std::size_t{16} << 20;
+    const auto* bytes = static_cast<const std::byte*>(map_);
+    std::uint32_t crc = 0;
+    for (std::size_t at = 0; at < map_bytes_; at += kBlock) {
+      crc = crc32c(std::span(bytes + at, std::min(kBlock, map_bytes_ - at)), crc);
+      note_progress();
+    }
+    if (crc != checksum->crc32c) {
+      fail("(checksum)", checksum->recorded_in + " records CRC-32C " + crc32c_text(checksum->crc32c) + ", the file's is " +
+                             crc32c_text(crc) + "; the shard is corrupted (or was changed since it was prepared)");
+    }
+  }
+  for (std::size_t i = 0; i < count_; ++i) max_token_ = std::max(max_token_, tokens_[i]);
   if (vocab_size) {
     for (std::size_t i = 0; i < count_; ++i) {
       if (tokens_[i] >= *vocab_size) {
         const std::string where = "offset " + std::to_string(kShardHeaderBytes + 2 * i) +
                                   " (token " + std::to_string(i) + ")";
-        const std::string problem = "expected a token id below the vocabulary size " +
-                                    std::to_string(*vocab_size) + ", found " +
-                                    std::to_string(tokens_[i]);
-        ::munmap(map_, map_bytes_);
-        map_ = nullptr;
-        throw InputError(path, where, problem);
+        fail(where, "expected a token id below the vocabulary size " + std::to_string(*vocab_size) + ", found " +
+                        std::to_string(tokens_[i]));
       }
     }
   }
@@ -168,7 +191,8 @@ TokenShard::TokenShard(TokenShard&& other) noexcept
       map_(std::exchange(other.map_, nullptr)),
       map_bytes_(std::exchange(other.map_bytes_, 0)),
       tokens_(std::exchange(other.tokens_, nullptr)),
-      count_(std::exchange(other.count_, 0)) {}
+      count_(std::exchange(other.count_, 0)),
+      max_token_(std::exchange(other.max_token_, 0)) {}
 
 TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
   if (this != &other) {
@@ -178,6 +202,7 @@ TokenShard& TokenShard::operator=(TokenShard&& other) noexcept {
     map_bytes_ = std::exchange(other.map_bytes_, 0);
     tokens_ = std::exchange(other.tokens_, nullptr);
     count_ = std::exchange(other.count_, 0);
+    max_token_ = std::exchange(other.max_token_, 0);
   }
   return *this;
 }

@@ -27,14 +27,23 @@ std::int64_t parse_shard_header(std::span<const std::byte> header, std::uint64_t
 void fill_shard_header(std::int64_t tokens, std::span<std::byte, kShardHeaderBytes> header);
 
 // Writes a shard atomically: to "<path>.tmp", flushed, then renamed over path, so a reader
-// never sees a half-written shard under the final name.
-void write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens);
+// never sees a half-written shard under the final name. Returns the file's CRC-32C.
+std::uint32_t write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens);
 
-// One shard, validated and memory-mapped read-only. With vocab_size, every token is checked
-// to be below it (the error names the token's byte offset).
+// What a shard must match beyond its own header: the CRC-32C of the whole file recorded in the
+// shard manifest beside it (shard_manifest.h), named in the error.
+struct ShardChecksum {
+  std::uint32_t crc32c = 0;
+  std::string recorded_in;
+};
+
+// One shard, validated and memory-mapped read-only. With a checksum, the whole file's CRC-32C
+// must equal it (checked first: a flipped bit shows as corruption, not as a strange token); with
+// vocab_size, every token is checked to be below it (the error names the token's byte offset).
 class TokenShard {
  public:
-  explicit TokenShard(const std::string& path, std::optional<int> vocab_size = std::nullopt);
+  explicit TokenShard(const std::string& path, std::optional<int> vocab_size = std::nullopt,
+                      const std::optional<ShardChecksum>& checksum = std::nullopt);
   ~TokenShard();
   TokenShard(TokenShard&& other) noexcept;
   TokenShard& operator=(TokenShard&& other) noexcept;
@@ -43,6 +52,8 @@ class TokenShard {
 
   std::span<const std::uint16_t> tokens() const { return {tokens_, count_}; }
   const std::string& path() const { return path_; }
+  // The largest token id (0 when empty), found while checking the vocabulary.
+  std::uint16_t max_token() const { return max_token_; }
 
  private:
   std::string path_;
@@ -50,6 +61,7 @@ class TokenShard {
   std::size_t map_bytes_ = 0;
   const std::uint16_t* tokens_ = nullptr;
   std::size_t count_ = 0;
+  std::uint16_t max_token_ = 0;
 };
 
 }  // namespace plait::data

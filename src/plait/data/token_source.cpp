@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "plait/core/error.h"
+#include "plait/core/progress.h"
 
 namespace plait::data {
 namespace fs = std::filesystem;
@@ -20,14 +21,33 @@ std::string TokenSpanSource::describe() const {
   return name_ + " (" + std::to_string(tokens_.size()) + " tokens)";
 }
 
-ShardSetSource::ShardSetSource(const std::vector<std::string>& files,
-                               std::optional<int> vocab_size) {
+namespace {
+
+std::vector<ShardSetSource::File> unchecked(const std::vector<std::string>& files) {
+  std::vector<ShardSetSource::File> out;
+  for (const std::string& f : files) out.push_back({f, std::nullopt});
+  return out;
+}
+
+}  // namespace
+
+ShardSetSource::ShardSetSource(const std::vector<std::string>& files, std::optional<int> vocab_size)
+    : ShardSetSource(unchecked(files), vocab_size) {}
+
+ShardSetSource::ShardSetSource(const std::vector<File>& files, std::optional<int> vocab_size) {
   if (files.empty()) throw Error("token shards: no shard files given");
   starts_.push_back(0);
-  for (const std::string& f : files) {
-    shards_.emplace_back(f, vocab_size);
+  for (const File& f : files) {
+    note_progress("reading token shard " + f.path);
+    shards_.emplace_back(f.path, vocab_size, f.checksum);
     starts_.push_back(starts_.back() + static_cast<std::int64_t>(shards_.back().tokens().size()));
   }
+}
+
+std::uint16_t ShardSetSource::max_token() const {
+  std::uint16_t m = 0;
+  for (const TokenShard& s : shards_) m = std::max(m, s.max_token());
+  return m;
 }
 
 void ShardSetSource::read(std::int64_t begin, std::span<std::uint16_t> out) const {

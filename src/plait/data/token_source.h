@@ -35,16 +35,23 @@ class TokenSpanSource : public TokenSource {
   std::string name_;
 };
 
-// Shard files concatenated in the order given, each validated (and its tokens checked against
-// vocab_size if given) when the source is built.
+// Shard files concatenated in the order given, each validated (its checksum against the shard
+// manifest's when it has one, its tokens against vocab_size if given) when the source is built.
 class ShardSetSource : public TokenSource {
  public:
+  struct File {
+    std::string path;
+    std::optional<ShardChecksum> checksum;
+  };
   explicit ShardSetSource(const std::vector<std::string>& files,
                           std::optional<int> vocab_size = std::nullopt);
+  ShardSetSource(const std::vector<File>& files, std::optional<int> vocab_size);
   std::int64_t size() const override { return starts_.back(); }
   void read(std::int64_t begin, std::span<std::uint16_t> out) const override;
   std::string describe() const override;
   const std::vector<TokenShard>& shards() const { return shards_; }
+  // The largest token id in the stream.
+  std::uint16_t max_token() const;
 
  private:
   std::vector<TokenShard> shards_;

@@ -5,6 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/core/progress.h"
 #include "plait/data/fixed_step_source.h"
 #include "plait/optim/grad_clip.h"
 #include "plait/runtime/rank_gather.h"
@@ -89,11 +90,13 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
                 std::to_string(plan_.microbatch_size) + " x " + std::to_string(plan_.seq));
   }
   for (auto& m : models_) m->zero_gradients();
+  note_progress("step " + std::to_string(step) + ": the barrier that starts it");
   // A common time origin for the step's timeline (the ranks' clocks are the host's monotonic
   // clock on one machine; across machines each rank's origin is its own barrier exit).
   world_.barrier();
   const double start = monotonic_seconds();
   ExecutedStep executed = executor_->run(step, batches, start, options_.record_events, options_.failure);
+  note_progress("step " + std::to_string(step) + ": finishing the gradient reductions, then the loss and norm");
   reducer_->finish();
 
   DistributedStepResult r;

@@ -1,8 +1,10 @@
 #include "plait/runtime/failure_injection.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "plait/core/error.h"
 
@@ -12,8 +14,8 @@ FailureInjection parse_failure_injection(const std::string& text, const std::str
   FailureInjection f;
   if (text.empty()) return f;
   const auto bad = [&] {
-    return Error(flag + ": expected RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval], "
-                        "found '" + text + "'");
+    return Error(flag + ": expected RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval|"
+                        "kill-in-commit|stop|hang], found '" + text + "'");
   };
   const std::size_t a = text.find(':');
   if (a == std::string::npos) throw bad();
@@ -33,6 +35,9 @@ FailureInjection parse_failure_injection(const std::string& text, const std::str
   else if (kind == "nan-grad") f.kind = FailureInjection::Kind::kNanGradient;
   else if (kind == "kill-in-save") f.kind = FailureInjection::Kind::kKillInSave;
   else if (kind == "kill-in-eval") f.kind = FailureInjection::Kind::kKillInEval;
+  else if (kind == "kill-in-commit") f.kind = FailureInjection::Kind::kKillInCommit;
+  else if (kind == "stop") f.kind = FailureInjection::Kind::kStop;
+  else if (kind == "hang") f.kind = FailureInjection::Kind::kHang;
   else throw bad();
   return f;
 }
@@ -43,6 +48,20 @@ void kill_self(int rank, std::int64_t step, const char* where) {
   std::fflush(stderr);
   std::raise(SIGKILL);
   std::abort();  // not reached
+}
+
+void stop_self(int rank, std::int64_t step) {
+  std::fprintf(stderr, "plait: rank %d: step %lld: stopping itself with SIGSTOP (injected failure)\n", rank,
+               static_cast<long long>(step));
+  std::fflush(stderr);
+  std::raise(SIGSTOP);
+}
+
+void hang_self(int rank, std::int64_t step) {
+  std::fprintf(stderr, "plait: rank %d: step %lld: hanging, alive, without progress (injected failure)\n", rank,
+               static_cast<long long>(step));
+  std::fflush(stderr);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace plait::runtime

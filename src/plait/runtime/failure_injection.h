@@ -17,6 +17,12 @@ struct FailureInjection {
     kKillInSave,   // SIGKILL after writing this rank's files of the checkpoint of `step`, before
                    // the coordinator commits it
     kKillInEval,   // SIGKILL in the middle of the validation run at training step `step`
+    kKillInCommit, // SIGKILL of rank 0 while committing the checkpoint of `step`: after renaming
+                   // step_N.partial/ to step_N/, before rewriting `latest`
+    kStop,         // SIGSTOP before the middle compute action of the step: the process stays,
+                   // stopped, and sends nothing (the stall watchdog must end the job)
+    kHang,         // the rank sleeps forever there, alive (its watchdog thread still reports):
+                   // a rank stuck outside any wait, as in a deadlock
   };
   int rank = -1;  // -1: none
   std::int64_t step = 0;
@@ -25,12 +31,18 @@ struct FailureInjection {
   bool at(int r, std::int64_t s, Kind k) const { return rank == r && step == s && kind == k; }
 };
 
-// "R:S" (throw) or "R:S:<kind>" with kind kill | nan-loss | nan-grad | kill-in-save | kill-in-eval;
+// "R:S" (throw) or "R:S:<kind>" with kind kill | nan-loss | nan-grad | kill-in-save | kill-in-eval
+// | kill-in-commit | stop | hang;
 // "" is none. Throws plait::Error naming the flag otherwise.
 FailureInjection parse_failure_injection(const std::string& text, const std::string& flag);
 
 // Announces the injected kill on stderr (so a test can time the failure), then SIGKILLs the
 // process, which dies without a word, as under the kernel's OOM killer.
 [[noreturn]] void kill_self(int rank, std::int64_t step, const char* where);
+
+// Announces it, then SIGSTOPs the process (it resumes only on SIGCONT).
+void stop_self(int rank, std::int64_t step);
+// Announces it, then sleeps forever.
+[[noreturn]] void hang_self(int rank, std::int64_t step);
 
 }  // namespace plait::runtime

@@ -8,6 +8,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/core/progress.h"
 #include "plait/data/segment_columns.h"
 
 namespace plait::runtime {
@@ -209,11 +210,18 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   bool nan_loss = failure.at(rank, step, Kind::kNanLoss);
   bool nan_gradient = failure.at(rank, step, Kind::kNanGradient);
 
+  char doing[96];
   for (std::size_t i = 0; i < program_.steps.size(); ++i) {
     const ComputeStep& s = program_.steps[i];
+    // For the stall watchdog: where this rank is (and, while it waits, for what).
+    std::snprintf(doing, sizeof doing, "step %lld%s: %s on stage %d", static_cast<long long>(step),
+                  mode_ == ExecutorMode::kEvaluate ? " (validation)" : "", action_text(s.action).c_str(), s.vstage);
+    note_progress(doing);
     if (i == fail_at && failure.at(rank, step, Kind::kKill)) {
       kill_self(rank, step, mode_ == ExecutorMode::kEvaluate ? "during evaluation" : "mid-step");
     }
+    if (i == fail_at && failure.at(rank, step, Kind::kStop)) stop_self(rank, step);
+    if (i == fail_at && failure.at(rank, step, Kind::kHang)) hang_self(rank, step);
     if (i == fail_at && failure.at(rank, step, Kind::kThrow)) {
       throw Error("step " + std::to_string(step) + ": injected failure before action " +
                   std::to_string(i) + " (" + action_text(s.action) + ")");
@@ -300,6 +308,9 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   }
 
   // Every send must complete before its buffer goes; keep the reductions moving meanwhile.
+  std::snprintf(doing, sizeof doing, "step %lld%s: after its last action, finishing its sends",
+                static_cast<long long>(step), mode_ == ExecutorMode::kEvaluate ? " (validation)" : "");
+  note_progress(doing);
   for (poll(); !st.sending.empty(); poll()) st.sending.front().request.wait();
   if (!st.posted.empty() || !st.local.empty()) {
     throw Error("rank " + std::to_string(rank) + ": step " + std::to_string(step) + " ended with " +

@@ -50,6 +50,11 @@ TrainConfig parse_train(const JsonFields& t, const spec::ModelSpec& model) {
   } else {
     t.fail("on_nonfinite", "expected \"abort\" or \"skip\", found \"" + policy + "\"");
   }
+  c.stall_timeout_s = t.number("stall_timeout_s", c.stall_timeout_s);
+  if (!(c.stall_timeout_s == 0 || (c.stall_timeout_s >= 0.1 && c.stall_timeout_s <= 1e6))) {
+    t.fail("stall_timeout_s", "expected 0 (no watchdog) or seconds in [0.1, 1e6], found " +
+                                  std::to_string(c.stall_timeout_s));
+  }
   t.check_no_unknown_fields();
   return c;
 }
@@ -98,6 +103,7 @@ CheckpointConfig parse_checkpoint(const JsonFields& k) {
   if (c.dir.empty()) k.fail("dir", "expected the directory checkpoints are written into");
   c.every = static_cast<int>(k.integer_in("every", 0, 1 << 30, 0));
   c.keep_last = static_cast<int>(k.integer_in("keep_last", 0, 1 << 20, 0));
+  c.save_initial = k.boolean("save_initial", false);
   k.check_no_unknown_fields();
   return c;
 }
@@ -181,7 +187,8 @@ nlohmann::json to_json(const RunConfig& c) {
         {"segments", r.explicit_lengths() ? nlohmann::json(r.lengths) : nlohmann::json(r.count)},
         {"eval_every", c.train.eval_every},
         {"eval_batches", c.train.eval_batches},
-        {"on_nonfinite", to_string(c.train.on_nonfinite)}}},
+        {"on_nonfinite", to_string(c.train.on_nonfinite)},
+        {"stall_timeout_s", c.train.stall_timeout_s}}},
   };
   nlohmann::json& data = j["data"];
   if (c.data.uses_shards()) {
@@ -194,7 +201,8 @@ nlohmann::json to_json(const RunConfig& c) {
   if (c.checkpoint) {
     j["checkpoint"] = {{"dir", c.checkpoint->dir},
                        {"every", c.checkpoint->every},
-                       {"keep_last", c.checkpoint->keep_last}};
+                       {"keep_last", c.checkpoint->keep_last},
+                       {"save_initial", c.checkpoint->save_initial}};
   }
   return j;
 }

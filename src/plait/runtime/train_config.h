@@ -41,6 +41,9 @@ struct TrainConfig {
   // update and go on (kSkip). Every rank takes the same decision (the check is reduced).
   enum class OnNonFinite { kAbort, kSkip };
   OnNonFinite on_nonfinite = OnNonFinite::kAbort;
+  // The stall watchdog (comm/watchdog.h): the job ends when no rank has made progress for this
+  // many seconds; 0 disables it.
+  double stall_timeout_s = 300;
 
   std::int64_t tokens_per_step() const {
     return std::int64_t{seq} * microbatch_size * microbatches;
@@ -67,11 +70,13 @@ struct DataConfig {
 };
 
 // Checkpoints of the run (docs/checkpoints.md): written into `dir` every `every` steps and after
-// the last step; `keep_last` > 0 keeps only the newest that many.
+// the last step; `keep_last` > 0 keeps only the newest that many; `save_initial` also saves the
+// untrained parameters as step 0 when the run starts from scratch.
 struct CheckpointConfig {
   std::string dir;
   int every = 0;  // 0: only after the last step
   int keep_last = 0;
+  bool save_initial = false;
 };
 
 struct RunConfig {

@@ -1,5 +1,7 @@
 #include "plait/runtime/training_checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -7,6 +9,9 @@
 #include "plait/checkpoint/safetensors_file.h"
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
+#include "plait/core/progress.h"
+#include "plait/model/parameter_layout.h"
+#include "plait/runtime/collective_error.h"
 #include "plait/runtime/rank_gather.h"
 
 namespace plait::runtime {
@@ -30,6 +35,57 @@ bool skipped_copy(const PipelinePlan& plan, int vstage, const std::string& name)
   return plan.tied_table_split() && vstage != 0 && name == model::embedding_tensor_name(plan.model);
 }
 
+// Per rank: [per chunk: 1 + first bad tensor of the chunk's state (0: none), what is wrong].
+// What is wrong: 1 NaN/infinite parameter, 2 first moment, 3 second moment, 4 negative second
+// moment. Every rank gathers all and builds the same message.
+void refuse_nonfinite_state(DistributedTrainer& trainer, comm::Communicator& world, std::int64_t step) {
+  std::vector<double> mine;
+  bool any = false;
+  for (int c = 0; c < trainer.num_chunks(); ++c) {
+    model::StageModel& m = trainer.chunk(c);
+    optim::AdamW& opt = trainer.optimizer(c);
+    const std::span<const float> spans[3] = {m.parameters(), opt.first_moment(), opt.second_moment()};
+    double bad = 0, what = 0;
+    const auto& tensors = m.tensors();
+    for (std::size_t t = 0; t < tensors.size() && bad == 0; ++t) {
+      for (int k = 0; k < 3 && bad == 0; ++k) {
+        for (const float v : spans[k].subspan(tensors[t].offset, tensors[t].numel)) {
+          if (!std::isfinite(v) || (k == 2 && v < 0)) {
+            bad = static_cast<double>(t) + 1;
+            what = std::isfinite(v) ? 4 : k + 1;
+            break;
+          }
+        }
+      }
+    }
+    any = any || bad != 0;
+    mine.insert(mine.end(), {bad, what});
+  }
+  // One flag first: the gather below runs only when something is wrong.
+  if (world.allreduce(any ? 1.0 : 0.0, comm::ReduceOp::kSum) == 0) return;
+  const std::vector<std::vector<double>> all = gather_all(world, mine);
+  const PipelinePlan& plan = trainer.plan();
+  const char* kinds[] = {"", "a NaN or infinite value", "a NaN or infinite first moment (adam_m)",
+                         "a NaN or infinite second moment (adam_v)", "a negative second moment (adam_v)"};
+  std::vector<bool> named(static_cast<std::size_t>(plan.num_vstages()), false);
+  std::string what;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const auto& stages = plan.schedule.layout.rank_vstages[r];
+    for (std::size_t c = 0; 2 * c + 1 < all[r].size(); ++c) {
+      const int tensor = static_cast<int>(all[r][2 * c]) - 1;
+      const int vstage = stages.at(c);
+      if (tensor < 0 || named[static_cast<std::size_t>(vstage)]) continue;
+      named[static_cast<std::size_t>(vstage)] = true;
+      const auto names = model::parameter_layout(plan.model, plan.vstage_specs[static_cast<std::size_t>(vstage)]);
+      what += std::string(what.empty() ? "" : "; ") + names.at(static_cast<std::size_t>(tensor)).name + " on stage " +
+              std::to_string(vstage) + " (rank " + std::to_string(r) + ") holds " +
+              kinds[static_cast<int>(all[r][2 * c + 1])];
+    }
+  }
+  throw CollectiveError("checkpoint of step " + std::to_string(step) + ": refusing to save state that is not finite: " +
+                        what + "; nothing was written (the previous checkpoint stays the newest)");
+}
+
 }  // namespace
 
 std::string stage_file_name(int vstage) { return "stage_" + std::to_string(vstage) + ".safetensors"; }
@@ -39,6 +95,10 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
                                      const FailureInjection& failure) {
   const PipelinePlan& plan = trainer.plan();
   const int rank = world.rank();
+  const std::string what = "checkpoint of step " + std::to_string(state.step);
+  note_progress(what + ": checking the state is finite");
+  refuse_nonfinite_state(trainer, world, state.step);
+  note_progress(what + ": creating its directory");
   if (rank == 0) checkpoint::begin_checkpoint(where.dir, state.step);
   world.barrier();  // the staging directory exists
   const std::string staging = checkpoint::checkpoint_staging_dir(where.dir, state.step);
@@ -67,6 +127,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
         {"virtual_stage", std::to_string(v)},
         {"layers", "[" + std::to_string(spec.first_layer) + ", " + std::to_string(spec.last_layer) + ")"},
     };
+    note_progress(what + ": writing " + stage_file_name(v));
     const checkpoint::ManifestFile f =
         checkpoint::write_checkpoint_file(staging, stage_file_name(v), tensors, metadata);
     written.insert(written.end(), {static_cast<double>(v), static_cast<double>(f.bytes),
@@ -76,6 +137,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
     kill_self(rank, state.step, "after writing its checkpoint files, before the commit");
   }
 
+  note_progress(what + ": gathering every rank's files");
   const std::vector<std::vector<double>> all = gather_all(world, written);  // every file is written
   const std::string final_dir = (fs::path(where.dir) / checkpoint::checkpoint_dir_name(state.step)).string();
   if (rank == 0) {
@@ -84,6 +146,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
     manifest.config = state.config;
     manifest.data_position = state.data_position;
     manifest.rng_state = state.rng_state;
+    manifest.working_directory = state.working_directory;
     const optim::AdamWConfig& adam = trainer.optimizer(0).config();
     manifest.optimizer = {{"name", "adamw"},
                           {"steps", trainer.optimizer_steps()},
@@ -110,8 +173,15 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
                   " stage files were written, expected " + std::to_string(plan.num_vstages()));
     }
     for (auto& [v, f] : files) manifest.files.push_back(std::move(f));
-    checkpoint::commit_checkpoint(where.dir, manifest, where.keep_last);
+    const auto kill_in_commit = [&] {
+      if (failure.at(rank, state.step, FailureInjection::Kind::kKillInCommit)) {
+        kill_self(rank, state.step, "after renaming the checkpoint's directory, before rewriting latest");
+      }
+    };
+    note_progress(what + ": committing it");
+    checkpoint::commit_checkpoint(where.dir, manifest, where.keep_last, kill_in_commit);
   }
+  note_progress(what + ": waiting for the commit");
   world.barrier();  // committed: every rank may now rely on it
   return final_dir;
 }
@@ -142,29 +212,21 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
       reader.read(t.name, p.subspan(t.offset, t.numel));
       reader.read(t.name + ".adam_m", first.subspan(t.offset, t.numel));
       reader.read(t.name + ".adam_v", second.subspan(t.offset, t.numel));
+      for (std::size_t i = 0; i < t.numel; ++i) {
+        if (second[t.offset + i] < 0) {
+          throw InputError(reader.dir(), "tensor \"" + t.name + ".adam_v\"",
+                           "element " + std::to_string(i) + " is negative; AdamW's second moment is a "
+                           "mean of squares (the next update would be NaN)");
+        }
+      }
     }
   }
   const JsonFields optimizer(reader.manifest().optimizer, manifest, "optimizer");
   if (optimizer.string("name") != "adamw") {
     optimizer.fail("name", "expected \"adamw\", found \"" + optimizer.string("name") + "\"");
   }
-  trainer.set_optimizer_steps(static_cast<int>(optimizer.integer_in("steps", 0, INT32_MAX)));
-}
-
-std::optional<std::string> find_checkpoint(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_regular_file(fs::path(path) / "manifest.json", ec)) return path;
-  if (fs::exists(fs::path(path) / "latest", ec)) return checkpoint::latest_checkpoint(path);
-  if (fs::is_directory(path, ec)) {
-    // No `latest` yet: none was completed (a first save killed before its rename leaves only a
-    // .partial), or the first one was killed between its rename and writing `latest`.
-    const std::vector<std::string> complete = checkpoint::list_checkpoints(path);
-    if (complete.empty()) return std::nullopt;
-    return complete.back();
-  }
-  throw InputError(path, "(checkpoint)",
-                   "expected a checkpoint directory (with manifest.json) or a checkpoint root (with "
-                   "latest); it does not exist");
+  trainer.set_optimizer_steps(static_cast<int>(
+      optimizer.integer_in("steps", 0, std::min<std::int64_t>(INT32_MAX, reader.manifest().step))));
 }
 
 }  // namespace plait::runtime

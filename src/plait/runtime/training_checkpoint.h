@@ -34,6 +34,7 @@ struct TrainingState {
   nlohmann::json config;
   nlohmann::json data_position;
   nlohmann::json rng_state;
+  std::string working_directory;  // absolute; the config's relative paths resolve against it
 };
 
 // "stage_3.safetensors".
@@ -43,19 +44,18 @@ std::string stage_file_name(int vstage);
 // lowest holder writes its file (atomically), the file records are gathered to rank 0, which
 // commits (manifest, rename, `latest`, pruning to keep_last), and a barrier ends it. A rank killed
 // at any point leaves the previous checkpoint as `latest`. Returns the checkpoint's directory.
-// `failure` of kind kKillInSave at this rank and state.step kills the rank after its files are
-// written, before the commit.
+// State that is not finite (a NaN or infinite parameter or moment, a negative second moment) is
+// refused before anything is written: every rank throws the same CollectiveError naming the
+// first bad tensor of each stage. `failure` of kind kKillInSave at this rank and state.step
+// kills the rank after its files are written, before the commit; kKillInCommit kills rank 0
+// after it renamed the directory, before it rewrote `latest`.
 std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communicator& world,
                                      const CheckpointConfig& where, const TrainingState& state,
                                      const FailureInjection& failure = {});
 
 // Loads the rank's chunks (parameters, AdamW moments by global name) and the optimizer step count
 // from a verified checkpoint. Not collective. Errors name the checkpoint and the tensor (absent,
-// or another shape than the model's).
+// another shape than the model's, a value that is not finite, a negative second moment).
 void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::CheckpointReader& reader);
-
-// The checkpoint directory `path` names: a step directory (holding manifest.json), or a
-// checkpoint root (its `latest`; nullopt when it has none yet). InputError otherwise.
-std::optional<std::string> find_checkpoint(const std::string& path);
 
 }  // namespace plait::runtime

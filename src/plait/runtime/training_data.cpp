@@ -7,6 +7,7 @@
 #include "plait/data/batch_loader.h"
 #include "plait/data/byte_tokenizer.h"
 #include "plait/data/microbatch_shares.h"
+#include "plait/data/shard_manifest.h"
 #include "plait/data/text_corpus.h"
 
 namespace plait::runtime {
@@ -25,13 +26,33 @@ std::string thousands(std::int64_t n) {
   return s;
 }
 
+// The split's shards, each checked against the shard manifest beside them (its CRC-32C, the
+// tokenizer that wrote them) when there is one. Shards without a manifest (llm.c's own) are
+// read unverified; declared GPT-2 but holding only ids below 256 they are byte-level shards
+// (GPT-2 text always has merged tokens, and plait's shards an <|endoftext|> per document).
+std::unique_ptr<data::ShardSetSource> open_shards(const RunConfig& run, const std::string& split) {
+  const DataConfig& d = run.data;
+  const std::vector<data::ShardSetSource::File> files =
+      data::shards_to_read(d.shards, split, d.tokenizer, run.source + " (data.tokenizer)");
+  auto source = std::make_unique<data::ShardSetSource>(files, d.vocab_size());
+  bool verified = false;
+  for (const auto& f : files) verified = verified || f.checksum.has_value();
+  constexpr std::int64_t kEnoughToTell = 1024;
+  if (!verified && d.tokenizer == "gpt2" && source->size() >= kEnoughToTell && source->max_token() < 256) {
+    throw InputError(run.source, "data.tokenizer",
+                     "\"gpt2\", but every one of the " + std::to_string(source->size()) + " tokens of " +
+                         source->describe() + " is below 256: byte-level shards (plait data prepare "
+                         "--tokenizer byte); declare \"byte\" or prepare them with --tokenizer gpt2");
+  }
+  return source;
+}
+
 }  // namespace
 
 TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
                            const std::optional<DataResume>& resume)
     : kind_(run.data.uses_shards() ? kSequential : kRandomWindows), seed_(global.seed) {
   const DataConfig& d = run.data;
-  const int vocab = d.vocab_size();
   std::optional<JsonFields> position;
   if (resume) {
     position.emplace(resume->data_position, resume->file, "data_position");
@@ -47,7 +68,7 @@ TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
   }
 
   if (d.uses_shards()) {
-    train_tokens_ = std::make_unique<data::ShardSetSource>(data::find_token_shards(d.shards, "train"), vocab);
+    train_tokens_ = open_shards(run, "train");
     data::DataPosition start;
     if (position) {
       nlohmann::json state = resume->data_position;
@@ -89,16 +110,15 @@ TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
                          "validation (train.eval_every) needs the held-out split: a directory with "
                          "*_val_* shards, found the single file " + d.shards);
       }
-      std::vector<std::string> files;
       try {
-        files = data::find_token_shards(d.shards, "val");
+        data::find_token_shards(d.shards, "val");
       } catch (const InputError&) {
         throw InputError(run.source, "data.shards",
                          "no validation shards (*_val_*.bin) in " + d.shards +
                              "; prepare them with plait data prepare --val-fraction > 0, or set "
                              "train.eval_every to 0");
       }
-      val_tokens_ = std::make_unique<data::ShardSetSource>(files, vocab);
+      val_tokens_ = open_shards(run, "val");
     } else {
       const data::TextCorpus held_out = data::read_text_corpus(d.val_paths);
       val_text_tokens_ = data::ByteTokenizer::encode(held_out.text);

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <system_error>
 
 #include "plait/checkpoint/checkpoint_manifest.h"
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/core/error.h"
+#include "plait/checkpoint/checkpoint_scan.h"
 #include "plait/runtime/training_checkpoint.h"
+#include "plait/runtime/training_resume.h"
 
 namespace plait::runtime {
 namespace fs = std::filesystem;
@@ -46,63 +47,107 @@ nlohmann::json TrainingRun::config_json(const JobConfig& job) {
 TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::Communicator& world,
                          MemoryTracker& tracker, TrainingRunOptions options)
     : job_(job), global_(job.global_train()), world_(world), options_(std::move(options)) {
-  std::unique_ptr<checkpoint::CheckpointReader> reader;
-  std::optional<DataResume> data_resume;
-  if (options_.resume) {
-    std::string path = *options_.resume;
-    if (path.empty()) {
-      if (!job.run.checkpoint) {
-        throw InputError(job.run.source, "checkpoint.dir",
-                         "missing: --resume without a path resumes from the config's checkpoint "
-                         "directory");
-      }
-      path = job.run.checkpoint->dir;
-    }
-    if (const std::optional<std::string> dir = find_checkpoint(path)) {
-      reader = std::make_unique<checkpoint::CheckpointReader>(*dir);
-      const std::string file = manifest_path(*dir);
-      check_same_model(reader->manifest().config, job, file);
-      start_ = reader->manifest().step;
-      if (start_ > global_.steps) {
-        throw InputError(file, "step",
-                         "the checkpoint is at step " + std::to_string(start_) + ", past train.steps " +
-                             std::to_string(global_.steps) + " of " + job.run.source +
-                             " (raise train.steps or --steps to train further)");
-      }
-      data_resume = DataResume{reader->manifest().data_position, reader->manifest().rng_state, file};
-      resumed_from_ = *dir;
-    }
+  const std::optional<CheckpointConfig>& ckpt = job.run.checkpoint;
+  std::error_code ec;
+  if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
+    throw InputError(job.run.source, "checkpoint.dir", ckpt->dir + " is a file; checkpoints need a directory");
   }
-  if (job.run.checkpoint) {
-    // Saves replace a step's directory; never let a run overwrite checkpoints newer than where it
-    // starts (a fresh run into a used directory, or a resume from an older step).
-    const std::string& dir = job.run.checkpoint->dir;
-    const std::vector<std::string> existing = checkpoint::list_checkpoints(dir);
-    if (!existing.empty()) {
-      const std::string newest = fs::path(existing.back()).filename().string();
-      if (std::stoll(newest.substr(5)) > start_) {  // list_checkpoints: "step_<digits>", by step
-        throw InputError(job.run.source, "checkpoint.dir",
-                         dir + " already holds checkpoints up to " + newest + ", past this run's start (" +
-                             (resumed_from_.empty() ? std::string("a fresh run at step 0")
-                                                    : "step " + std::to_string(start_) + " of " + resumed_from_) +
-                             "); continue the newest with --resume, or give another directory");
-      }
+  std::unique_ptr<checkpoint::CheckpointReader> reader = open_resume_point();
+  std::optional<DataResume> data_resume;
+  if (reader) {
+    data_resume = DataResume{reader->manifest().data_position, reader->manifest().rng_state,
+                             manifest_path(reader->dir())};
+  }
+  std::vector<std::string> newer;  // complete checkpoints in checkpoint.dir past the start
+  if (ckpt) {
+    for (const std::string& dir : checkpoint::list_checkpoints(ckpt->dir)) {
+      const std::int64_t step = checkpoint::checkpoint_dir_step(dir);
+      if (!reader || step > start_) newer.push_back(dir);
+    }
+    // A fresh run's saves would replace them: refuse. A resume from an older step (named, or
+    // because the newer ones do not verify) keeps them aside, untouched, below.
+    if (!newer.empty() && !reader) {
+      throw InputError(job.run.source, "checkpoint.dir",
+                       ckpt->dir + " already holds checkpoints (up to " + fs::path(newer.back()).filename().string() +
+                           ") that a fresh run would replace; continue the newest with --resume, or "
+                           "give another directory");
     }
   }
   stop_ = global_.steps;
   if (options_.stop_at > 0) {
-    if (options_.stop_at <= start_) {
-      throw Error("--stop-at " + std::to_string(options_.stop_at) + ": expected a step after the start step " +
-                  std::to_string(start_));
+    if (options_.stop_at <= start_ || options_.stop_at > global_.steps) {
+      throw Error("--stop-at " + std::to_string(options_.stop_at) + ": expected a step in [" +
+                  std::to_string(start_ + 1) + ", " + std::to_string(global_.steps) + "] (after the start step " +
+                  std::to_string(start_) + ", at most train.steps " + std::to_string(global_.steps) + ")");
     }
-    stop_ = std::min<std::int64_t>(options_.stop_at, global_.steps);
+    stop_ = options_.stop_at;
   }
   data_ = std::make_unique<TrainingData>(job.run, global_, data_resume);
+  // Every rank has chosen and checked before rank 0 changes anything in the checkpoint root.
+  world.barrier();
+  if (ckpt && world.rank() == 0) prepare_checkpoint_root(newer);
   trainer_ = std::make_unique<DistributedTrainer>(plan, global_, world, tracker, options_.trainer);
   if (reader) restore_training_checkpoint(*trainer_, *reader);
   next_ = start_;
   final_validation_ = stop_ == global_.steps && data_->validation() != nullptr;
   finished_ = next_ == stop_ && !final_validation_;
+  if (ckpt && ckpt->save_initial && !reader) initial_checkpoint_ = save(0);
+}
+
+std::unique_ptr<checkpoint::CheckpointReader> TrainingRun::open_resume_point() {
+  if (!options_.resume) return nullptr;
+  std::string path = *options_.resume;
+  if (path.empty()) {
+    if (!job_.run.checkpoint) {
+      throw InputError(job_.run.source, "checkpoint.dir",
+                       "missing: --resume without a path resumes from the config's checkpoint "
+                       "directory");
+    }
+    path = job_.run.checkpoint->dir;
+  }
+  ResumePoint point = find_resume_point(path);
+  for (const auto& s : point.skipped) notes_.push_back("skipped " + s.dir + ", which does not verify: " + s.why);
+  if (!point.latest_note.empty()) notes_.push_back(point.latest_note);
+  if (!point.reader) return nullptr;
+  const std::string file = manifest_path(point.reader->dir());
+  check_same_model(point.reader->manifest().config, job_, file);
+  start_ = point.reader->manifest().step;
+  if (start_ > global_.steps) {
+    throw InputError(file, "step",
+                     "the checkpoint is at step " + std::to_string(start_) + ", past train.steps " +
+                         std::to_string(global_.steps) + " of " + job_.run.source +
+                         " (raise train.steps or --steps to train further)");
+  }
+  resumed_from_ = point.reader->dir();
+  return std::move(point.reader);
+}
+
+void TrainingRun::prepare_checkpoint_root(const std::vector<std::string>& newer) {
+  const CheckpointConfig& ckpt = *job_.run.checkpoint;
+  checkpoint::create_checkpoint_root(ckpt.dir);  // an unusable directory fails now, not at a save
+  if (!options_.resume) return;
+  for (const std::string& dir : newer) {
+    const std::string aside = checkpoint::set_checkpoint_aside(dir);
+    notes_.push_back("kept " + dir + " aside as " + fs::path(aside).filename().string() +
+                     " (newer than the step resumed from; renamed, nothing deleted)");
+  }
+  // `latest` names the newest complete checkpoint left: the one resumed from when it is here.
+  const std::vector<std::string> left = checkpoint::list_checkpoints(ckpt.dir);
+  std::optional<std::string> latest;
+  std::string problem;
+  try {
+    latest = checkpoint::latest_checkpoint(ckpt.dir);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  const std::optional<std::string> want = left.empty() ? std::nullopt : std::optional(left.back());
+  const auto name = [](const std::optional<std::string>& d) { return d ? fs::path(*d).filename().string() : ""; };
+  if (name(latest) != name(want) || !problem.empty()) {
+    checkpoint::point_latest(ckpt.dir, want);
+    if (latest || !problem.empty()) {
+      notes_.push_back(want ? "repaired latest: it now names " + name(want) : "removed latest: no complete checkpoint is left to name");
+    }
+  }
 }
 
 TrainingRun::~TrainingRun() = default;
@@ -110,6 +155,8 @@ TrainingRun::~TrainingRun() = default;
 std::string TrainingRun::save(std::int64_t step) {
   TrainingState state;
   state.step = step;
+  std::error_code ec;
+  state.working_directory = fs::current_path(ec).string();
   state.config = config_json(job_);
   state.data_position = data_->state(step);
   state.rng_state = data_->rng_state();
@@ -138,17 +185,6 @@ TrainingStep TrainingRun::next() {
   }
   finished_ = next_ == stop_ && !final_validation_;
   return rec;
-}
-
-JobConfig job_config_of_checkpoint(const std::string& checkpoint_dir) {
-  const std::string file = manifest_path(checkpoint_dir);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "(file)", "cannot open the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  const checkpoint::CheckpointManifest m = checkpoint::parse_manifest(text.str(), file);
-  JobConfig job = parse_job_config(m.config, file + " (config)");
-  return job;
 }
 
 }  // namespace plait::runtime

@@ -12,9 +12,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "plait/checkpoint/checkpoint_store.h"
 #include "plait/comm/communicator.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/runtime/distributed_trainer.h"
@@ -26,12 +28,15 @@ namespace plait::runtime {
 
 struct TrainingRunOptions {
   TrainerOptions trainer;
-  // Resume from: a step directory, a checkpoint root (its `latest`), or "" for the config's
-  // checkpoint.dir. A root without a complete checkpoint yet starts at step 0. nullopt: start
-  // fresh.
+  // Resume from: a step directory, a checkpoint root (its newest complete checkpoint that
+  // verifies: training_resume.h), or "" for the config's checkpoint.dir. A root that does not
+  // exist or holds no complete checkpoint yet starts at step 0. Complete checkpoints in
+  // checkpoint.dir newer than the start are kept aside (renamed); `latest` is repaired.
+  // nullopt: start fresh (refused if checkpoint.dir already holds checkpoints).
   std::optional<std::string> resume;
   // > 0: stop before this step (saving a checkpoint there when the config has a checkpoint
-  // section) without changing train.steps, the length of the learning-rate schedule.
+  // section) without changing train.steps, the length of the learning-rate schedule. Must lie
+  // after the start step and at most train.steps.
   std::int64_t stop_at = 0;
 };
 
@@ -59,6 +64,11 @@ class TrainingRun {
   std::int64_t stop_step() const { return stop_; }
   // The checkpoint resumed from, or "".
   const std::string& resumed_from() const { return resumed_from_; }
+  // What resuming found and did, one line each, for the lead rank to print: newer checkpoints
+  // skipped (and why) or kept aside, `latest` repaired.
+  const std::vector<std::string>& resume_notes() const { return notes_; }
+  // The step-0 checkpoint of checkpoint.save_initial, or "".
+  const std::string& initial_checkpoint() const { return initial_checkpoint_; }
   bool done() const { return finished_; }
   // The step next() runs.
   std::int64_t next_step() const { return next_; }
@@ -70,6 +80,12 @@ class TrainingRun {
 
  private:
   std::string save(std::int64_t step);
+  // With --resume: the checkpoint to start from (training_resume.h), or null to start at step 0;
+  // sets start_ and resumed_from_, and notes what was skipped.
+  std::unique_ptr<checkpoint::CheckpointReader> open_resume_point();
+  // Rank 0, once every rank has chosen where it starts: creates checkpoint.dir, and on a resume
+  // sets the newer checkpoints aside and makes `latest` name the newest one left.
+  void prepare_checkpoint_root(const std::vector<std::string>& newer);
 
   JobConfig job_;
   TrainConfig global_;
@@ -77,14 +93,11 @@ class TrainingRun {
   TrainingRunOptions options_;
   std::unique_ptr<TrainingData> data_;
   std::unique_ptr<DistributedTrainer> trainer_;
-  std::string resumed_from_;
+  std::string resumed_from_, initial_checkpoint_;
+  std::vector<std::string> notes_;
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
   bool final_validation_ = false;  // one more validation after the last step of train.steps
   bool finished_ = false;
 };
-
-// The job config a checkpoint was written with (its manifest's "config"), for `plait train
-// --resume DIR` without --config. Errors name the manifest.
-JobConfig job_config_of_checkpoint(const std::string& checkpoint_dir);
 
 }  // namespace plait::runtime

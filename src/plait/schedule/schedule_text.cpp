@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "plait/core/error.h"
+#include "plait/core/printable_text.h"
 
 namespace plait::schedule {
 
@@ -149,7 +150,7 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
           if (!parse_count(list.substr(offset, comma - offset), stage)) {
             fail(source, line_number, tokens[t].column + offset,
                  "expected a comma-separated list of virtual stage numbers for rank " +
-                     std::to_string(t - 1) + ", found '" + std::string(list) + "'");
+                     std::to_string(t - 1) + ", found '" + printable_text(list) + "'");
           }
           stages.push_back(stage);
           if (comma == list.size()) break;
@@ -171,7 +172,7 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
         std::size_t offset = 0;
         if (!parse_action(token.text, action, error, offset)) {
           fail(source, line_number, token.column + offset,
-               error + " (in '" + std::string(token.text) + "')");
+               error + " (in '" + printable_text(token.text) + "')");
         }
         actions.push_back(action);
       }

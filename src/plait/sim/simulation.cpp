@@ -1,6 +1,9 @@
 #include "plait/sim/simulation.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
@@ -136,7 +139,12 @@ trace::Timeline make_timeline(const SimulationConfig& config, const SimulationRe
       label += c ? ',' : ' ';
       label += std::to_string(layout.vstage(r, c));
     }
-    tl.rank_labels.push_back(label + ")");
+    // Each row names its rank's device: with unlike devices, that is why one row is busier.
+    label += ")";
+    if (!report.devices.empty()) {
+      label += ": " + report.devices[std::min(static_cast<std::size_t>(r), report.devices.size() - 1)].name;
+    }
+    tl.rank_labels.push_back(label);
   }
   std::snprintf(buf, sizeof buf, "%.4f s", report.result.step_time);
   tl.summary.emplace_back("step time", buf);
@@ -154,7 +162,19 @@ trace::Timeline make_timeline(const SimulationConfig& config, const SimulationRe
   for (int r = 0; r < layout.num_ranks(); ++r) peak = std::max(peak, report.peak_total_bytes(r));
   std::snprintf(buf, sizeof buf, "%.1f GiB (highest rank)", peak / (1024.0 * 1024 * 1024));
   tl.summary.emplace_back("peak memory", buf);
-  tl.summary.emplace_back("device", report.devices.front().describe());
+  // One line per distinct device, with the ranks that have it when they are not all alike.
+  std::vector<std::pair<std::size_t, std::string>> kinds;  // first rank with the device, its ranks
+  for (std::size_t r = 0; r < report.devices.size(); ++r) {
+    auto it = std::find_if(kinds.begin(), kinds.end(),
+                           [&](const auto& k) { return report.devices[k.first].name == report.devices[r].name; });
+    if (it == kinds.end()) it = kinds.insert(kinds.end(), {r, ""});
+    it->second += (it->second.empty() ? "" : ", ") + std::to_string(r);
+  }
+  for (const auto& [first, ranks] : kinds) {
+    const bool several = ranks.find(',') != std::string::npos;
+    tl.summary.emplace_back(kinds.size() == 1 ? std::string("device") : "device (rank" + std::string(several ? "s " : " ") + ranks + ")",
+                            report.devices[first].describe());
+  }
   tl.events = report.result.events;
   return tl;
 }

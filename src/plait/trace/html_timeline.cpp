@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -144,10 +145,42 @@ void write_boxes(std::ostream& out, const Timeline& tl, const Geometry& g) {
 }
 
 // Per bin of 4 pixel columns of each row: the share of the bin each kind kept the rank busy,
-// drawn as a stack from the bottom of the row (idle stays the grey background). Shares are
-// quantised to quarters of the row so that neighbouring bins with the same mix merge into one
-// rect per kind, which keeps the page small.
+// and the idle rest, drawn as a stack from the bottom of the row (busy kinds, then idle in its
+// own hatched fill, distinct from the row's background: a row 68% busy must not look like one
+// 99% busy). Shares are quantised to eighths of the row by largest remainder, so the stack
+// always fills the row and shows each share within an eighth. A run of neighbouring bins is
+// drawn as one rect per kind while each bin stays within an eighth of the run's mix and the
+// run's mean mix stays the same: steady phases become a few rects (the page stays small), while
+// a bubble (idle jumping) starts a new run.
 constexpr int kBinPixels = 4;
+constexpr int kLevels = 8;
+constexpr int kIdle = 4;  // index of the idle share after F, B, W, BW
+
+// The mix of busy seconds `busy` over `span` seconds, in eighths that sum to kLevels.
+std::array<int, 5> quantised_levels(const std::array<double, 4>& busy, double span) {
+  std::array<double, 5> share{};
+  double total = 0;
+  for (int k = 0; k < 4; ++k) total += share[k] = std::min(busy[k] / span, 1.0);
+  if (total > 1) {
+    for (int k = 0; k < 4; ++k) share[k] /= total;
+  }
+  share[kIdle] = std::max(0.0, 1.0 - total);
+  std::array<int, 5> q{};
+  std::array<double, 5> rest{};
+  int given = 0;
+  for (int k = 0; k < 5; ++k) {
+    q[k] = static_cast<int>(std::floor(share[k] * kLevels));
+    rest[k] = share[k] * kLevels - q[k];
+    given += q[k];
+  }
+  while (given < kLevels) {  // largest remainder first; ties to the earlier kind
+    const int k = static_cast<int>(std::max_element(rest.begin(), rest.end()) - rest.begin());
+    ++q[k];
+    rest[k] = -1;
+    ++given;
+  }
+  return q;
+}
 
 void write_aggregated(std::ostream& out, const Timeline& tl, const Geometry& g) {
   const int columns = static_cast<int>(g.width) / kBinPixels;
@@ -162,36 +195,36 @@ void write_aggregated(std::ostream& out, const Timeline& tl, const Geometry& g) 
       if (hi > lo) busy[static_cast<std::size_t>(e.rank) * columns + c][static_cast<int>(e.kind)] += hi - lo;
     }
   }
-  constexpr int kLevels = 4;
-  auto levels = [&](const std::array<double, 4>& b) {
-    std::array<int, 4> q{};
-    for (int k = 0; k < 4; ++k) q[k] = static_cast<int>(std::lround(std::min(b[k] / col_time, 1.0) * kLevels));
-    return q;
-  };
   const double height = g.row - 4;
   char buf[512];
   for (int r = 0; r < tl.num_ranks; ++r) {
+    const auto bin = [&](int c) -> const std::array<double, 4>& { return busy[static_cast<std::size_t>(r) * columns + c]; };
     int c = 0;
     while (c < columns) {
-      const std::array<int, 4> q = levels(busy[static_cast<std::size_t>(r) * columns + c]);
-      std::array<double, 4> sum = busy[static_cast<std::size_t>(r) * columns + c];
+      std::array<double, 4> sum = bin(c);
+      const std::array<int, 5> q = quantised_levels(sum, col_time);
       int c_end = c + 1;
-      while (c_end < columns && levels(busy[static_cast<std::size_t>(r) * columns + c_end]) == q) {
-        for (int k = 0; k < 4; ++k) sum[k] += busy[static_cast<std::size_t>(r) * columns + c_end][k];
-        ++c_end;
+      for (; c_end < columns; ++c_end) {
+        const std::array<int, 5> next = quantised_levels(bin(c_end), col_time);
+        bool near = true;
+        for (int k = 0; k < 5; ++k) near = near && std::abs(next[k] - q[k]) <= 1;
+        std::array<double, 4> with = sum;
+        for (int k = 0; k < 4; ++k) with[k] += bin(c_end)[k];
+        if (!near || quantised_levels(with, (c_end + 1 - c) * col_time) != q) break;
+        sum = with;
       }
       const double span = (c_end - c) * col_time;
       double y = g.y(r) + height;
-      for (int k = 0; k < 4; ++k) {
+      for (int k = 0; k < 5; ++k) {
         if (q[k] == 0) continue;
         const double h = height * q[k] / kLevels;
         y -= h;
+        const std::string fill = k == kIdle ? "url(#idle)" : shade(static_cast<EventKind>(k), 0, 1);
         std::snprintf(buf, sizeof buf,
-                      "<rect x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%.2f\" fill=\"%s\"><title>%s, "
+                      "<rect%s x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%.2f\" fill=\"%s\"><title>%s, "
                       "%s to %s: F %.0f%%, B %.0f%%, W %.0f%%, BW %.0f%%, idle %.0f%%</title></rect>",
-                      g.left + c * kBinPixels, y, (c_end - c) * kBinPixels, h,
-                      shade(static_cast<EventKind>(k), 0, 1).c_str(),
-                      escape(tl.rank_label(r)).c_str(), format_time(c * col_time).c_str(),
+                      k == kIdle ? " class=\"idlebin\"" : "", g.left + c * kBinPixels, y, (c_end - c) * kBinPixels, h,
+                      fill.c_str(), escape(tl.rank_label(r)).c_str(), format_time(c * col_time).c_str(),
                       format_time(c_end * col_time).c_str(), 100 * sum[0] / span, 100 * sum[1] / span,
                       100 * sum[2] / span, 100 * sum[3] / span,
                       100 * std::max(0.0, 1 - (sum[0] + sum[1] + sum[2] + sum[3]) / span));
@@ -210,7 +243,7 @@ void write_legend(std::ostream& out, const Timeline& tl, bool aggregated) {
     out << "<span><i style=\"background:" << shade(static_cast<EventKind>(k), 0, 1) << "\"></i>"
         << labels[k] << "</span>";
   }
-  out << "<span><i class=\"idle\"></i>idle</span>";
+  out << (aggregated ? "<span><i class=\"idlebin\"></i>idle</span>" : "<span><i class=\"idle\"></i>idle</span>");
   if (tl.num_segments > 1 && !aggregated) {
     out << "<span><i style=\"background:linear-gradient(90deg," << shade(EventKind::F, 0, tl.num_segments)
         << "," << shade(EventKind::F, tl.num_segments - 1, tl.num_segments)
@@ -232,6 +265,10 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
   const bool aggregated = compute > options.max_boxes;
   Geometry g;
   g.width = options.plot_width;
+  // Room for the longest row label (they name each rank's stages and device).
+  std::size_t longest = 0;
+  for (int r = 0; r < tl.num_ranks; ++r) longest = std::max(longest, tl.rank_label(r).size());
+  g.left = std::max(g.left, 6.2 * static_cast<double>(longest) + 16);
   g.end = std::max(tl.end_time(), 1e-12);
   g.row = std::clamp(900.0 / std::max(tl.num_ranks, 1) - g.gap, 14.0, 24.0);
   const double height = g.y(tl.num_ranks) + 8;
@@ -253,6 +290,7 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
          ".legend i{display:inline-block;width:14px;height:12px;margin-right:5px;vertical-align:-2px;"
          "border:1px solid #0003}\n"
          ".legend i.idle{background:#e6e6e6}\n"
+         ".legend i.idlebin{background:repeating-linear-gradient(45deg,#f4f4f4 0 2px,#b8b8b8 2px 3px)}\n"
          ".legend i.chunkkey{background:linear-gradient(#222 0 25%,#4c78a8 25%)}\n"
          ".legend i.sendkey{background:linear-gradient(#fff0 0 70%,#333 70%)}\n"
          "svg text{font:11px system-ui,sans-serif}\n"
@@ -262,6 +300,7 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
          "text.label{text-anchor:middle;fill:#fff;font-size:10px;pointer-events:none}\n"
          "line.tick{stroke:#0000001a}\n"
          "rect.idle{fill:#e6e6e6}\n"
+         "rect.rowbg{fill:#ffffff;stroke:#cfcfcf;stroke-width:0.5}\n"
          "rect.chunk{fill:#222;pointer-events:none}\n"
          "rect.send{fill:#333}\n"
          "rect:hover{stroke:#000;stroke-width:1}\n"
@@ -275,20 +314,28 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
   write_legend(out, tl, aggregated);
   if (aggregated) {
     out << "<p class=\"note\">" << compute
-        << " compute events: drawn aggregated. In each 4-pixel column of a row, the coloured "
-           "stack shows how much of that time the rank spent on F, B, W and BW (grey = idle); "
-           "hover for the shares. Open the Chrome trace (Perfetto) for every event.</p>\n";
+        << " compute events: drawn aggregated. In each 4-pixel column of a row, the stack shows "
+           "how much of that time the rank spent on F, B, W and BW, and idle (hatched grey), in "
+           "eighths of the row; hover for the shares. Open the Chrome trace (Perfetto) for every "
+           "event.</p>\n";
   }
   // Scales with the window (viewBox), so the whole step is visible without scrolling.
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" viewBox=\"0 0 " << svg_width
       << " " << height << "\" preserveAspectRatio=\"xMinYMin meet\">\n";
+  if (aggregated) {
+    out << "<defs><pattern id=\"idle\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" "
+           "patternTransform=\"rotate(45)\"><rect width=\"4\" height=\"4\" fill=\"#f4f4f4\"/>"
+           "<rect width=\"1.2\" height=\"4\" fill=\"#b8b8b8\"/></pattern></defs>\n";
+  }
   write_axis(out, g, tl.num_ranks);
   char buf[256];
   for (int r = 0; r < tl.num_ranks; ++r) {
+    // The row's background: idle grey when boxes are drawn exactly (gaps are idle); plain in the
+    // aggregated view, which draws idle itself.
     std::snprintf(buf, sizeof buf,
-                  "<rect class=\"idle\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"><title>%s: "
+                  "<rect class=\"%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"><title>%s: "
                   "idle %s of %s</title></rect>",
-                  g.left, g.y(r), g.width, g.row - 4, escape(tl.rank_label(r)).c_str(),
+                  aggregated ? "rowbg" : "idle", g.left, g.y(r), g.width, g.row - 4, escape(tl.rank_label(r)).c_str(),
                   format_time(g.end - busy[r]).c_str(), format_time(g.end).c_str());
     out << buf;
     std::snprintf(buf, sizeof buf, "<text class=\"rank\" x=\"%.2f\" y=\"%.2f\">%s</text>",

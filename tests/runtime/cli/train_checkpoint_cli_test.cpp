@@ -17,12 +17,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/checkpoint/checkpoint_store.h"
+#include "plait/core/crc32c.h"
 
 namespace {
 
@@ -64,6 +69,32 @@ Metrics read_metrics(const fs::path& p) {
 }
 
 double loss_of(const std::string& line) { return nlohmann::json::parse(line).at("loss").get<double>(); }
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Sets element `index` of tensor `name` in a checkpoint's file to `value` and records the file's
+// new CRC-32C in the manifest: a checkpoint whose checksums all pass but whose state is bad (as
+// one written by a run that diverged, or by an older plait that did not check).
+void rewrite_tensor_value(const fs::path& step_dir, const std::string& file, const std::string& name,
+                          std::size_t index, float value) {
+  std::string bytes = slurp(step_dir / file);
+  std::uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | static_cast<unsigned char>(bytes[i]);
+  const nlohmann::json h = nlohmann::json::parse(bytes.substr(8, header));
+  const std::size_t at = 8 + header + h.at(name).at("data_offsets")[0].get<std::size_t>() + 4 * index;
+  std::memcpy(bytes.data() + at, &value, 4);
+  std::ofstream(step_dir / file, std::ios::binary | std::ios::trunc) << bytes;
+  nlohmann::json m = nlohmann::json::parse(slurp(step_dir / "manifest.json"));
+  for (auto& f : m["files"]) {
+    if (f["path"] != file) continue;
+    f["crc32c"] = plait::crc32c_text(plait::crc32c(std::as_bytes(std::span(bytes.data(), bytes.size()))));
+  }
+  std::ofstream(step_dir / "manifest.json", std::ios::trunc) << m.dump(2);
+}
 
 class TrainCheckpointCli : public ::testing::Test {
  protected:
@@ -121,15 +152,60 @@ class TrainCheckpointCli : public ::testing::Test {
   }
 
   // pp 2 (or `pp`) Seq1F1B, 6 steps, validation and a checkpoint every 2 steps.
-  fs::path config(const std::string& name, int pp = 2, const std::string& extra_train = "") {
+  fs::path config(const std::string& name, int pp = 2, const std::string& extra_train = "",
+                  const std::string& extra_checkpoint = "") {
     const fs::path p = dir_ / name;
     std::ofstream(p) << R"({"model": {"layers": 4, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 32},
  "train": {"steps": 6, "seq": 32, "microbatch_size": 2, "microbatches": 4, "lr": 0.003,
            "segments": 2, "eval_every": 2, "eps": 0.001)" + extra_train + R"(},
  "data": {"shards": ")" + (dir_ / "shards").string() + R"(", "tokenizer": "byte"},
- "checkpoint": {"dir": ")" + (dir_ / name).replace_extension("ckpt").string() + R"(", "every": 2},
+ "checkpoint": {"dir": ")" + (dir_ / name).replace_extension("ckpt").string() + R"(", "every": 2)" + extra_checkpoint + R"(},
  "parallel": {"schedule": "seq1f1b", "pp": )" + std::to_string(pp) + "}}";
     return p;
+  }
+
+  // The uninterrupted 6-step run of config(name): its metrics and its final checkpoint.
+  Metrics reference(const std::string& name = "whole.json") {
+    const fs::path whole = config(name);
+    const Result r = train(2, "--config " + whole.string() + " --metrics " + (dir_ / (name + ".jsonl")).string());
+    EXPECT_EQ(job_status(r).first, 0) << r.err;
+    return read_metrics(dir_ / (name + ".jsonl"));
+  }
+  // A resumed run's metrics and final checkpoint equal the reference's, bit for bit: every step
+  // from `resumed_at` on, and those before it that the interrupted run recorded (a step whose
+  // checkpoint was interrupted ends before its metrics line is written).
+  void expect_same_run(const Metrics& want, const fs::path& metrics, const fs::path& ckpt, int resumed_at = 0,
+                       const std::string& name = "whole.json") {
+    const Metrics got = read_metrics(metrics);
+    for (const auto& [step, line] : want.train) {
+      if (step < resumed_at && !got.train.contains(step)) continue;
+      ASSERT_TRUE(got.train.contains(step)) << "step " << step;
+      EXPECT_EQ(got.train.at(step), line) << "step " << step;
+    }
+    for (const auto& [step, line] : want.val) {
+      if (step < resumed_at && !got.val.contains(step)) continue;
+      ASSERT_TRUE(got.val.contains(step)) << "validation, step " << step;
+      EXPECT_EQ(got.val.at(step), line) << "validation, step " << step;
+    }
+    for (const char* file : {"stage_0.safetensors", "stage_1.safetensors"}) {
+      EXPECT_EQ(slurp(ckpt / "step_00000006" / file),
+                slurp((dir_ / name).replace_extension("ckpt") / "step_00000006" / file))
+          << file;
+    }
+  }
+
+  // A stalled job of 2 ranks with train.stall_timeout_s 2, rank 1 failing in step 3 as `how`
+  // (stop, hang): it must end non-zero within a generous 30 s, with one error line, from the
+  // watchdog. Without the watchdog such a job hung until the runner's timeout.
+  Result stalled_job(const std::string& how) {
+    const fs::path cfg = config(how + ".json", 2, R"(, "stall_timeout_s": 2)");
+    const Result r = train(2, "--config " + cfg.string() + " --inject-failure 1:3:" + how);
+    const auto [status, seconds] = job_status(r);
+    EXPECT_NE(status, 0);
+    EXPECT_LE(seconds, 30.0);
+    EXPECT_EQ(count_of(r.err, "plait: error:"), 1u) << r.err;
+    EXPECT_NE(r.err.find("plait: error: rank 0: no rank made progress for "), std::string::npos) << r.err;
+    return r;
   }
 
   fs::path dir_;
@@ -223,17 +299,29 @@ TEST_F(TrainCheckpointCli, FourStagesContinueOnTwoAndWithTheCheckpointsOwnConfig
   ASSERT_EQ(job_status(whole).first, 0) << whole.err;
   const Metrics want = read_metrics(dir_ / "four.jsonl");
 
-  // --resume DIR without --config: the checkpoint's config (pp 4, its checkpoint directory would
-  // be written again, so stop where it is); with --pp 2 on 2 ranks from step 2.
-  const fs::path step2 = fs::path(four).replace_extension("ckpt") / "step_00000002";
-  const Result two = train(2, "--resume " + step2.string() + " --pp 2 --metrics " + (dir_ / "two.jsonl").string() +
+  // --resume DIR of an older checkpoint without --config: the checkpoint's config (pp 4, here
+  // with --pp 2 on 2 ranks), writing into the directory that holds it; the newer checkpoints
+  // there are kept aside, renamed, not deleted, and the choice is printed.
+  const fs::path ckpt4 = fs::path(four).replace_extension("ckpt");
+  const fs::path step2 = ckpt4 / "step_00000002";
+  const std::string six_before = slurp(ckpt4 / "step_00000006" / "stage_3.safetensors");
+  const Result two = train(2, "--resume " + step2.string() + " --pp 2 --metrics " + (dir_ / "own.jsonl").string() +
                                   " --stop-at 4");
-  // The checkpoint's own config names its directory, which holds newer checkpoints: refused.
-  EXPECT_NE(job_status(two).first, 0);
-  EXPECT_NE(two.err.find("checkpoint.dir: " + fs::path(four).replace_extension("ckpt").string() +
-                         " already holds checkpoints up to step_00000006"),
+  ASSERT_EQ(job_status(two).first, 0) << two.err;
+  EXPECT_NE(two.out.find("plait train: config " + (step2 / "manifest.json").string() + " (config), the checkpoint's own"),
             std::string::npos)
-      << two.err;
+      << two.out;
+  EXPECT_NE(two.out.find("checkpoints: into " + ckpt4.string() + " (where the checkpoint resumed from lives)"),
+            std::string::npos)
+      << two.out;
+  for (const char* step : {"step_00000004", "step_00000006"}) {
+    EXPECT_NE(two.out.find("resume: kept " + (ckpt4 / step).string() + " aside as " + step + ".aside"), std::string::npos)
+        << two.out;
+    EXPECT_TRUE(fs::is_directory(ckpt4 / (std::string(step) + ".aside"))) << step;
+  }
+  EXPECT_EQ(slurp(ckpt4 / "step_00000006.aside" / "stage_3.safetensors"), six_before);
+  EXPECT_TRUE(fs::is_directory(ckpt4 / "step_00000004"));  // saved again by this run (--stop-at 4)
+  EXPECT_EQ(fs::path(*plait::checkpoint::latest_checkpoint(ckpt4.string())).filename(), "step_00000004");
   const fs::path cfg2 = config("two.json", 2);
   const Result resumed = train(2, "--config " + cfg2.string() + " --resume " + step2.string() + " --metrics " +
                                       (dir_ / "two.jsonl").string());
@@ -281,6 +369,230 @@ TEST_F(TrainCheckpointCli, ThreadsPerRankDefaultToTheHardwareSharedByTheLocalRan
                          cfg.string() + " --stop-at 1");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
+}
+
+// A save stopped between renaming step_N.partial/ to step_N/ and rewriting `latest` leaves a
+// complete step_N/ that `latest` does not name: by a kill of the coordinator (rank 0) in that
+// window, or a full disk failing the write of latest's temporary file (here `latest` is set back
+// by hand to what such a save leaves). Every later --resume used to refuse ("already holds
+// checkpoints up to step_00000004 ... continue the newest with --resume"); it takes the newest
+// complete checkpoint that verifies, repairs `latest`, and continues exactly.
+TEST_F(TrainCheckpointCli, AnInterruptedCommitResumesFromTheNewestCompleteCheckpoint) {
+  const Metrics want = reference();
+  for (const bool killed : {true, false}) {
+    SCOPED_TRACE(killed ? "rank 0 killed in the commit" : "latest not rewritten (disk full)");
+    const std::string name = killed ? "killed.json" : "full.json";
+    const fs::path cfg = config(name);
+    const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
+    const fs::path metrics = dir_ / (name + ".jsonl");
+    if (killed) {
+      const Result r = train(2, "--config " + cfg.string() + " --metrics " + metrics.string() +
+                                    " --inject-failure 0:4:kill-in-commit");
+      EXPECT_NE(job_status(r).first, 0);
+      EXPECT_NE(r.err.find("rank 0: step 4: killing itself with SIGKILL after renaming the checkpoint's directory, "
+                           "before rewriting latest"),
+                std::string::npos)
+          << r.err;
+    } else {
+      ASSERT_EQ(job_status(train(2, "--config " + cfg.string() + " --metrics " + metrics.string() + " --stop-at 4")).first, 0);
+      std::ofstream(ckpt / "latest", std::ios::trunc) << "step_00000002\n";
+    }
+    ASSERT_TRUE(fs::exists(ckpt / "step_00000004" / "manifest.json"));
+    EXPECT_EQ(fs::path(*plait::checkpoint::latest_checkpoint(ckpt.string())).filename(), "step_00000002");
+
+    const Result resumed = train(2, "--config " + cfg.string() + " --metrics " + metrics.string() + " --resume");
+    ASSERT_EQ(job_status(resumed).first, 0) << resumed.err;
+    EXPECT_NE(resumed.out.find("resume: latest names step_00000002, but step_00000004 is newer and complete"),
+              std::string::npos)
+        << resumed.out;
+    EXPECT_NE(resumed.out.find("resumed from " + (ckpt / "step_00000004").string() + ": step 4"), std::string::npos)
+        << resumed.out;
+    expect_same_run(want, metrics, ckpt, 4);
+    EXPECT_EQ(fs::path(*plait::checkpoint::latest_checkpoint(ckpt.string())).filename(), "step_00000006");
+  }
+}
+
+// The docs promise a restart loop can always pass --resume: also before the checkpoint
+// directory exists.
+TEST_F(TrainCheckpointCli, ResumeIntoADirectoryThatDoesNotExistYetStartsFresh) {
+  const fs::path cfg = config("fresh.json");
+  const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
+  ASSERT_FALSE(fs::exists(ckpt));
+  const Result r = train(2, "--config " + cfg.string() + " --resume --stop-at 2");
+  ASSERT_EQ(job_status(r).first, 0) << r.err;
+  EXPECT_NE(r.out.find("resume: no complete checkpoint in " + ckpt.string() + " yet; starting at step 0"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(fs::exists(ckpt / "step_00000002" / "manifest.json"));
+}
+
+// The newest checkpoint corrupt (a flipped bit in a file, the CRC-32C no longer matching):
+// --resume says which it skipped and why, keeps it aside (renamed, its bytes untouched), continues
+// from the newest one that verifies, and the run ends as the uninterrupted one.
+TEST_F(TrainCheckpointCli, ACorruptNewestCheckpointFallsBackToTheNewestThatVerifies) {
+  const Metrics want = reference();
+  const fs::path cfg = config("rot.json");
+  const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
+  const fs::path metrics = dir_ / "rot.jsonl";
+  ASSERT_EQ(job_status(train(2, "--config " + cfg.string() + " --metrics " + metrics.string() + " --stop-at 4")).first, 0);
+  const fs::path victim = ckpt / "step_00000004" / "stage_1.safetensors";
+  std::string bytes = slurp(victim);
+  bytes[bytes.size() - 9] ^= 0x10;
+  std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+
+  const Result r = train(2, "--config " + cfg.string() + " --metrics " + metrics.string() + " --resume");
+  ASSERT_EQ(job_status(r).first, 0) << r.err;
+  EXPECT_NE(r.out.find("resume: skipped " + (ckpt / "step_00000004").string() + ", which does not verify: " +
+                       victim.string() + ": (checksum): the manifest's CRC-32C is 0x"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("resumed from " + (ckpt / "step_00000002").string() + ": step 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("resume: kept " + (ckpt / "step_00000004").string() + " aside as step_00000004.aside"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(slurp(ckpt / "step_00000004.aside" / "stage_1.safetensors"), bytes);
+  expect_same_run(want, metrics, ckpt);
+}
+
+// A checkpoint whose checksums pass but whose state is bad: a negative AdamW second moment (the
+// next update's square root makes a NaN parameter, which the next save wrote) or a NaN
+// parameter. Loading refuses it, naming the tensor and element; an older good one is used when
+// there is one.
+TEST_F(TrainCheckpointCli, NonFiniteOrImpossibleStateIsRefusedOnLoad) {
+  const fs::path cfg = config("bad_state.json");
+  const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
+  ASSERT_EQ(job_status(train(2, "--config " + cfg.string() + " --stop-at 2")).first, 0);
+  rewrite_tensor_value(ckpt / "step_00000002", "stage_0.safetensors", "h.1.attn.c_attn.weight.adam_v", 3, -1.0f);
+  ASSERT_NO_THROW(plait::checkpoint::CheckpointReader((ckpt / "step_00000002").string()));  // CRCs are fine
+  const Result r = train(2, "--config " + cfg.string() + " --resume");
+  EXPECT_NE(job_status(r).first, 0);
+  EXPECT_EQ(count_of(r.err, "plait: error:"), 1u) << r.err;
+  EXPECT_NE(r.err.find("none of its 1 complete checkpoint(s) verifies (step_00000002: " + (ckpt / "step_00000002").string() +
+                       ": tensor \"h.1.attn.c_attn.weight.adam_v\": element 3 is -1.000000; AdamW's second moment is a "
+                       "mean of squares, never negative"),
+            std::string::npos)
+      << r.err;
+
+  // A NaN parameter in the newest of two: skipped, the older one resumed.
+  const fs::path cfg2 = config("nan_state.json");
+  const fs::path ckpt2 = fs::path(cfg2).replace_extension("ckpt");
+  ASSERT_EQ(job_status(train(2, "--config " + cfg2.string() + " --stop-at 4")).first, 0);
+  rewrite_tensor_value(ckpt2 / "step_00000004", "stage_1.safetensors", "h.3.mlp.c_proj.weight", 0,
+                       std::numeric_limits<float>::quiet_NaN());
+  const Result r2 = train(2, "--config " + cfg2.string() + " --resume --stop-at 5");
+  ASSERT_EQ(job_status(r2).first, 0) << r2.err;
+  EXPECT_NE(r2.out.find("which does not verify: " + (ckpt2 / "step_00000004" / "stage_1.safetensors").string() +
+                        ": tensor \"h.3.mlp.c_proj.weight\": element 0 is NaN"),
+            std::string::npos)
+      << r2.out;
+  EXPECT_NE(r2.out.find("resumed from " + (ckpt2 / "step_00000002").string() + ": step 2"), std::string::npos) << r2.out;
+}
+
+// checkpoint.save_initial: the untrained parameters as step 0, so a run can be reproduced and
+// compared from its very start: resuming from step 0 is the run from scratch, bit for bit.
+TEST_F(TrainCheckpointCli, SaveInitialKeepsTheUntrainedParametersAsStepZero) {
+  const Metrics want = reference();
+  const fs::path cfg = config("initial.json", 2, "", R"(, "save_initial": true)");
+  const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
+  const Result r = train(2, "--config " + cfg.string() + " --stop-at 1");
+  ASSERT_EQ(job_status(r).first, 0) << r.err;
+  EXPECT_NE(r.out.find("checkpoint: " + (ckpt / "step_00000000").string() + " (step 0, the untrained parameters"),
+            std::string::npos)
+      << r.out;
+  const plait::checkpoint::CheckpointReader zero((ckpt / "step_00000000").string());
+  EXPECT_EQ(zero.manifest().step, 0);
+  EXPECT_EQ(zero.manifest().optimizer.at("steps"), 0);
+  std::vector<float> m(static_cast<std::size_t>(zero.shape("wte")[0] * zero.shape("wte")[1]));
+  zero.read("wte.adam_m", m);
+  EXPECT_EQ(*std::max_element(m.begin(), m.end()), 0.0f);
+
+  const fs::path again = config("again.json");
+  const Result from_zero = train(2, "--config " + again.string() + " --resume " + (ckpt / "step_00000000").string() +
+                                        " --metrics " + (dir_ / "again.jsonl").string());
+  ASSERT_EQ(job_status(from_zero).first, 0) << from_zero.err;
+  EXPECT_NE(from_zero.out.find(": step 0"), std::string::npos) << from_zero.out;
+  expect_same_run(want, dir_ / "again.jsonl", fs::path(again).replace_extension("ckpt"));
+}
+
+// --resume DIR without --config: the run uses, and says it uses, the checkpoint's config; the
+// relative paths in it are those of the run that wrote it (resolved against the directory that
+// run started in, which the manifest records); new checkpoints go beside the one resumed.
+TEST_F(TrainCheckpointCli, WithoutConfigTheCheckpointsOwnConfigRunsAsItsRunSawIt) {
+  std::ofstream(dir_ / "rel.json") << R"({"model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 32},
+ "train": {"steps": 4, "seq": 32, "microbatch_size": 2, "microbatches": 2},
+ "data": {"shards": "shards", "tokenizer": "byte"},
+ "checkpoint": {"dir": "rel.ckpt", "every": 2},
+ "parallel": {"schedule": "1f1b", "pp": 2}})";
+  const std::string runner = "bash " PLAIT_MPI_RUNNER " --timeout 60 --ranks 2 -- " PLAIT_BINARY " train ";
+  const Result first = shell("cd " + dir_.string() + " && " + runner + "--config rel.json --stop-at 2");
+  ASSERT_EQ(job_status(first).first, 0) << first.err;
+  const fs::path step2 = dir_ / "rel.ckpt" / "step_00000002";
+  const nlohmann::json manifest = nlohmann::json::parse(slurp(step2 / "manifest.json"));
+  EXPECT_EQ(manifest.at("working_directory"), fs::canonical(dir_).string());
+
+  // From elsewhere (the filesystem root), naming the checkpoint root.
+  const Result r = shell("cd / && " + runner + "--resume " + (dir_ / "rel.ckpt").string());
+  ASSERT_EQ(job_status(r).first, 0) << r.err;
+  EXPECT_NE(r.out.find("plait train: config " + (step2 / "manifest.json").string() + " (config), the checkpoint's own"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" shard(s) from " + (fs::canonical(dir_) / "shards").string() + "/corpus_train_000000.bin"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("checkpoints: into " + (dir_ / "rel.ckpt").string() + " (where the checkpoint resumed from lives)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(fs::exists(dir_ / "rel.ckpt" / "step_00000004" / "manifest.json"));
+
+  // A checkpoint that does not record where its run started (an older plait's) is refused
+  // clearly rather than reading whatever "shards" means here.
+  nlohmann::json old = nlohmann::json::parse(slurp(step2 / "manifest.json"));
+  old.erase("working_directory");
+  std::ofstream(step2 / "manifest.json", std::ios::trunc) << old.dump(2);
+  const Result refused = shell("cd / && " + runner + "--resume " + step2.string());
+  EXPECT_NE(job_status(refused).first, 0);
+  EXPECT_NE(refused.err.find("plait: error: " + (step2 / "manifest.json").string() +
+                             ": config.data.shards: \"shards\" is a relative path, and this checkpoint does not "
+                             "record the directory its run started in"),
+            std::string::npos)
+      << refused.err;
+}
+
+// A rank that stops making progress ends the job: here rank 1 SIGSTOPs itself in step 3 (a real
+// SIGSTOP: it stays, stopped, sending nothing), so rank 0 waits on it forever. The report names
+// the rank that stopped responding and what rank 0 waits for.
+TEST_F(TrainCheckpointCli, AStoppedRankEndsTheJobNamingItAndWhatTheOthersWaitOn) {
+  const Result r = stalled_job("stop");
+  EXPECT_NE(r.err.find("plait: rank 1: step 3: stopping itself with SIGSTOP"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 1: NOT RESPONDING for "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 0: step 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(", waiting for "), std::string::npos) << r.err;
+}
+
+// A rank alive but stuck outside any wait (its main thread never returns, as in a deadlock):
+// every rank still reports, none progresses; the report says what each is doing.
+TEST_F(TrainCheckpointCli, ARankStuckAliveEndsTheJobSayingWhatEachRankDoes) {
+  const Result r = stalled_job("hang");
+  EXPECT_EQ(r.err.find("NOT RESPONDING"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 1: step 3: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" on stage 1"), std::string::npos) << r.err;
+}
+
+// Errors every rank finds alike (a flag, a config, a checkpoint directory) are printed once.
+TEST_F(TrainCheckpointCli, ErrorsEveryRankFindsArePrintedOnce) {
+  const fs::path cfg = config("once.json");
+  const Result flag = train(2, "--config " + cfg.string() + " --steps 0");
+  EXPECT_NE(job_status(flag).first, 0);
+  EXPECT_EQ(count_of(flag.err, "plait: error:"), 1u) << flag.err;
+  EXPECT_NE(flag.err.find("plait: error: --steps: expected an integer in [1, 1073741824], found '0'"), std::string::npos)
+      << flag.err;
+  std::ofstream(dir_ / "dup.json") << slurp(cfg).replace(slurp(cfg).find("\"lr\""), 4, "\"lr\": 0.1, \"lr\"");
+  const Result dup = train(2, "--config " + (dir_ / "dup.json").string());
+  EXPECT_NE(job_status(dup).first, 0);
+  EXPECT_EQ(count_of(dup.err, "plait: error:"), 1u) << dup.err;
+  EXPECT_NE(dup.err.find("train.lr: the key \"lr\" appears twice"), std::string::npos) << dup.err;
+  const Result stop = train(2, "--config " + cfg.string() + " --stop-at 9");
+  EXPECT_NE(job_status(stop).first, 0);
+  EXPECT_EQ(count_of(stop.err, "plait: error:"), 1u) << stop.err;
+  EXPECT_NE(stop.err.find("plait: error: rank 0: --stop-at 9: expected a step in [1, 6]"), std::string::npos) << stop.err;
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -40,6 +41,7 @@
 #include "plait/data/fixed_step_source.h"
 #include "plait/data/token_shard.h"
 #include "plait/model/parameter_layout.h"
+#include "plait/runtime/collective_error.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_run.h"
 #include "tiny_job.h"
@@ -448,6 +450,53 @@ TEST(NonFinite, AStepWithANanAbortsOnEveryRankOrIsSkippedOnEveryRank) {
     EXPECT_TRUE(std::isfinite(after.result->loss));
     EXPECT_EQ(r.trainer().optimizer_steps(), 2);
   }
+}
+
+// A save refuses state that is not finite (a NaN or infinite parameter or moment, a negative
+// second moment, which would make the next update NaN): every rank throws the same error naming
+// the tensor, stage and rank, and nothing is written, so the newest checkpoint stays good.
+TEST(NonFinite, StateThatIsNotFiniteIsNeverSaved) {
+  const int n = world().size();
+  SharedDir dir("refuse_save");
+  write_shards(dir);
+  JobConfig j = n == 2 ? job(dir, "seq1f1b", 2, 1, 4, 2) : job(dir, "seq1f1b", n / 2, 2, 2, 2);
+  j.run.train.eval_every = 0;
+  const PipelinePlan plan = build_pipeline_plan(j, n);
+  MemoryTracker tracker;
+  TrainingRun r(j, plan, world(), tracker, {});
+  r.next();
+  TrainingState state;
+  state.step = 1;
+  state.config = TrainingRun::config_json(j);
+  state.data_position = r.data().state(1);
+  state.rng_state = r.data().rng_state();
+  const int culprit = n - 1;  // holds the last stage
+  const int vstage = plan.schedule.layout.rank_vstages[static_cast<std::size_t>(culprit)].front();
+  const auto refused = [&](const std::string& expected) {
+    try {
+      save_training_checkpoint(r.trainer(), world(), *j.run.checkpoint, state);
+      ADD_FAILURE() << "saved";
+    } catch (const CollectiveError& e) {
+      EXPECT_NE(std::string(e.what()).find("checkpoint of step 1: refusing to save state that is not finite: " + expected),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(fs::exists(dir / "ckpt/step_00000001"));
+    EXPECT_FALSE(fs::exists(dir / "ckpt/step_00000001.partial"));
+  };
+  model::StageModel& m = r.trainer().chunk(0);
+  const std::size_t at = m.tensors().back().offset;  // on the culprit: its stage's last tensor
+  const std::string last = model::parameter_layout(plan.model, plan.vstage_specs[static_cast<std::size_t>(vstage)]).back().name;
+  if (world().rank() == culprit) m.parameters()[at] = std::numeric_limits<float>::quiet_NaN();
+  refused(last + " on stage " + std::to_string(vstage) + " (rank " + std::to_string(culprit) + ") holds a NaN or infinite value");
+  if (world().rank() == culprit) {
+    m.parameters()[at] = 0.5f;
+    r.trainer().optimizer(0).second_moment()[at] = -1e-3f;
+  }
+  refused(last + " on stage " + std::to_string(vstage) + " (rank " + std::to_string(culprit) + ") holds a negative second moment (adam_v)");
+  if (world().rank() == culprit) r.trainer().optimizer(0).second_moment()[at] = 0;
+  EXPECT_NO_THROW(save_training_checkpoint(r.trainer(), world(), *j.run.checkpoint, state));
+  EXPECT_TRUE(fs::exists(dir / "ckpt/step_00000001/manifest.json"));
 }
 
 }  // namespace

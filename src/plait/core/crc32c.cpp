@@ -1,8 +1,9 @@
-#include "plait/checkpoint/crc32c.h"
+#include "plait/core/crc32c.h"
 
 #include <array>
+#include <cstdio>
 
-namespace plait::checkpoint {
+namespace plait {
 namespace {
 
 using Tables = std::array<std::array<std::uint32_t, 256>, 8>;
@@ -42,4 +43,22 @@ std::uint32_t crc32c(std::span<const std::byte> bytes, std::uint32_t crc) {
   return ~c;
 }
 
-}  // namespace plait::checkpoint
+std::string crc32c_text(std::uint32_t crc) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", crc);
+  return buf;
+}
+
+bool parse_crc32c_text(std::string_view s, std::uint32_t& crc) {
+  if (s.size() != 10 || s[0] != '0' || s[1] != 'x') return false;
+  crc = 0;
+  for (std::size_t i = 2; i < s.size(); ++i) {
+    const char c = s[i];
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return false;
+    crc = (crc << 4) | static_cast<std::uint32_t>(v);
+  }
+  return true;
+}
+
+}  // namespace plait

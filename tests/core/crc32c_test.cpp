@@ -1,11 +1,11 @@
-#include "plait/checkpoint/crc32c.h"
+#include "plait/core/crc32c.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace plait::checkpoint {
+namespace plait {
 namespace {
 
 std::uint32_t crc_of(const std::vector<std::uint8_t>& v) {
@@ -34,5 +34,17 @@ TEST(Crc32c, ExtendsAcrossChunksOfAnyLength) {
   }
 }
 
+// The manifests' text form: exactly "0x" and 8 lower-case digits, read back as written.
+TEST(Crc32c, TextFormRoundTripsAndIsStrict) {
+  EXPECT_EQ(crc32c_text(0x1a2b3c4du), "0x1a2b3c4d");
+  EXPECT_EQ(crc32c_text(0), "0x00000000");
+  std::uint32_t crc = 0;
+  ASSERT_TRUE(parse_crc32c_text("0xe3069283", crc));
+  EXPECT_EQ(crc, 0xE3069283u);
+  for (const char* bad : {"0xE3069283", "e3069283", "0x3069283", "0x0e3069283", "0xe306928g", ""}) {
+    EXPECT_FALSE(parse_crc32c_text(bad, crc)) << bad;
+  }
+}
+
 }  // namespace
-}  // namespace plait::checkpoint
+}  // namespace plait

@@ -1,0 +1,58 @@
+#pragma once
+// What `plait data prepare` wrote, recorded beside the shards so that they cannot rot or be
+// mixed up silently: <dir>/<name>.shards.json, next to <name>_train_000000.bin ...
+//
+//   {"format": "plait-token-shards", "version": 1, "tokenizer": "gpt2", "vocab_size": 50257,
+//    "shards": [{"file": "corpus_val_000000.bin", "split": "val", "tokens": 73178,
+//                "bytes": 147380, "crc32c": "0x1a2b3c4d"}, ...]}
+//
+// The shards themselves stay llm.c's format, unchanged (token_shard.h): llm.c and other readers
+// ignore the manifest, and shards without one (llm.c's own) still load, unverified.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plait/data/token_source.h"
+
+namespace plait::data {
+
+struct ShardRecord {
+  std::string file;   // a plain file name in the manifest's directory
+  std::string split;  // "train" or "val"
+  std::int64_t tokens = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t crc32c = 0;  // of the whole file, header included
+};
+
+struct ShardManifest {
+  std::string tokenizer;  // "byte" or "gpt2"
+  int vocab_size = 0;
+  std::vector<ShardRecord> shards;
+
+  const ShardRecord* find(const std::string& file) const;
+};
+
+std::string shard_manifest_to_text(const ShardManifest& m);
+// Strict (unknown fields, a file listed twice, a name with '/', malformed checksums are
+// InputErrors naming `file` and the field).
+ShardManifest parse_shard_manifest(std::string_view text, const std::string& file);
+// Writes atomically (temporary file, fsync, rename).
+void write_shard_manifest(const std::string& path, const ShardManifest& m);
+
+// The corpus name of a shard file: "corpus" for corpus_train_000003.bin (or llm.c's
+// tiny_shakespeare_val.bin -> "tiny_shakespeare"); "" for another name.
+std::string shard_corpus_name(const std::string& shard_file);
+// <dir>/<name>.shards.json for a shard file <dir>/<name>_<split>_*.bin.
+std::string shard_manifest_path(const std::string& shard_file);
+
+// The shards of one split as the loader should read them: find_token_shards(path, split), and,
+// where a manifest lies beside them, the CRC-32C each must have. Checks the listing against the
+// directory (a shard missing, or one the manifest does not list, is an InputError: the stream
+// would silently differ from the one prepared) and the tokenizer the config declares against
+// the one that wrote them ("byte" shards declared as "gpt2", or the reverse, are refused).
+std::vector<ShardSetSource::File> shards_to_read(const std::string& path, const std::string& split,
+                                        const std::string& tokenizer, const std::string& declared_in);
+
+}  // namespace plait::data
