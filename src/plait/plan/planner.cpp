@@ -25,7 +25,6 @@ namespace {
 struct FamilyOption {
   const schedule::ScheduleFamily* family;
   int chunks;
-  bool split_backward;
 };
 
 // A grouping that survived the coarse pass, with its devices' micro-batch counts.
@@ -35,14 +34,6 @@ struct GroupingCandidate {
   std::vector<std::vector<int>> counts;
   bool lockstep = false;  // every stage as wide, every device of one type
 };
-
-// seq1f1b -> 1f1b, seq-zb -> zb-h1, seq1f1b-i -> interleaved: what a sequence family is at k = 1.
-std::string twin(const std::string& family) {
-  if (family == "seq1f1b") return "1f1b";
-  if (family == "seq-zb") return "zb-h1";
-  if (family == "seq1f1b-i") return "interleaved";
-  return family;
-}
 
 struct Candidate {
   PlanChoice choice;
@@ -116,8 +107,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
   };
   for (const schedule::ScheduleFamily& f : schedule::schedule_families()) {
     if (!has_family(f.name)) continue;
-    const bool split = f.name == "zb-h1" || f.name == "seq-zb" || f.name == "zb-v";
-    families.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2, split});
+    families.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2});
   }
 
   // Micro-batch sizes, segment options, recomputation.
@@ -314,18 +304,16 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
             const schedule::ScheduleFamily& f = *fo.family;
             if (so.k > 1 && !f.sequence_level) continue;
             // With k = 1 a sequence family is its micro-batch twin, when that one is tried.
-            if (so.k == 1 && f.sequence_level && has_family(twin(f.name))) continue;
+            if (so.k == 1 && !f.one_segment_twin.empty() && has_family(f.one_segment_twin)) continue;
             const int v = fo.chunks;
-            const bool gpipe = f.name == "gpipe";
-            // Units in flight on group g (the homogeneous warm-up + 1; the estimate then uses the
-            // heterogeneous limits).
+            // Units in flight on group g: the family's homogeneous limit (the estimate then uses the
+            // heterogeneous limits), all of the busiest device's units without one (GPipe).
             // Fused-backward families get twice that off lock-step (heterogeneous_pipeline.h).
-            const double slack = fo.split_backward || gc.lockstep ? 1.0 : 2.0;
+            const double slack = f.split_backward || gc.lockstep ? 1.0 : 2.0;
+            const schedule::PipelineShape homogeneous{P, v, M, so.k};
             auto in_flight = [&](int g, int most) {
-              if (gpipe) return static_cast<double>(most) * so.k * v;
-              if (f.name == "zb-v") return 2.0 * P;
-              if (v > 1) return slack * (2.0 * (P - g - 1) + (v - 1) * ((P + so.k - 1) / so.k * so.k) + so.k);
-              return slack * (P - g - 1 + so.k);
+              if (!f.in_flight_limit) return static_cast<double>(most) * so.k * v;
+              return slack * f.in_flight_limit(homogeneous, g);
             };
             std::vector<int> cap(P, L);
             for (int attempt = 0; attempt < 4; ++attempt) {
@@ -334,7 +322,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
               // rebuild as working set), or -1 if even all of them do not make it fit.
               // With the B/W split a recomputed layer's units hold, between B and W, what W needs
               // (as without recomputation): the larger of that and the kept input and K/V.
-              const double recomputed_unit = fo.split_backward ? std::max(act_recomputed, after_b) : act_recomputed;
+              const double recomputed_unit = f.split_backward ? std::max(act_recomputed, after_b) : act_recomputed;
               auto recompute_needed = [&](int g, int l) {
                 if (l > cap[g]) return -1;
                 const bool last = g == P - 1;

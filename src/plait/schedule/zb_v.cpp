@@ -15,10 +15,13 @@ namespace plait::schedule {
 
 namespace {
 
+// 1F1B's p micro-batches, in half-model chunk units.
+int zb_v_in_flight(const PipelineShape& shape, int /*rank*/) { return 2 * shape.stages; }
+
 Schedule generate_zb_v(const PipelineShape& shape) {
   ListSchedulerOptions options;
   options.split_backward = true;
-  options.max_in_flight = 2 * shape.stages;
+  options.max_in_flight = zb_v_in_flight(shape, 0);
   return list_schedule(v_shape_layout(shape.stages, shape.microbatches, 1), options);
 }
 
@@ -30,6 +33,9 @@ ScheduleFamily zb_v_family() {
       .title = "ZB-V (zero bubble, V layout)",
       .source = "Qi et al., Zero Bubble Pipeline Parallelism, arXiv 2401.10241 sec. 6",
       .fixed_chunks = 2,
+      .split_backward = true,
+      .placement = StagePlacement::v_shape,
+      .in_flight_limit = zb_v_in_flight,
       .generate = generate_zb_v,
   };
 }
