@@ -20,6 +20,7 @@ double seconds_since(double start) { return monotonic_seconds() - start; }
 
 }  // namespace
 
+
 SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family) {
   const auto start = monotonic_seconds();
   schedule::Schedule s = schedule::generate_schedule(family, config.shape);
@@ -39,7 +40,9 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
 
   const schedule::Layout& layout = s.layout;
   const spec::ModelSpec& shape = config.model.model;
-  if (config.partition.count() > 0) {
+  // A given partition is for the schedules of that many segments; one of whole micro-batches
+  // (k = 1, e.g. beside sequence schedules in --compare) runs the whole sequence.
+  if (config.partition.count() > 0 && layout.num_segments > 1) {
     if (config.partition.count() != layout.num_segments || config.partition.seq() != config.seq) {
       throw Error("simulation: a partition of " + std::to_string(config.partition.count()) +
                   " segments over " + std::to_string(config.partition.seq()) + " tokens for " +

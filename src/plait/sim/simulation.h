@@ -23,7 +23,9 @@ struct SimulationConfig {
   int microbatch_size = 1;
   schedule::PipelineShape shape;  // stages, chunks, micro-batches, segments
   // How the sequence is cut into shape.segments segments (spec::cut_sequence), unless
-  // `partition` is given (its lengths must then be shape.segments and sum to seq).
+  // `partition` is given (its lengths must then be shape.segments and sum to seq; schedules of
+  // one segment still run the whole sequence). split_multiple rounds a flops split's lengths
+  // (the Seq1F1B reference rounds to the tensor-parallel size, 8 in its scripts).
   spec::SplitMethod split = spec::SplitMethod::flops;
   std::int64_t split_multiple = 1;
   spec::SequencePartition partition;
