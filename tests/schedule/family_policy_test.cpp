@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 
 #include "plait/schedule/layout.h"
 #include "plait/schedule/schedule_family.h"
+#include "plait/schedule/validator.h"
 
 namespace plait::schedule {
 namespace {
@@ -144,6 +146,46 @@ TEST(FamilyPolicy, AFamilyWithAWrongFieldFails) {
   EXPECT_NE(wrong("zb-h1", [](ScheduleFamily& f) { f.deferred_weights = nullptr; }), "");
   EXPECT_NE(wrong("seq1f1b", [](ScheduleFamily& f) { f.one_segment_twin = "zb-h1"; }), "");
   EXPECT_NE(wrong("seq-zb", [](ScheduleFamily& f) { f.one_segment_twin = "pipedream"; }), "");
+}
+
+// A family that builds its order for the costs keeps its policy under any costs: the placement,
+// the split, and never more units in flight than its limit (ZB-V's memory bound); every order
+// validates. With empty costs it is the F = B = W order.
+TEST(FamilyPolicy, OrdersBuiltForCostsKeepThePolicy) {
+  std::mt19937 rng(14);
+  std::uniform_real_distribution<double> cost(0.2, 3.0);
+  int built = 0;
+  for (const ScheduleFamily& family : schedule_families()) {
+    if (!family.generate_for_costs) continue;
+    for (int p = 1; p <= 6; ++p) {
+      for (int m : {1, 3, 8, 13, 24}) {
+        const PipelineShape shape{p, family.fixed_chunks > 0 ? family.fixed_chunks : 2, m, 1};
+        if (!unsupported_reason(family, shape).empty()) continue;
+        EXPECT_EQ(family.generate_for_costs(shape, UnitCosts{}), family.generate(shape)) << family.name;
+        const double f = cost(rng), b = cost(rng), w = cost(rng), head = cost(rng), link = cost(rng) / 4;
+        UnitCosts costs;
+        costs.unit_seconds = [=](int, ActionKind kind, std::int32_t, std::int32_t vstage) {
+          const double t = kind == ActionKind::F ? f : kind == ActionKind::B ? b : w;
+          return vstage == 2 * p - 1 ? t + head : t;  // the last stage's LM head
+        };
+        costs.transfer_seconds = [=](int, int, std::int32_t) { return link; };
+        const Schedule s = family.generate_for_costs(shape, costs);
+        const auto violation = validate(s);
+        ASSERT_FALSE(violation.has_value()) << family.name << " p=" << p << " m=" << m << "\n" << describe(s, *violation);
+        const Observed o = observe(s);
+        EXPECT_EQ(s.layout, placed_layout(family.placement, p, shape.chunks, m, 1)) << family.name;
+        EXPECT_EQ(o.split, family.split_backward) << family.name;
+        for (int r = 0; r < p; ++r) {
+          const int limit = family.limit_of(shape, r);
+          if (limit > 0) {
+            EXPECT_LE(o.peak_live[r], limit + family.deferred_of(shape, r)) << family.name << " p=" << p << " m=" << m;
+          }
+        }
+        ++built;
+      }
+    }
+  }
+  EXPECT_GT(built, 0);
 }
 
 // The placement formulas and their inverse.

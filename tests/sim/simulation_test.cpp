@@ -52,6 +52,34 @@ TEST(Simulation, ReportAddsUp) {
   EXPECT_NE(text.find("source: "), std::string::npos);
 }
 
+// Issue 14's ZB-V case (7B, p = 8, 32k tokens, where B is about 2.3 W): the F = B = W order's idle
+// share does not fall with more micro-batches, the order built for the costs' does, and the
+// simulator reports the faster of the two.
+TEST(Simulation, ZbVOrderBuiltForTheCostsFallsWithMoreMicroBatches) {
+  SimulationConfig c;
+  c.seq = 32768;
+  c.model = resolve_model("gpt-7b", c.seq);
+  c.record_events = false;
+  const schedule::ScheduleFamily& zbv = *schedule::find_schedule_family("zb-v");
+  auto run = [&](int m) {
+    c.shape = {8, 2, m, 1};
+    return simulate_family(c, zbv);
+  };
+  const SimulationReport few = run(8), many = run(32);
+  for (const SimulationReport* r : {&few, &many}) {
+    EXPECT_DOUBLE_EQ(r->result.step_time, std::min(r->order_steps.first, r->order_steps.second));
+    EXPECT_FALSE(r->order.empty());
+  }
+  EXPECT_LT(many.result.bubble_fraction, few.result.bubble_fraction);
+  // The F = B = W order alone: its idle share at m = 32 is above m = 8's.
+  c.shape = {8, 2, 32, 1};
+  const SimulationReport fixed32 = simulate_schedule(c, zbv.generate(c.shape), "zb-v");
+  c.shape = {8, 2, 8, 1};
+  const SimulationReport fixed8 = simulate_schedule(c, zbv.generate(c.shape), "zb-v");
+  EXPECT_GT(fixed32.result.bubble_fraction, fixed8.result.bubble_fraction);
+  EXPECT_LT(many.result.step_time, fixed32.result.step_time);
+}
+
 // A slower device on one rank slows the whole pipeline; the profile count must fit the ranks.
 TEST(Simulation, HeterogeneousDevicesPerRank) {
   SimulationConfig c = small_config();

@@ -33,6 +33,7 @@
 
 #include "plait/schedule/schedule.h"
 #include "plait/schedule/schedule_family.h"
+#include "plait/schedule/unit_costs.h"
 
 namespace plait::schedule {
 
@@ -52,12 +53,7 @@ struct HeterogeneousPipeline {
   PipelineShape shape() const;
 };
 
-struct HeterogeneousCosts {
-  // Seconds of one unit (kind F, B or W) of `segment` on virtual stage `vstage` on `rank`.
-  std::function<double(int rank, ActionKind kind, std::int32_t segment, std::int32_t vstage)> unit_seconds;
-  // Seconds for a unit's activation or gradient to go from src_rank to dst_rank; null: free.
-  std::function<double(int src_rank, int dst_rank, std::int32_t segment)> transfer_seconds;
-};
+using HeterogeneousCosts = UnitCosts;
 
 // Throws plait::Error naming the problem (a rank in two groups or none, counts that do not add
 // up to num_microbatches, a negative count, ...).

@@ -41,6 +41,10 @@ struct RankState {
   std::deque<Action> pending_w;
   // Units in flight per micro-batch on this rank (micro-batches it has started and not finished).
   std::map<std::int32_t, int> holding;
+  // With reserve_whole_microbatches: units not yet started of the micro-batches the rank has
+  // started, and their sum (room kept free under the limit).
+  std::map<std::int32_t, int> unstarted;
+  int reserved = 0;
   double free = 0.0;
   int in_flight = 0;
   int limit = 0;  // 0: unlimited
@@ -266,6 +270,7 @@ class ListScheduler {
   // (This second kind comes after pending W's, which free memory themselves.)
   std::int64_t pick_forward(RankState& st, bool at_limit) {
     while (!st.ready_f.empty() && f_issued_[st.ready_f.top().second]) st.ready_f.pop();
+    if (!at_limit && options_.reserve_whole_microbatches && st.limit > 0) return pick_admissible_forward(st);
     if (!at_limit) {
       if (st.ready_f.empty()) return -1;
       const std::int64_t u = st.ready_f.top().second;
@@ -286,6 +291,35 @@ class ListScheduler {
       }
     }
     return best;
+  }
+
+  // Units micro-batch mb has on rank r: k per virtual stage of r that routes mb to r.
+  int units_on_rank(int r, std::int32_t mb) const {
+    int n = 0;
+    for (std::int32_t s : layout_.rank_vstages[r]) n += owner_of(s, mb) == r ? k_ : 0;
+    return n;
+  }
+
+  // reserve_whole_microbatches: the best ready forward that is the next unit of a started
+  // micro-batch, or starts a micro-batch whose units on this rank all fit under the limit with
+  // the room already reserved; -1 if none.
+  std::int64_t pick_admissible_forward(RankState& st) {
+    std::vector<std::pair<std::uint64_t, std::int64_t>> skipped;
+    std::int64_t chosen = -1;
+    while (!st.ready_f.empty()) {
+      const auto top = st.ready_f.top();
+      st.ready_f.pop();
+      if (f_issued_[top.second]) continue;
+      std::int32_t mb, seg, s;
+      decode(top.second, mb, seg, s);
+      if (st.unstarted.count(mb) || st.in_flight + st.reserved + units_on_rank(st.rank, mb) <= st.limit) {
+        chosen = top.second;
+        break;
+      }
+      skipped.push_back(top);
+    }
+    for (const auto& e : skipped) st.ready_f.push(e);
+    return chosen;
   }
 
   // A free rank's choice (list_scheduler.h, rules 1-5) and its issue; nullopt: it waits.
@@ -333,6 +367,16 @@ class ListScheduler {
     f_issued_[u] = 1;
     ++forwarded_[static_cast<std::size_t>(s) * m_ + mb];
     ++st.holding[mb];
+    if (options_.reserve_whole_microbatches) {
+      auto it = st.unstarted.find(mb);
+      if (it == st.unstarted.end()) {
+        const int left = units_on_rank(r, mb) - 1;  // this unit starts now
+        if (left > 0) st.unstarted.emplace(mb, left), st.reserved += left;
+      } else {
+        --st.reserved;
+        if (--it->second == 0) st.unstarted.erase(it);
+      }
+    }
     if (s + 1 < V_) satisfy(0, mb, seg, s + 1, r, end);
     if (seg + 1 < k_) satisfy(0, mb, seg + 1, s, r, end);
     satisfy(1, mb, seg, s, r, end);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plait/schedule/schedule.h"
+#include "plait/schedule/unit_costs.h"
 
 namespace plait::schedule {
 
@@ -58,7 +59,13 @@ struct ScheduleFamily {
 
   // Why the family cannot produce `shape` beyond the common checks, or "" if it can; may be null.
   std::string (*unsupported)(const PipelineShape&) = nullptr;
+  // The family's order for F = B = W (its textbook construction; what `plait train` runs).
   Schedule (*generate)(const PipelineShape&) = nullptr;
+  // For families whose published construction simulates the real unit costs (ZB-V: the
+  // zero-bubble authors' zbv.py takes the profiled F, B, W and message times): the order built for
+  // `costs`, within the family's in-flight limit; null for fixed patterns. With empty costs it is
+  // generate(shape).
+  Schedule (*generate_for_costs)(const PipelineShape&, const UnitCosts& costs) = nullptr;
 
   // in_flight_limit(shape, rank), or 0 when unlimited.
   int limit_of(const PipelineShape& shape, int rank) const {

@@ -88,6 +88,10 @@ std::string format_report(const SimulationConfig& config, const SimulationReport
   }
   out += "segments   lengths " + lengths + "; forward TFLOP per sample " + tflops +
          format(" (spread %.2f%%)\n", 100 * r.partition.flops_imbalance());
+  if (!r.order.empty()) {
+    out += format("order      %s (step %s with the F = B = W order, %s with the order built for these costs)\n",
+                  r.order.c_str(), seconds_text(r.order_steps.first).c_str(), seconds_text(r.order_steps.second).c_str());
+  }
   const double step = r.result.step_time;
   out += format("result     step %s, bubble %.2f%%, %.0f tokens/s, %.1f TFLOP/s per device (model FLOPs over the step)\n",
                 seconds_text(step).c_str(), 100 * r.result.bubble_fraction, r.tokens_per_step / step,

@@ -3,12 +3,14 @@
 // a family or given as a value) -> validated, lowered, timed, with memory per rank.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plait/schedule/schedule.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/device_profile.h"
 #include "plait/sim/event_simulator.h"
+#include "plait/sim/flops_cost_model.h"
 #include "plait/sim/link_matrix.h"
 #include "plait/sim/memory_model.h"
 #include "plait/spec/model_presets.h"
@@ -57,6 +59,10 @@ struct SimulationReport {
   double tokens_per_step = 0;
   double model_flops_per_step = 0;  // 3 x the forward FLOPs formula, all micro-batches
   PhaseSeconds seconds;
+  // For a family that builds its order for the costs (ScheduleFamily::generate_for_costs): which
+  // order was kept, and the step of each {F = B = W order, order built for these costs}.
+  std::string order;
+  std::pair<double, double> order_steps{0, 0};
 
   double peak_total_bytes(int rank) const {
     return static_memory[rank].total() + result.ranks[rank].peak_activation_bytes;
@@ -66,7 +72,12 @@ struct SimulationReport {
   }
 };
 
-// Generates the family's schedule for config.shape, then simulate_schedule().
+// The cost model the simulation times `report`'s layout with (ranks: the schedule's).
+FlopsCostModel cost_model(const SimulationConfig& config, const SimulationReport& report, int ranks);
+
+// Generates the family's schedule for config.shape, then simulate_schedule(). A family that
+// builds its order for the costs (ZB-V) is also built for this simulation's costs, and the faster
+// of the two orders is reported (report.order says which).
 SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family);
 
 // Validates (throws schedule::ScheduleViolationError), lowers and simulates `schedule`;
