@@ -51,16 +51,39 @@ TEST(FlopsCostModel, SplitsBackwardIntoInputAndWeightGradients) {
   EXPECT_GT(cost.compute_seconds(0, ActionKind::F, 0, 3, 3), 1.5 * cost.compute_seconds(0, ActionKind::F, 0, 0, 3));
 }
 
+// Every action pays its device's fixed cost once (a fused BW once, not twice), so a rank's busy
+// time grows by exactly its action count times the cost: more segments pay more.
+TEST(FlopsCostModel, EveryActionPaysTheFixedCostOnce) {
+  DeviceProfile with = flat(1e14);
+  with.action_overhead_seconds = 0.004;
+  for (int k : {1, 4, 8}) {
+    const auto part = schedule::flops_partition(k7B, 32768, k);
+    const std::vector<int> layers = split_layers(32, 4);
+    const FlopsCostModel plain(k7B, layers, part, 1, {flat(1e14)}), fixed(k7B, layers, part, 1, {with});
+    for (ActionKind kind : {ActionKind::F, ActionKind::B, ActionKind::W, ActionKind::BW}) {
+      EXPECT_NEAR(fixed.compute_seconds(0, kind, 0, k - 1, 2), plain.compute_seconds(0, kind, 0, k - 1, 2) + 0.004, 1e-12);
+    }
+    for (const char* family : {"seq1f1b", "seq-zb"}) {
+      const schedule::Schedule s = schedule::generate_schedule(family, {4, 1, 6, k});
+      const schedule::LoweredSchedule lowered = schedule::lower(s);
+      const SimResult a = simulate(s, lowered, plain, nullptr, {false, false});
+      const SimResult b = simulate(s, lowered, fixed, nullptr, {false, false});
+      for (int r = 0; r < 4; ++r) {
+        EXPECT_NEAR(b.ranks[r].busy - a.ranks[r].busy, 0.004 * static_cast<double>(s.ranks[r].size()), 1e-9)
+            << family << " k=" << k;
+      }
+    }
+  }
+}
+
 // A measured profile reproduces its own fit on the model it was measured for:
 // t = slope * b + intercept per layer, with B and W sharing the backward by FLOPs.
 TEST(FlopsCostModel, MeasuredProfileReproducesItsFit) {
   DeviceProfile d;
   d.name = "measured";
   MeasuredLayerTiming m;
-  m.forward_slope = 0.010;
-  m.forward_intercept = 0.002;
-  m.backward_slope = 0.020;
-  m.backward_intercept = 0.003;
+  m.forward = line_curve(0.010, 0.002);
+  m.backward = line_curve(0.020, 0.003);
   m.reference_flops = 1e12;
   d.measured = m;
   EXPECT_NEAR(d.forward_seconds(1, 1e12, 0), 0.012, 1e-12);       // b = 1
@@ -82,7 +105,7 @@ TEST(ZorseProfiles, ReadTheTableOfTheSameFamilyAndSize) {
   EXPECT_EQ(v100.measured->model, "deepspeedgpt_6.7b");
   EXPECT_EQ(v100.measured->seq, 512);
   EXPECT_DOUBLE_EQ(v100.memory_bytes, 16.0 * 1024 * 1024 * 1024);
-  EXPECT_GT(v100.measured->forward_slope, 0);
+  EXPECT_GT(v100.measured->forward.slope, 0);
   const spec::ModelSpec gpt_small = spec::gpt2_model(24, 2048, 16, 50257, 512);
   EXPECT_EQ(zorse_device_profile("p40", "float16", gpt_small).measured->model, "deepspeedgpt_1.3b");
   spec::ModelSpec tiny_llama = spec::find_model_preset("tinyllama-1.1b")->model;
@@ -91,10 +114,13 @@ TEST(ZorseProfiles, ReadTheTableOfTheSameFamilyAndSize) {
   const DeviceProfile l4 = zorse_device_profile("l4", "float16", tiny_llama, {"", 512});
   EXPECT_EQ(l4.measured->model, "deepspeedllama_tiny");
   EXPECT_EQ(l4.measured->seq, 512);
-  // Seconds per sample and layer at 512 tokens (the fit's slope).
-  EXPECT_NEAR(l4.measured->forward_slope, 1.12e-3, 0.01e-3);
+  // The curve fitted to the measured micro-batch sizes 1..4 (1.36, 2.41, 3.51, 4.71 ms per layer
+  // at 512 tokens) gives them back; an entry without samples keeps the table's line (slope 8.99 ms).
+  const double measured_ms[] = {1.3624, 2.4146, 3.5126, 4.7143};
+  for (int b = 1; b <= 4; ++b) EXPECT_NEAR(l4.measured->forward.at(b) * 1e3 / measured_ms[b - 1], 1.0, 0.03) << b;
   const DeviceProfile gpt_l4 = zorse_device_profile("l4", "float16", gpt_small);
-  EXPECT_NEAR(gpt_l4.measured->forward_slope, 8.99e-3, 0.01e-3);
+  EXPECT_FALSE(gpt_l4.measured->forward.has_knee());
+  EXPECT_NEAR(gpt_l4.measured->forward.slope, 8.99e-3, 0.01e-3);
   try {
     zorse_device_profile("l4", "float16", spec::gpt2_model(12, 768, 12, 50257, 512));
     FAIL();

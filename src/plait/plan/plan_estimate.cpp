@@ -32,10 +32,11 @@ UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::Devi
   }
   seconds_.resize(static_cast<std::size_t>(types) * 3 * segments_ * 2);
   for (int t = 0; t < types; ++t) {
+    overhead_.push_back(type_profiles[t].action_overhead_seconds);
     for (int kind = 0; kind < 3; ++kind) {
       for (int j = 0; j < segments_; ++j) {
         const ActionKind k = static_cast<ActionKind>(kind);
-        const double layer = cost.compute_seconds(t, k, 0, j, 0);
+        const double layer = cost.compute_seconds(t, k, 0, j, 0) - overhead_.back();
         double* out = &seconds_[((static_cast<std::size_t>(t) * 3 + kind) * segments_ + j) * 2];
         out[0] = layer;
         out[1] = cost.compute_seconds(t, k, 0, j, 1) - layer;
@@ -58,11 +59,13 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const double m = choice.num_microbatches;
   auto type_of_rank = [&](int r) { return problem.cluster.devices[devices[r]].type; };
   // Seconds of one unit (kind 0 F, 1 B, 2 W) on rank r; B also rebuilds the recomputed layers.
+  // Each action pays the fixed cost once: F, B and (split) W, or a fused BW.
   auto unit = [&](int r, int kind, int seg, std::int32_t s) {
     const int t = type_of_rank(r);
     const double recomputed = choice.recomputes() && kind == 1 ? choice.recompute_layers[s] * times.rebuild(t, seg) : 0.0;
+    const double fixed = kind < 2 || split ? times.action_overhead(t) : 0.0;
     return choice.vstage_layers[s] * times.layer(t, kind, seg) + (s == vstages - 1 ? times.head(t, kind, seg) : 0.0) +
-           recomputed;
+           recomputed + fixed;
   };
 
   const schedule::HeterogeneousPipeline pipeline = heterogeneous_pipeline(choice);

@@ -344,6 +344,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
                 for (int j = 0; j < so.k; ++j) {
                   for (int kind = 0; kind < 3; ++kind) t += l * times.layer(type, kind, j) + (last ? times.head(type, kind, j) : 0.0);
                   t += recomputed * times.rebuild(type, j);
+                  t += (f.split_backward ? 3 : 2) * times.action_overhead(type);  // per action
                 }
                 return t;
               };

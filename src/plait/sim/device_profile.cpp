@@ -9,36 +9,25 @@
 
 namespace plait::sim {
 
-namespace {
-
-// One layer's seconds for x samples' worth of the measured work (x = FLOPs / measured FLOPs per
-// sample): the fit slope * x + intercept. Some Zorse fits have a negative intercept (t4 at 4096
-// tokens: its time per sample grows with the micro-batch), which would make small units (short
-// segments) cost nothing or less; below one sample such a fit is replaced by the line through
-// the origin and its value at x = 1.
-double fitted(double slope, double intercept, double x) {
-  if (intercept < 0 && x < 1) return x * (slope + intercept);
-  return slope * x + intercept;
-}
-
-}  // namespace
-
+// A measured layer's curve takes work in samples of the measured sequence: x = FLOPs / the
+// measured layer's FLOPs per sample. Work outside the layers (the LM head) runs at the curve's
+// marginal rate for that much work, without a fixed cost of its own.
 double DeviceProfile::forward_seconds(int layers, double layer_flops, double extra_flops) const {
   if (!measured) return (layers * layer_flops + extra_flops) / sustained_flops;
   const MeasuredLayerTiming& m = *measured;
-  const double per_flop = m.forward_slope / m.reference_flops;
-  return layers * fitted(m.forward_slope, m.forward_intercept, layer_flops / m.reference_flops) +
-         extra_flops * per_flop;
+  const double extra = extra_flops / m.reference_flops;
+  return layers * m.forward.at(layer_flops / m.reference_flops) + extra * m.forward.marginal(extra);
 }
 
 double DeviceProfile::backward_seconds(int layers, double layer_flops, double share,
                                        double extra_flops) const {
   if (!measured) return (layers * layer_flops + extra_flops) / sustained_flops;
   const MeasuredLayerTiming& m = *measured;
-  // The measured backward covers twice the forward FLOPs (B + W); this part is `share` of it.
-  const double per_flop = m.backward_slope / (2.0 * m.reference_flops);
+  // The measured backward covers twice the forward FLOPs (B + W); this part is `share` of the
+  // backward of `whole` samples.
   const double whole = share > 0 ? layer_flops / (2.0 * m.reference_flops * share) : 0.0;
-  return layers * share * fitted(m.backward_slope, m.backward_intercept, whole) + extra_flops * per_flop;
+  const double extra = extra_flops / (2.0 * m.reference_flops);
+  return layers * share * m.backward.at(whole) + extra * m.backward.marginal(extra);
 }
 
 std::string DeviceProfile::describe() const {
@@ -48,12 +37,20 @@ std::string DeviceProfile::describe() const {
     std::snprintf(buf, sizeof buf, "measured per-layer latencies of %s (%s) at seq %lld, %s",
                   measured->model.c_str(), measured->chosen_because.c_str(),
                   static_cast<long long>(measured->seq), measured->dtype.c_str());
+    if (!measured->fit.empty()) {
+      out += buf;
+      std::snprintf(buf, sizeof buf, " (%s)", measured->fit.c_str());
+    }
   } else {
     std::snprintf(buf, sizeof buf, "%.1f TFLOP/s sustained", sustained_flops / 1e12);
   }
   out += buf;
   if (memory_bytes > 0) {
     std::snprintf(buf, sizeof buf, ", %.0f GiB", memory_bytes / (1024.0 * 1024 * 1024));
+    out += buf;
+  }
+  if (action_overhead_seconds > 0) {
+    std::snprintf(buf, sizeof buf, ", %.1f us per action", action_overhead_seconds * 1e6);
     out += buf;
   }
   std::snprintf(buf, sizeof buf, ", link %.0f us + %.0f GB/s", link.latency_seconds * 1e6,
@@ -87,6 +84,8 @@ DeviceProfile device_from_file(const std::string& path) {
   d.link.latency_seconds = f.number("link_latency_us", d.link.latency_seconds * 1e6) * 1e-6;
   d.link.bandwidth_bytes_per_second =
       f.number("link_bandwidth_gb_per_s", d.link.bandwidth_bytes_per_second / 1e9) * 1e9;
+  d.action_overhead_seconds = f.number("action_overhead_us", 0.0) * 1e-6;
+  if (!(d.action_overhead_seconds >= 0)) f.fail("action_overhead_us", "expected microseconds >= 0");
   if (!(d.link.bandwidth_bytes_per_second > 0)) {
     f.fail("link_bandwidth_gb_per_s", "expected a positive bandwidth");
   }
