@@ -3,7 +3,7 @@
 #include "plait/core/error.h"
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/device_profiles.h"
-#include "plait/sim/model_presets.h"
+#include "plait/spec/model_presets.h"
 #include "test_files.h"
 
 namespace plait::plan {
@@ -68,7 +68,7 @@ TEST(ClusterSpec, ActionOverheadReachesTheProfile) {
     "machines": [{"name": "a", "devices": [{"type": "x", "count": 2}], "link": {"gbyte_per_s": 50, "latency_us": 1}}]})");
   const ClusterSpec c = read_cluster_spec(path);
   EXPECT_DOUBLE_EQ(c.types[0].action_overhead_seconds, 25e-6);
-  const auto profiles = resolve_type_profiles(c, sim::resolve_model("gpt-1.3b", 1024), 1024);
+  const auto profiles = resolve_type_profiles(c, spec::resolve_model("gpt-1.3b", 1024), 1024);
   EXPECT_DOUBLE_EQ(profiles[0].action_overhead_seconds, 50e-6);
 }
 

@@ -57,7 +57,7 @@ TEST(FlopsCostModel, EveryActionPaysTheFixedCostOnce) {
   DeviceProfile with = flat(1e14);
   with.action_overhead_seconds = 0.004;
   for (int k : {1, 4, 8}) {
-    const auto part = schedule::flops_partition(k7B, 32768, k);
+    const auto part = spec::flops_partition(k7B, 32768, k);
     const std::vector<int> layers = split_layers(32, 4);
     const FlopsCostModel plain(k7B, layers, part, 1, {flat(1e14)}), fixed(k7B, layers, part, 1, {with});
     for (ActionKind kind : {ActionKind::F, ActionKind::B, ActionKind::W, ActionKind::BW}) {

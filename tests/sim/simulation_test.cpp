@@ -58,7 +58,7 @@ TEST(Simulation, ReportAddsUp) {
 TEST(Simulation, ZbVOrderBuiltForTheCostsFallsWithMoreMicroBatches) {
   SimulationConfig c;
   c.seq = 32768;
-  c.model = resolve_model("gpt-7b", c.seq);
+  c.model = spec::resolve_model("gpt-7b", c.seq);
   c.record_events = false;
   const schedule::ScheduleFamily& zbv = *schedule::find_schedule_family("zb-v");
   auto run = [&](int m) {
