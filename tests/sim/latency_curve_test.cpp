@@ -8,6 +8,8 @@
 #include "plait/sim/latency_validation.h"
 #include "plait/sim/shipped_data.h"
 
+#include <nlohmann/json.hpp>
+
 namespace plait::sim {
 namespace {
 
@@ -74,6 +76,37 @@ TEST(LatencyCurve, HeldOutErrorsOfKinkedData) {
   EXPECT_LT(in.mean(in.curve), 1e-9);
   EXPECT_GT(in.mean(in.line), 0.01);
   EXPECT_TRUE(held_out_errors({1, 2, 3}, HoldOut::interpolate).curve.empty());
+}
+
+// Across sequences: a device whose layer time is exactly fixed + rate x FLOPs is predicted at a
+// shorter sequence by the longest sequence's curve, the work scaled by FLOPs; its table line,
+// with a negative intercept, is not.
+TEST(LatencyCurve, AcrossSequencesScalesTheWorkByFlops) {
+  const nlohmann::json stats = {{"m", {{"hidden_size", 1024}, {"parameters_per_layer", 12.0 * 1024 * 1024}}}};
+  auto flops = [](double seq) { return 2.0 * seq * 12.0 * 1024 * 1024 + 2.0 * 1024 * seq * seq; };
+  LatencyTable table;
+  for (std::int64_t seq : {512, 2048}) {
+    LatencyEntry e;
+    e.model = "m";
+    e.device = "gpu";
+    e.dtype = "float16";
+    e.seq = seq;
+    for (int b = 1; b <= 8; ++b) {
+      e.forward_ms.push_back(0.5 + 2e-12 * b * flops(static_cast<double>(seq)));
+      e.backward_ms.push_back(1.0 + 4e-12 * b * flops(static_cast<double>(seq)));
+    }
+    e.forward_slope_ms = 2e-12 * flops(static_cast<double>(seq)) * 1.2;  // a poorer line
+    e.forward_intercept_ms = -0.4;
+    e.backward_slope_ms = 4e-12 * flops(static_cast<double>(seq));
+    e.backward_intercept_ms = 1.0;
+    table.entries.push_back(e);
+  }
+  const std::vector<DeviceValidation> rows = validate_across_sequences(table, stats);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].entries, 1);
+  EXPECT_EQ(rows[0].forward.curve.size(), 8u);
+  EXPECT_LT(rows[0].both().mean(rows[0].both().curve), 1e-9);
+  EXPECT_GT(rows[0].forward.mean(rows[0].forward.line), 0.05);
 }
 
 // The shipped Zorse table: every GPU type is either validated or listed as without samples, and

@@ -7,8 +7,10 @@
 #include <string>
 
 #include "plait/cli/commands.h"
+#include "plait/core/json_fields.h"
 #include "plait/sim/latency_validation.h"
 #include "plait/sim/shipped_data.h"
+#include "plait/sim/zorse_profiles.h"
 
 namespace plait::cli {
 
@@ -27,6 +29,8 @@ void run_bench_profiles(const BenchProfilesOptions& o) {
   const sim::LatencyTable table = sim::read_latency_table(path, false);
   const auto interpolated = sim::validate_latency_curves(table, sim::HoldOut::interpolate);
   const auto extrapolated = sim::validate_latency_curves(table, sim::HoldOut::extrapolate);
+  const nlohmann::json stats = o.table.empty() ? sim::zorse_model_stats() : nlohmann::json::object();
+  const auto across = sim::validate_across_sequences(table, stats);
   std::printf("plait bench profiles: %s\n", path.c_str());
   std::printf("per layer, forward and backward ms at micro-batch 1..N of each (model, sequence, dtype) with N >= 4;\n"
               "held out: fit on the odd micro-batch sizes and N, predict the even ones (interpolation), and fit\n"
@@ -69,6 +73,18 @@ void run_bench_profiles(const BenchProfilesOptions& o) {
   std::printf("\ngoal: interpolation mean within %.0f%%; %s\n", o.goal,
               over.empty() ? "every type with samples meets it"
                            : ("over it: " + over + " (why: docs/simulator.md, \"Device curves\")").c_str());
+  if (!across.empty()) {
+    std::printf("\nacross sequence lengths (the case of segments: less work than the sequence measured): the\n"
+                "curves of each model's longest measured sequence predict its shorter ones, work scaled by\n"
+                "FLOPs (model_stats.json); line = that entry's straight line from the table, as read before\n"
+                "the curves. Mean error over every micro-batch size, forward and backward:\n");
+    std::printf("%-14s %-8s %7s %6s   %8s %8s\n", "gpu type", "dtype", "entries", "points", "curve", "line");
+    for (const sim::DeviceValidation& v : across) {
+      const sim::HeldOutErrors e = v.both();
+      std::printf("%-14s %-8s %7d %6zu   %7.2f%% %7.2f%%\n", v.device.c_str(), v.dtype.c_str(), v.entries,
+                  e.curve.size(), pct(e.mean(e.curve)), pct(e.mean(e.line)));
+    }
+  }
   if (!o.detail) return;
   std::printf("\n%-14s %-8s %7s | %-21s | %-21s\n", "gpu type", "dtype", "entries", "forward curve / line",
               "backward curve / line  (interpolation means)");

@@ -70,6 +70,52 @@ std::vector<DeviceValidation> validate_latency_curves(const LatencyTable& table,
   return out;
 }
 
+std::vector<DeviceValidation> validate_across_sequences(const LatencyTable& table, const nlohmann::json& stats) {
+  // The entries of each (model, device, dtype) with samples, the longest sequence first.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const LatencyEntry*>> groups;
+  for (const LatencyEntry& e : table.entries) {
+    if (e.forward_ms.size() < 2 || e.backward_ms.size() < 2) continue;
+    if (!stats.contains(e.model) || !stats[e.model].contains("hidden_size") ||
+        !stats[e.model].contains("parameters_per_layer")) {
+      continue;
+    }
+    groups[{e.device, e.dtype, e.model}].push_back(&e);
+  }
+  std::map<std::pair<std::string, std::string>, DeviceValidation> rows;
+  for (auto& [key, entries] : groups) {
+    if (entries.size() < 2) continue;
+    std::sort(entries.begin(), entries.end(), [](const LatencyEntry* a, const LatencyEntry* b) { return a->seq > b->seq; });
+    const LatencyEntry& longest = *entries.front();
+    const nlohmann::json& s = stats[longest.model];
+    const double params = s["parameters_per_layer"].get<double>(), hidden = s["hidden_size"].get<double>();
+    auto flops = [&](double seq) { return 2.0 * seq * params + 2.0 * hidden * seq * seq; };
+    const LatencyCurve curve[2] = {entry_curve(longest.forward_ms, longest.forward_slope_ms, longest.forward_intercept_ms),
+                                   entry_curve(longest.backward_ms, longest.backward_slope_ms, longest.backward_intercept_ms)};
+    const LatencyCurve line[2] = {line_curve(longest.forward_slope_ms * 1e-3, longest.forward_intercept_ms * 1e-3),
+                                  line_curve(longest.backward_slope_ms * 1e-3, longest.backward_intercept_ms * 1e-3)};
+    DeviceValidation& row = rows[{longest.device, longest.dtype}];
+    row.device = longest.device;
+    row.dtype = longest.dtype;
+    for (std::size_t i = 1; i < entries.size(); ++i) {
+      const LatencyEntry& e = *entries[i];
+      ++row.entries;
+      const double ratio = flops(static_cast<double>(e.seq)) / flops(static_cast<double>(longest.seq));
+      const std::vector<double>* ms[2] = {&e.forward_ms, &e.backward_ms};
+      HeldOutErrors* into[2] = {&row.forward, &row.backward};
+      for (int kind = 0; kind < 2; ++kind) {
+        for (std::size_t b = 1; b <= ms[kind]->size(); ++b) {
+          const double measured = (*ms[kind])[b - 1] * 1e-3, x = static_cast<double>(b) * ratio;
+          into[kind]->curve.push_back(std::fabs(curve[kind].at(x) - measured) / measured);
+          into[kind]->line.push_back(std::fabs(line[kind].at(x) - measured) / measured);
+        }
+      }
+    }
+  }
+  std::vector<DeviceValidation> out;
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
 std::vector<std::string> devices_without_samples(const LatencyTable& table) {
   std::set<std::string> all(table.devices.begin(), table.devices.end()), with;
   for (const LatencyEntry& e : table.entries) {

@@ -36,6 +36,14 @@ struct DeviceValidation {
 // samples of a kind are left out (too few to fit and hold some out).
 std::vector<DeviceValidation> validate_latency_curves(const LatencyTable& table, HoldOut hold_out);
 
+// Across sequence lengths, the case of Seq1F1B's segments (units of less work than the sequence
+// measured): for every (model, device, dtype) measured at several sequence lengths, the curves of
+// the longest predict every shorter one's measured micro-batch sizes, the work scaled by FLOPs
+// (2 * seq * parameters_per_layer + 2 * hidden * seq^2, `stats`: Zorse's model_stats.json);
+// "line" is the longest entry's own straight line from the table, as plait read it before these
+// curves (a negative intercept proportional below one sample). Models without stats are skipped.
+std::vector<DeviceValidation> validate_across_sequences(const LatencyTable& table, const nlohmann::json& stats);
+
 // The devices of `table` none of whose entries carry four or more samples (only fitted lines, or
 // no usable entry): they cannot be validated this way.
 std::vector<std::string> devices_without_samples(const LatencyTable& table);
