@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "plait/core/error.h"
 #include "plait/schedule/lowering.h"
@@ -72,6 +73,60 @@ TEST(FlopsCostModel, EveryActionPaysTheFixedCostOnce) {
         EXPECT_NEAR(b.ranks[r].busy - a.ranks[r].busy, 0.004 * static_cast<double>(s.ranks[r].size()), 1e-9)
             << family << " k=" << k;
       }
+    }
+  }
+}
+
+// The default profile is the A100 datasheet's peak times the efficiency Zorse measured per layer
+// on A100 80GB: it rises with the work per kernel and stays under the peak, a device of twice the
+// peak runs twice as fast, and cutting a sequence into segments costs more than running it whole
+// (each segment pays the fixed cost and runs at the lower efficiency of less work).
+TEST(FlopsEfficiency, DefaultProfileIsPeakTimesMeasuredEfficiency) {
+  const DeviceProfile a100 = default_device_profile();
+  ASSERT_TRUE(a100.efficiency.has_value());
+  EXPECT_FALSE(a100.measured.has_value());
+  EXPECT_DOUBLE_EQ(a100.efficiency->peak_flops, 312e12);
+  const FlopsEfficiency& e = *a100.efficiency;
+  EXPECT_LT(e.forward_efficiency(1e10), e.forward_efficiency(1e11));
+  EXPECT_LT(e.forward_efficiency(1e11), e.forward_efficiency(1e13));
+  EXPECT_LT(e.forward_efficiency(1e14), 1.0);
+  EXPECT_GT(e.forward_efficiency(1e13), 0.3);
+  DeviceProfile twice = a100;
+  twice.efficiency->peak_flops *= 2;
+  EXPECT_NEAR(twice.forward_seconds(4, 1e12, 0), a100.forward_seconds(4, 1e12, 0) / 2, 1e-15);
+  for (int k : {2, 4, 16}) {
+    const auto whole = spec::even_partition(k7B, 32768, 1), cut = spec::even_partition(k7B, 32768, k);
+    const std::vector<int> layers = split_layers(32, 8);
+    const FlopsCostModel one(k7B, layers, whole, 1, {a100}), many(k7B, layers, cut, 1, {a100});
+    double segments = 0;
+    for (int j = 0; j < k; ++j) segments += many.compute_seconds(0, ActionKind::F, 0, j, 3);
+    EXPECT_GT(segments, one.compute_seconds(0, ActionKind::F, 0, 0, 3)) << k;
+  }
+}
+
+// A JSON profile states its peak and the GPU type whose measured efficiency it borrows.
+TEST(FlopsEfficiency, JsonProfilesGiveAPeakAndAMeasuredEfficiency) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const DeviceProfile h = resolve_device(
+      write("h.json", R"({"peak_tflops": 624, "efficiency_of": "zorse:a100x80", "efficiency_peak_tflops": 312, "memory_gib": 80})"),
+      k7B);
+  ASSERT_TRUE(h.efficiency.has_value());
+  EXPECT_NEAR(h.forward_seconds(1, 1e12, 0), default_device_profile().forward_seconds(1, 1e12, 0) / 2, 1e-15);
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"sustained_tflops": 100, "peak_tflops": 312, "efficiency_of": "zorse:a100x80", "efficiency_peak_tflops": 312})", "sustained_tflops"},
+           {R"({"peak_tflops": 312, "efficiency_of": "a100", "efficiency_peak_tflops": 312})", "efficiency_of"},
+           {R"({"peak_tflops": 312, "efficiency_of": "zorse:tpu", "efficiency_peak_tflops": 312})", "efficiency_of"},
+           {R"({"peak_tflops": 312, "efficiency_of": "zorse:a100x80"})", "efficiency_peak_tflops"}}) {
+    try {
+      resolve_device(write("bad.json", text), k7B);
+      ADD_FAILURE() << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
     }
   }
 }

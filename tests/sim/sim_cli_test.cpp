@@ -26,8 +26,8 @@ TEST(SimCli, PrintsTheResultWithTheDeviceAndItsSource) {
   const CommandResult r = run_plait("sim " + kSmall + "--segments 2");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("schedule   seq1f1b: Seq1F1B"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("device     a100-80gb: 142.1 TFLOP/s sustained"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(source: 142.1 TFLOP/s: best per-GPU throughput"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device     a100-80gb: 312.0 TFLOP/s peak x measured efficiency"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(source: peak: NVIDIA A100 Tensor Core GPU datasheet"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result     step "), std::string::npos) << r.out;
   // A micro-batch schedule with --segments left at its default runs whole micro-batches.
   const CommandResult one = run_plait("sim " + kSmall + "--schedule 1f1b --device zorse:l4");

@@ -48,7 +48,7 @@ TEST(Simulation, ReportAddsUp) {
   EXPECT_EQ(tl.rank_labels[2], "rank 2 (stage 2): a100-80gb");
   EXPECT_EQ(tl.events.size(), r.result.events.size());
   const std::string text = format_report(c, r, "seq1f1b");
-  EXPECT_NE(text.find("device     a100-80gb: 142.1 TFLOP/s sustained"), std::string::npos) << text;
+  EXPECT_NE(text.find("device     a100-80gb: 312.0 TFLOP/s peak x measured efficiency"), std::string::npos) << text;
   EXPECT_NE(text.find("source: "), std::string::npos);
 }
 
@@ -87,7 +87,7 @@ TEST(Simulation, HeterogeneousDevicesPerRank) {
   const double uniform = simulate_family(c, *schedule::find_schedule_family("1f1b")).result.step_time;
   DeviceProfile slow = default_device_profile();
   slow.name = "half-speed";
-  slow.sustained_flops /= 2;
+  slow.efficiency->peak_flops /= 2;
   c.devices = {default_device_profile(), default_device_profile(), slow, default_device_profile()};
   const SimulationReport r = simulate_family(c, *schedule::find_schedule_family("1f1b"));
   EXPECT_GT(r.result.step_time, 1.3 * uniform);

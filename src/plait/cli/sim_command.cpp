@@ -207,8 +207,9 @@ void register_sim(CLI::App& app) {
                       "'F0.0 F1.0 BW0.0 BW1.0'; docs/schedules.md)")
       ->capture_default_str();
   cmd->add_option("--device", o->device,
-                  "Device profile: a100-80gb (default: 142.1 TFLOP/s sustained, the best per-GPU\n"
-                  "figure of the thunlp/Seq1F1B README for 7B on A100; 80 GiB), zorse:<gpu>[:<dtype>]\n"
+                  "Device profile: a100-80gb (default: the A100 datasheet's 312 TFLOP/s peak x the\n"
+                  "efficiency Zorse measured per layer on A100 80GB, rising with the work; 80 GiB),\n"
+                  "zorse:<gpu>[:<dtype>]\n"
                   "(per-layer latencies measured by Zorse, share/profiles/zorse), or a JSON file;\n"
                   "a comma-separated list gives one profile per rank")
       ->capture_default_str();

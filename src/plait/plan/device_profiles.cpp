@@ -17,6 +17,8 @@ sim::DeviceProfile slowed_down(sim::DeviceProfile profile, double slowdown) {
       c->slope *= slowdown;
       c->slope_after *= slowdown;
     }
+  } else if (profile.efficiency) {
+    profile.efficiency->peak_flops /= slowdown;
   } else {
     profile.sustained_flops /= slowdown;
   }
