@@ -2,6 +2,8 @@
 
 #include "plait/core/error.h"
 #include "plait/plan/cluster_spec.h"
+#include "plait/plan/device_profiles.h"
+#include "plait/spec/model_presets.h"
 #include "test_files.h"
 
 namespace plait::plan {
@@ -59,6 +61,17 @@ TEST(ClusterSpec, LinkOverrides) {
   EXPECT_EQ(c.name, std::filesystem::path(path).stem().string());  // the file's stem by default
 }
 
+// A device type's fixed cost per action reaches its profile, slowed down like its compute.
+TEST(ClusterSpec, ActionOverheadReachesTheProfile) {
+  const std::string path = write_test_file("overhead.json", R"({
+    "device_types": {"x": {"tflops": 10, "memory_gib": 8, "action_overhead_us": 25, "slowdown": 2}},
+    "machines": [{"name": "a", "devices": [{"type": "x", "count": 2}], "link": {"gbyte_per_s": 50, "latency_us": 1}}]})");
+  const ClusterSpec c = read_cluster_spec(path);
+  EXPECT_DOUBLE_EQ(c.types[0].action_overhead_seconds, 25e-6);
+  const auto profiles = resolve_type_profiles(c, spec::resolve_model("gpt-1.3b", 1024), 1024);
+  EXPECT_DOUBLE_EQ(profiles[0].action_overhead_seconds, 50e-6);
+}
+
 std::string error_of(const std::string& text) {
   try {
     read_cluster_spec(write_test_file("bad.json", text));
@@ -89,6 +102,8 @@ TEST(ClusterSpec, ErrorsNameFileAndField) {
        "device_types.x.profile: 'nowhere.json' is neither zorse:<gpu> nor an existing latency file"},
       {R"({"device_types": {"x": {"tflops": 1, "memory_gib": 8, "slowdown": 0.5}}, )" + machine + "}",
        "device_types.x.slowdown: expected a slow-down factor >= 1"},
+      {R"({"device_types": {"x": {"tflops": 1, "memory_gib": 8, "action_overhead_us": -1}}, )" + machine + "}",
+       "device_types.x.action_overhead_us: expected microseconds >= 0"},
       {"{" + types + R"(, "machines": [{"name": "m", "devices": [{"type": "y"}]}]})",
        "machines[0].devices[0].type: unknown device type 'y'; device_types has x"},
       {"{" + types + R"(, "machines": [{"name": "m", "devices": [{"type": "x", "count": 2}]}]})",

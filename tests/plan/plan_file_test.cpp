@@ -109,6 +109,27 @@ TEST(PlanFile, RecomputationPerStageRoundTrips) {
   EXPECT_DOUBLE_EQ(simulate_plan(problem, loaded.choice, loaded.schedule).step_seconds, plan.prediction.step_seconds);
 }
 
+// A plan that leaves a device out of every stage (here fast-capped, host:1) names the devices its
+// ranks run on, and is evaluated on those devices, not on the first ones of the cluster.
+TEST(PlanFile, APlanLeavingADeviceOutIsEvaluatedOnItsDevices) {
+  Planned p{cpu4_problem("cpu4-emulated.json"), {}};
+  PlannerOptions o;
+  o.simulate = 4;
+  o.top = 1;
+  o.device_types = {"fast", "slow2", "slow3"};
+  p.result = plan_cluster(p.problem, o);
+  const Plan& plan = p.result.plans[0];
+  ASSERT_EQ(plan.choice.rank_devices(), (std::vector<int>{0, 2, 3}));
+  const std::string path = test_file("subset.json");
+  write_json_file(path, plan_file_json(p.problem, plan, nullptr));
+  EXPECT_EQ(read_json_file(path)["parallel"]["cluster_devices"], (nlohmann::json{"host:0", "host:2", "host:3"}));
+  const LoadedPlan loaded = read_plan_file(path, p.problem.cluster);
+  EXPECT_EQ(loaded.choice.rank_devices(), (std::vector<int>{0, 2, 3}));
+  const PlanPrediction again = simulate_plan(p.problem, loaded.choice, loaded.schedule);
+  EXPECT_DOUBLE_EQ(again.step_seconds, plan.prediction.step_seconds);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(again.devices[r].device, plan.prediction.devices[r].device);
+}
+
 std::string error_of(const std::string& text, const ClusterSpec& cluster) {
   try {
     read_plan_file(write_test_file("bad.json", text), cluster);
@@ -143,6 +164,12 @@ TEST(PlanFile, ErrorsNameFileAndField) {
        "parallel.recompute: virtual stage 1 has 1 layer, cannot recompute 2"},
       {R"({"rank_vstages": [[0], [1], [1], [1], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0", "-", "-", "-"]})",
        "parallel.rank_vstages: the plan has 5 ranks but"},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0"], "cluster_devices": ["host:0"]})",
+       "parallel.cluster_devices: expected one cluster device per rank (2), found 1"},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0"], "cluster_devices": ["host:0", "host:7"]})",
+       "parallel.cluster_devices[1]: "},
+      {R"({"rank_vstages": [[0], [1]], "layers": [1, 1], "schedule_text": ["F0.0 F1.0 BW0.0 BW1.0", "F0.0 BW0.0 F1.0 BW1.0"], "cluster_devices": ["host:2", "host:1"]})",
+       "parallel.cluster_devices[1]: expected the ranks' devices in cluster-file order"},
   };
   for (const Case& c : cases) {
     const std::string error = error_of("{" + head + "\"parallel\": " + c.parallel + "}", cluster);

@@ -137,7 +137,7 @@ TEST(HeterogeneousPipeline, RoutingGivesEachRankItsCountInArrivalOrder) {
   h.stage_ranks = {{0}, {1, 2}};
   h.stage_counts = {{9}, {6, 3}};
   const auto costs = speed_costs({4.0, 2.0, 1.0});
-  const Layout layout = heterogeneous_layout(h, false);
+  const Layout layout = heterogeneous_layout(h, StagePlacement::contiguous);
   const auto routing = route_microbatches(h, layout, costs);
   ASSERT_EQ(routing.size(), 2u);
   EXPECT_EQ(routing[0], std::vector<std::int32_t>(9, 0));
@@ -163,7 +163,7 @@ TEST(HeterogeneousPipeline, FirstGroupIdsFollowCompletionOrder) {
   h.num_microbatches = 8;
   h.stage_ranks = {{0, 1}};
   h.stage_counts = {{6, 2}};
-  const auto routing = route_microbatches(h, heterogeneous_layout(h, false), speed_costs({3.0, 1.0}));
+  const auto routing = route_microbatches(h, heterogeneous_layout(h, StagePlacement::contiguous), speed_costs({3.0, 1.0}));
   EXPECT_EQ(routing[0], (std::vector<std::int32_t>{0, 0, 0, 1, 0, 0, 0, 1}));
 }
 
@@ -175,10 +175,10 @@ TEST(HeterogeneousPipeline, InFlightLimitsFollowTheFamilyWarmUp) {
   h.stage_ranks = {{0}, {1}, {2}, {3}};
   h.stage_counts = {{8}, {8}, {8}, {8}};
   const auto alike = speed_costs({1, 1, 1, 1});
-  const Layout layout = heterogeneous_layout(h, false);
+  const Layout layout = heterogeneous_layout(h, StagePlacement::contiguous);
   EXPECT_EQ(heterogeneous_in_flight_limits("1f1b", h, layout, alike), (std::vector<int>{4, 3, 2, 1}));
   h.num_segments = 3;
-  const Layout seq_layout = heterogeneous_layout(h, false);
+  const Layout seq_layout = heterogeneous_layout(h, StagePlacement::contiguous);
   EXPECT_EQ(heterogeneous_in_flight_limits("seq1f1b", h, seq_layout, alike), (std::vector<int>{6, 5, 4, 3}));
   EXPECT_EQ(heterogeneous_in_flight_limits("gpipe", h, seq_layout, alike), (std::vector<int>{0, 0, 0, 0}));
   h.num_segments = 1;
@@ -189,7 +189,7 @@ TEST(HeterogeneousPipeline, InFlightLimitsFollowTheFamilyWarmUp) {
   // Alike ranks in groups of different widths are off lock-step too.
   h.stage_ranks = {{0}, {1}, {2, 4}, {3}};
   h.stage_counts = {{8}, {8}, {4, 4}, {8}};
-  EXPECT_EQ(heterogeneous_in_flight_limits("1f1b", h, heterogeneous_layout(h, false), speed_costs({1, 1, 1, 1, 1})),
+  EXPECT_EQ(heterogeneous_in_flight_limits("1f1b", h, heterogeneous_layout(h, StagePlacement::contiguous), speed_costs({1, 1, 1, 1, 1})),
             (std::vector<int>{8, 6, 4, 2, 4}));
 }
 

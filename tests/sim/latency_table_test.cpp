@@ -96,7 +96,7 @@ TEST(LatencyTable, PreferredModelAndSequence) {
   // 2 * seq * parameters + 2 * hidden * seq^2).
   const DeviceProfile t4 = zorse_device_profile("t4", "float16", llama.model, {llama.profile_model, 1024});
   const double flops = llama.model.layer_forward_flops(1024);
-  const double fitted = t4.measured->forward_slope * 2 + t4.measured->forward_intercept;
+  const double fitted = t4.measured->forward.at(2.0);
   EXPECT_NEAR(t4.forward_seconds(1, 2 * flops, 0) / fitted, 1.0, 0.01);
 }
 

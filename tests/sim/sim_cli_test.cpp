@@ -26,8 +26,8 @@ TEST(SimCli, PrintsTheResultWithTheDeviceAndItsSource) {
   const CommandResult r = run_plait("sim " + kSmall + "--segments 2");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("schedule   seq1f1b: Seq1F1B"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("device     a100-80gb: 142.1 TFLOP/s sustained"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(source: 142.1 TFLOP/s: best per-GPU throughput"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device     a100-80gb: 312.0 TFLOP/s peak x measured efficiency"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(source: peak: NVIDIA A100 Tensor Core GPU datasheet"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result     step "), std::string::npos) << r.out;
   // A micro-batch schedule with --segments left at its default runs whole micro-batches.
   const CommandResult one = run_plait("sim " + kSmall + "--schedule 1f1b --device zorse:l4");
@@ -109,6 +109,10 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
       {"sim --model gpt-1.3b --seq 3 --segments 4", "cannot be cut into 4 segments"},
       {"sim --model gpt-7b --pp 4 --recompute 9", "recompute: virtual stage 0 has 8 layers, cannot recompute 9"},
       {"sim " + kSmall + "--recompute most", "--recompute: expected none, full, a number of layers per stage"},
+      {"sim --model gpt-1.3b --seq 4096 --segments 2048,1024", "--segments: the lengths sum to 3072 tokens, but --seq is 4096"},
+      {"sim --model gpt-1.3b --segments 2048,0", "--segments: expected an integer in [1, "},
+      {"sim " + kSmall + "--split even:8", "--split: only flops takes a rounding multiple"},
+      {"sim " + kSmall + "--split flops:x", "--split: expected an integer in [1, "},
       {"sim --model gpt-1.3b --seq 4096 --schedule " + malformed,
        malformed + ": line 2, column 10: expected a segment number after '.' (in 'BW0.x')"},
       {"sim --model gpt-1.3b --seq 4096 --pp 3 --schedule " +
@@ -123,6 +127,33 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected one line: " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
   }
+}
+
+// --segments takes the lengths themselves (--seq defaults to their sum), and --split flops a
+// rounding multiple.
+TEST(SimCli, SegmentLengthsAndRoundedSplits) {
+  const CommandResult given = run_plait("sim --model gpt-7b --pp 8 --microbatches 8 --segments 11040,8416,7080,6232");
+  ASSERT_EQ(given.status, 0) << given.err;
+  EXPECT_NE(given.out.find("sequence   32768 tokens, micro-batch size 1, given segment lengths"), std::string::npos)
+      << given.out;
+  EXPECT_NE(given.out.find("segments   lengths 11040 8416 7080 6232;"), std::string::npos) << given.out;
+  const CommandResult rounded = run_plait("sim --model gpt-7b --pp 8 --microbatches 8 --segments 4 --seq 32768 --split flops:8");
+  ASSERT_EQ(rounded.status, 0) << rounded.err;
+  EXPECT_NE(rounded.out.find("flops split (lengths multiples of 8)"), std::string::npos) << rounded.out;
+  const std::size_t at = rounded.out.find("segments   lengths ");
+  ASSERT_NE(at, std::string::npos) << rounded.out;
+  std::istringstream lengths(rounded.out.substr(at + 19, rounded.out.find(';', at) - at - 19));
+  long long total = 0;
+  for (long long len; lengths >> len;) {
+    EXPECT_EQ(len % 8, 0) << rounded.out;
+    total += len;
+  }
+  EXPECT_EQ(total, 32768);
+  // Whole-micro-batch schedules in --compare still run one segment of the whole sequence.
+  const CommandResult compare = run_plait("sim --model gpt-1.3b --pp 4 --microbatches 4 --segments 2048,1024,1024 --compare");
+  ASSERT_EQ(compare.status, 0) << compare.err;
+  EXPECT_NE(compare.out.find("seq1f1b      1  3"), std::string::npos) << compare.out;
+  EXPECT_NE(compare.out.find("1f1b         1  1"), std::string::npos) << compare.out;
 }
 
 TEST(SimCli, ScheduleTextFiles) {

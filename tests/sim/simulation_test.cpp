@@ -48,8 +48,36 @@ TEST(Simulation, ReportAddsUp) {
   EXPECT_EQ(tl.rank_labels[2], "rank 2 (stage 2): a100-80gb");
   EXPECT_EQ(tl.events.size(), r.result.events.size());
   const std::string text = format_report(c, r, "seq1f1b");
-  EXPECT_NE(text.find("device     a100-80gb: 142.1 TFLOP/s sustained"), std::string::npos) << text;
+  EXPECT_NE(text.find("device     a100-80gb: 312.0 TFLOP/s peak x measured efficiency"), std::string::npos) << text;
   EXPECT_NE(text.find("source: "), std::string::npos);
+}
+
+// Issue 14's ZB-V case (7B, p = 8, 32k tokens, where B is about 2.3 W): the F = B = W order's idle
+// share does not fall with more micro-batches, the order built for the costs' does, and the
+// simulator reports the faster of the two.
+TEST(Simulation, ZbVOrderBuiltForTheCostsFallsWithMoreMicroBatches) {
+  SimulationConfig c;
+  c.seq = 32768;
+  c.model = spec::resolve_model("gpt-7b", c.seq);
+  c.record_events = false;
+  const schedule::ScheduleFamily& zbv = *schedule::find_schedule_family("zb-v");
+  auto run = [&](int m) {
+    c.shape = {8, 2, m, 1};
+    return simulate_family(c, zbv);
+  };
+  const SimulationReport few = run(8), many = run(32);
+  for (const SimulationReport* r : {&few, &many}) {
+    EXPECT_DOUBLE_EQ(r->result.step_time, std::min(r->order_steps.first, r->order_steps.second));
+    EXPECT_FALSE(r->order.empty());
+  }
+  EXPECT_LT(many.result.bubble_fraction, few.result.bubble_fraction);
+  // The F = B = W order alone: its idle share at m = 32 is above m = 8's.
+  c.shape = {8, 2, 32, 1};
+  const SimulationReport fixed32 = simulate_schedule(c, zbv.generate(c.shape), "zb-v");
+  c.shape = {8, 2, 8, 1};
+  const SimulationReport fixed8 = simulate_schedule(c, zbv.generate(c.shape), "zb-v");
+  EXPECT_GT(fixed32.result.bubble_fraction, fixed8.result.bubble_fraction);
+  EXPECT_LT(many.result.step_time, fixed32.result.step_time);
 }
 
 // A slower device on one rank slows the whole pipeline; the profile count must fit the ranks.
@@ -59,7 +87,7 @@ TEST(Simulation, HeterogeneousDevicesPerRank) {
   const double uniform = simulate_family(c, *schedule::find_schedule_family("1f1b")).result.step_time;
   DeviceProfile slow = default_device_profile();
   slow.name = "half-speed";
-  slow.sustained_flops /= 2;
+  slow.efficiency->peak_flops /= 2;
   c.devices = {default_device_profile(), default_device_profile(), slow, default_device_profile()};
   const SimulationReport r = simulate_family(c, *schedule::find_schedule_family("1f1b"));
   EXPECT_GT(r.result.step_time, 1.3 * uniform);

@@ -50,11 +50,16 @@ struct BenchRuntimeOptions {
   // parallel.recompute values, one row set each (memory: every schedule with each; speed: the
   // schedules again with each but "none").
   std::vector<std::string> recompute = {"none", "full"};
+  // speed: a further row set, `segment_family` at each of these segment counts (many short
+  // segments against few long ones), without recomputation; empty: none.
+  std::string segment_counts;
+  std::string segment_family = "seq1f1b";
 };
 
 // A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
 // families, 1 for the others).
-runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& schedule, int world) {
+runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& schedule, int world,
+                              int segments = 0) {
   const schedule::ScheduleFamily* family = schedule::find_schedule_family(schedule);
   if (family == nullptr) {
     throw Error("--schedules: unknown schedule '" + schedule + "'; expected one of " +
@@ -70,7 +75,7 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   t.microbatches = o.microbatches;
   t.lr = 1e-3;
   t.warmup_steps = 0;
-  const int k = family->sequence_level ? o.segments : 1;
+  const int k = family->sequence_level ? (segments > 0 ? segments : o.segments) : 1;
   if (k > 1) {
     t.segments.count = k;
     t.segments.split = spec::parse_split_method(o.split);
@@ -309,32 +314,52 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   // a change in the machine's load (other programs) hits them all alike.
   struct Run {
     std::string name, recompute;
+    bool segment_row = false;  // of the row set over segment counts
     runtime::JobConfig job;
     runtime::PipelinePlan plan;
     std::unique_ptr<data::BatchLoader> loader;
     std::unique_ptr<MemoryTracker> tracker;
     std::unique_ptr<runtime::DistributedTrainer> trainer;
-    std::vector<double> makespans, bubbles;
+    std::vector<double> makespans, bubbles, busy;  // busy: the ranks' mean compute time
   };
+  // The rows: every schedule with every recompute variant, then the segment-count row set
+  // (name, recompute, segments; 0 = --segments).
+  struct Row {
+    std::string name, recompute;
+    int segments = 0;
+  };
+  std::vector<Row> rows;
+  for (const std::string& variant : o.recompute) {
+    for (const std::string& name : schedules) rows.push_back({name, variant, 0});
+  }
+  if (!o.segment_counts.empty()) {
+    const schedule::ScheduleFamily* f = schedule::find_schedule_family(o.segment_family);
+    if (f == nullptr || !f->sequence_level) {
+      throw Error("--segment-family: expected a sequence-level schedule (seq1f1b, seq1f1b-i, seq-zb), found '" +
+                  o.segment_family + "'");
+    }
+  }
+  for (const std::string& k : comma_list(o.segment_counts)) {
+    rows.push_back({o.segment_family, "none", static_cast<int>(positive_flag("--segment-counts", k, o.seq))});
+  }
   std::vector<Run> runs;
   bool recomputes = false;  // some run does: the profiles also time the layers' rebuild
-  for (const std::string& variant : o.recompute) {
-    for (const std::string& name : schedules) {
-      Run run;
-      run.name = name;
-      run.recompute = variant;
-      run.job = bench_job(o, name, p);
-      run.job.parallel.recompute = parse_recompute_flag("--recompute", variant);
-      recomputes = recomputes || run.job.parallel.recompute.any();
-      run.plan = runtime::build_pipeline_plan(run.job, p);
-      const runtime::TrainConfig t = run.job.global_train();
-      run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
-                                                       t.microbatches, 1);
-      run.tracker = std::make_unique<MemoryTracker>();
-      run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
-      run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
-      runs.push_back(std::move(run));
-    }
+  for (const Row& row : rows) {
+    Run run;
+    run.name = row.name;
+    run.recompute = row.recompute;
+    run.segment_row = row.segments > 0;
+    run.job = bench_job(o, row.name, p, row.segments);
+    run.job.parallel.recompute = parse_recompute_flag("--recompute", row.recompute);
+    recomputes = recomputes || run.job.parallel.recompute.any();
+    run.plan = runtime::build_pipeline_plan(run.job, p);
+    const runtime::TrainConfig t = run.job.global_train();
+    run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
+                                                     t.microbatches, 1);
+    run.tracker = std::make_unique<MemoryTracker>();
+    run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
+    run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
+    runs.push_back(std::move(run));
   }
   // The unit profiles, one per sequence partition and number of micro-batches the schedule holds
   // at once (a unit is slower when its activations have left the caches: GPipe holds all m),
@@ -370,6 +395,9 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       const runtime::MeasuredStep m = runtime::gather_step(world, run.trainer->step(s, *run.loader));
       run.makespans.push_back(m.makespan());
       run.bubbles.push_back(m.bubble_fraction());
+      double busy = 0;
+      for (double b : m.busy) busy += b / static_cast<double>(m.busy.size());
+      run.busy.push_back(busy);
     }
   }
   if (!lead) return;
@@ -392,9 +420,12 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     }
     std::printf("\n");
   }
-  std::printf("%-12s %-9s %2s %2s | %10s %21s | %10s %7s | %7s %7s\n", "schedule", "recompute", "v", "k",
-              "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim");
+  std::printf("%-12s %-9s %2s %2s | %10s %21s | %10s %7s | %7s %7s | %9s %9s\n", "schedule", "recompute", "v",
+              "k", "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim", "busy", "sim");
   for (const Run& run : runs) {
+    if (run.segment_row && (&run == runs.data() || !(&run - 1)->segment_row)) {
+      std::printf("%s over segment counts (many short segments against few long ones):\n", run.name.c_str());
+    }
     const Profiles& e = profiles[profile_of[static_cast<std::size_t>(&run - runs.data())]];
     const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link);
     const schedule::LoweredSchedule lowered = runtime::lower_plan(run.plan, INT32_MAX);
@@ -404,16 +435,20 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const double median = sorted[sorted.size() / 2];
     double bubble = 0;
     for (double b : run.bubbles) bubble += b / static_cast<double>(run.bubbles.size());
-    std::printf("%-12s %-9s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%%\n",
+    std::vector<double> busy = run.busy;
+    std::sort(busy.begin(), busy.end());
+    double sim_busy = 0;
+    for (const sim::RankResult& r : typical.ranks) sim_busy += r.busy / static_cast<double>(typical.ranks.size());
+    std::printf("%-12s %-9s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%% | %6.1f ms %6.1f ms\n",
                 run.name.c_str(), run.recompute.c_str(), run.plan.schedule.layout.max_chunks(),
                 run.plan.partition.count(),
                 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
                 100 * (typical.step_time - median) / median, 100 * bubble,
-                100 * typical.bubble_fraction);
+                100 * typical.bubble_fraction, 1e3 * busy[busy.size() / 2], 1e3 * sim_busy);
   }
   std::printf("measured = median over rounds of the pipeline makespan (first compute start to last compute end over all ranks; the "
               "gradient all-reduce and optimizer step are not simulated); bubble = measured mean and "
-              "simulated idle share\n");
+              "simulated idle share; busy = the ranks' mean compute time (median over rounds) and simulated\n");
 }
 
 void run_bench(const BenchRuntimeOptions& o, bool speed) {
@@ -467,12 +502,19 @@ void register_bench_runtime(CLI::App& app) {
   speed_options->seq = 256;
   speed_options->microbatch_size = 2;
   speed_options->steps = 5;
+  speed_options->segment_counts = "1,2,4,8,16";
   auto* speed = runtime_cmd->add_subcommand(
       "speed",
       "Measured step time of every schedule against the simulator fed with the engine's measured\n"
       "per-layer times (`mpirun -np 2 plait bench runtime speed`; one thread per rank)");
   add_options(speed, *speed_options);
   speed->add_option("--repeats", speed_options->repeats, "Runs per profiled unit (median kept)")
+      ->capture_default_str();
+  speed->add_option("--segment-counts", speed_options->segment_counts,
+                    "Also run --segment-family at each of these segment counts, e.g. 1,2,4,8,16")
+      ->capture_default_str();
+  speed->add_option("--segment-family", speed_options->segment_family,
+                    "The sequence-level family of the --segment-counts rows")
       ->capture_default_str();
   speed->add_option("--profile", speed_options->profile,
                     "Segment profile written by plait profile (instead of measuring here)")

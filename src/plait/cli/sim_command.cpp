@@ -52,18 +52,51 @@ void write_timelines(const sim::SimulationConfig& config, const sim::SimulationR
   }
 }
 
+// --segments: a count k, or the lengths themselves ("11040,8416,7080,6232", summing to --seq;
+// --seq defaults to their sum).
+int read_segments(const CLI::App& cmd, const SimOptions& o, std::int64_t& seq, std::vector<std::int64_t>& lengths) {
+  if (o.segments.find(',') == std::string::npos) {
+    return static_cast<int>(positive_flag("--segments", o.segments, 1 << 16));
+  }
+  std::int64_t sum = 0;
+  for (const std::string& item : comma_list(o.segments)) {
+    lengths.push_back(positive_flag("--segments", item, std::int64_t{1} << 32));
+    sum += lengths.back();
+  }
+  if (!cmd.count("--seq")) seq = sum;
+  if (sum != seq) {
+    throw Error("--segments: the lengths sum to " + std::to_string(sum) + " tokens, but --seq is " +
+                std::to_string(seq));
+  }
+  return static_cast<int>(lengths.size());
+}
+
+// --split even | flops | flops:<multiple> (lengths rounded to that multiple, the Seq1F1B
+// reference's rounding to the tensor-parallel size).
+void read_split(const std::string& text, sim::SimulationConfig& config) {
+  const std::size_t colon = text.find(':');
+  config.split = spec::parse_split_method(text.substr(0, colon));
+  if (colon == std::string::npos) return;
+  if (config.split != spec::SplitMethod::flops) {
+    throw Error("--split: only flops takes a rounding multiple (flops:<multiple>), found '" + text + "'");
+  }
+  config.split_multiple = positive_flag("--split", text.substr(colon + 1), 1 << 20);
+}
+
 void run_sim(const CLI::App& cmd, const SimOptions& o) {
   if (!o.trace.empty()) prepare_output_path("--trace", o.trace);
   if (!o.html.empty()) prepare_output_path("--html", o.html);
   sim::SimulationConfig config;
   config.seq = positive_flag("--seq", o.seq, std::int64_t{1} << 32);
+  std::vector<std::int64_t> lengths;
+  const int segments = read_segments(cmd, o, config.seq, lengths);
   config.model = spec::resolve_model(o.model, config.seq);
+  if (!lengths.empty()) config.partition = spec::partition_from_lengths(config.model.model, lengths);
   config.microbatch_size = static_cast<int>(positive_flag("--microbatch-size", o.microbatch_size, 1 << 20));
-  config.split = spec::parse_split_method(o.split);
+  read_split(o.split, config);
   config.shape.stages = static_cast<int>(positive_flag("--pp", o.pp, 1 << 16));
   config.shape.microbatches = static_cast<int>(positive_flag("--microbatches", o.microbatches, 1 << 24));
   const int chunks = static_cast<int>(positive_flag("--chunks", o.chunks, 64));
-  const int segments = static_cast<int>(positive_flag("--segments", o.segments, 1 << 16));
   config.devices = sim::resolve_devices(
       o.device, config.model.model,
       {o.profile_model.empty() ? config.model.profile_model : o.profile_model, config.seq});
@@ -152,12 +185,14 @@ void register_sim(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--segments", o->segments,
                   "Sequence segments k for seq1f1b, seq1f1b-i and seq-zb (the others schedule\n"
-                  "whole micro-batches, k = 1)")
-      ->type_name("INT")
+                  "whole micro-batches, k = 1), or their lengths: 11040,8416,7080,6232 (summing\n"
+                  "to --seq, which defaults to their sum; --split is then not used)")
+      ->type_name("INT|LENGTHS")
       ->capture_default_str();
   cmd->add_option("--split", o->split,
                   "Segment lengths: even, or flops (equal forward FLOPs per segment, Seq1F1B's\n"
-                  "computation-wise partition)")
+                  "computation-wise partition); flops:<multiple> rounds the lengths to that\n"
+                  "multiple (the Seq1F1B reference rounds to the tensor-parallel size, e.g. 8)")
       ->capture_default_str();
   cmd->add_option("--seq", o->seq, "Sequence length in tokens")->type_name("INT")
       ->capture_default_str();
@@ -172,8 +207,9 @@ void register_sim(CLI::App& app) {
                       "'F0.0 F1.0 BW0.0 BW1.0'; docs/schedules.md)")
       ->capture_default_str();
   cmd->add_option("--device", o->device,
-                  "Device profile: a100-80gb (default: 142.1 TFLOP/s sustained, the best per-GPU\n"
-                  "figure of the thunlp/Seq1F1B README for 7B on A100; 80 GiB), zorse:<gpu>[:<dtype>]\n"
+                  "Device profile: a100-80gb (default: the A100 datasheet's 312 TFLOP/s peak x the\n"
+                  "efficiency Zorse measured per layer on A100 80GB, rising with the work; 80 GiB),\n"
+                  "zorse:<gpu>[:<dtype>]\n"
                   "(per-layer latencies measured by Zorse, share/profiles/zorse), or a JSON file;\n"
                   "a comma-separated list gives one profile per rank")
       ->capture_default_str();

@@ -76,6 +76,8 @@ DeviceType parse_type(const JsonFields& f, const std::string& name, const std::s
   }
   t.slowdown = f.number("slowdown", 1.0);
   if (!(t.slowdown >= 1.0)) f.fail("slowdown", "expected a slow-down factor >= 1");
+  t.action_overhead_seconds = f.number("action_overhead_us", 0.0) * 1e-6;
+  if (!(t.action_overhead_seconds >= 0)) f.fail("action_overhead_us", "expected microseconds >= 0");
   f.check_no_unknown_fields();
   return t;
 }

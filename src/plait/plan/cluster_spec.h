@@ -54,6 +54,7 @@ struct DeviceType {
   double tflops = 0;           // sustained TFLOP/s when there is no profile
   double memory_bytes = 0;
   double slowdown = 1.0;
+  double action_overhead_seconds = 0;  // fixed seconds per compute action (DeviceProfile's)
 };
 
 struct ClusterDevice {

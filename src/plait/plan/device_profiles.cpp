@@ -12,13 +12,17 @@ namespace plait::plan {
 sim::DeviceProfile slowed_down(sim::DeviceProfile profile, double slowdown) {
   if (slowdown == 1.0) return profile;
   if (profile.measured) {
-    profile.measured->forward_slope *= slowdown;
-    profile.measured->forward_intercept *= slowdown;
-    profile.measured->backward_slope *= slowdown;
-    profile.measured->backward_intercept *= slowdown;
+    for (sim::LatencyCurve* c : {&profile.measured->forward, &profile.measured->backward}) {
+      c->fixed *= slowdown;
+      c->slope *= slowdown;
+      c->slope_after *= slowdown;
+    }
+  } else if (profile.efficiency) {
+    profile.efficiency->peak_flops /= slowdown;
   } else {
     profile.sustained_flops /= slowdown;
   }
+  profile.action_overhead_seconds *= slowdown;
   char buf[64];
   std::snprintf(buf, sizeof buf, " x%g", slowdown);
   profile.name += buf;
@@ -56,6 +60,7 @@ std::vector<sim::DeviceProfile> resolve_type_profiles(const ClusterSpec& cluster
     }
     p.name = t.name;
     p.memory_bytes = t.memory_bytes;
+    p.action_overhead_seconds = t.action_overhead_seconds;
     out.push_back(slowed_down(std::move(p), t.slowdown));
   }
   return out;

@@ -19,12 +19,13 @@ std::vector<int> PlanChoice::rank_devices() const {
   return out;
 }
 
+const schedule::ScheduleFamily& PlanChoice::policy() const { return schedule::schedule_family(family); }
+
 std::vector<std::int32_t> PlanChoice::group_vstages(int group) const {
   if (!held.empty()) return held[group];
-  const int p = num_groups();
-  if (family == "zb-v") return {group, 2 * p - 1 - group};
+  const schedule::StagePlacement placement = policy().placement;
   std::vector<std::int32_t> out;
-  for (int c = 0; c < chunks; ++c) out.push_back(c * p + group);
+  for (int c = 0; c < chunks; ++c) out.push_back(schedule::placed_vstage(placement, num_groups(), group, c));
   return out;
 }
 

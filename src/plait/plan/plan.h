@@ -12,6 +12,7 @@
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/memory_policy.h"
 #include "plait/schedule/schedule.h"
+#include "plait/schedule/schedule_family.h"
 #include "plait/spec/sequence_partition.h"
 #include "plait/sim/device_profile.h"
 #include "plait/spec/model_presets.h"
@@ -61,9 +62,12 @@ struct PlanChoice {
   spec::Recompute recompute() const {
     return recomputes() ? spec::Recompute::stages(recompute_layers) : spec::Recompute{};
   }
+  // The family's policy fields (schedule_family.h); throws plait::Error for an unknown family.
+  const schedule::ScheduleFamily& policy() const;
   // Ranks are the used devices in ascending device order: rank r runs on rank_devices()[r].
   std::vector<int> rank_devices() const;
-  // The virtual stages group g holds, in chunk order (v_shape for zb-v, else interleaved).
+  // The virtual stages group g holds, in chunk order (as read from a plan file, else the
+  // family's placement over the groups).
   std::vector<std::int32_t> group_vstages(int group) const;
   // "seq1f1b k=4 (flops) b=2 M=512, 4 stages [8|16|16|24 devices], layers 11,7,9,5" (and
   // "recompute 2,0,0,1" when it recomputes)

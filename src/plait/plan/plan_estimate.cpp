@@ -32,10 +32,11 @@ UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::Devi
   }
   seconds_.resize(static_cast<std::size_t>(types) * 3 * segments_ * 2);
   for (int t = 0; t < types; ++t) {
+    overhead_.push_back(type_profiles[t].action_overhead_seconds);
     for (int kind = 0; kind < 3; ++kind) {
       for (int j = 0; j < segments_; ++j) {
         const ActionKind k = static_cast<ActionKind>(kind);
-        const double layer = cost.compute_seconds(t, k, 0, j, 0);
+        const double layer = cost.compute_seconds(t, k, 0, j, 0) - overhead_.back();
         double* out = &seconds_[((static_cast<std::size_t>(t) * 3 + kind) * segments_ + j) * 2];
         out[0] = layer;
         out[1] = cost.compute_seconds(t, k, 0, j, 1) - layer;
@@ -47,7 +48,9 @@ UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::Devi
 PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& choice, const UnitTimes& times) {
   const int groups = choice.num_groups(), k = choice.segments;
   const int vstages = static_cast<int>(choice.vstage_layers.size());
-  const bool split = choice.family == "zb-h1" || choice.family == "seq-zb" || choice.family == "zb-v";
+  const schedule::ScheduleFamily& family = choice.policy();
+  const bool split = family.split_backward;
+  const bool v_shape = family.placement == schedule::StagePlacement::v_shape;
   const MemoryPolicy policy{problem.cluster.precision, choice.recompute()};
   const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, times.partition(),
                                 choice.microbatch_size, policy.memory_options());
@@ -56,20 +59,22 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const double m = choice.num_microbatches;
   auto type_of_rank = [&](int r) { return problem.cluster.devices[devices[r]].type; };
   // Seconds of one unit (kind 0 F, 1 B, 2 W) on rank r; B also rebuilds the recomputed layers.
+  // Each action pays the fixed cost once: F, B and (split) W, or a fused BW.
   auto unit = [&](int r, int kind, int seg, std::int32_t s) {
     const int t = type_of_rank(r);
     const double recomputed = choice.recomputes() && kind == 1 ? choice.recompute_layers[s] * times.rebuild(t, seg) : 0.0;
+    const double fixed = kind < 2 || split ? times.action_overhead(t) : 0.0;
     return choice.vstage_layers[s] * times.layer(t, kind, seg) + (s == vstages - 1 ? times.head(t, kind, seg) : 0.0) +
-           recomputed;
+           recomputed + fixed;
   };
 
   const schedule::HeterogeneousPipeline pipeline = heterogeneous_pipeline(choice);
-  const schedule::Layout layout = schedule::heterogeneous_layout(pipeline, choice.family == "zb-v");
+  const schedule::Layout layout = schedule::heterogeneous_layout(pipeline, family.placement);
   schedule::HeterogeneousCosts costs;
   costs.unit_seconds = [&](int r, ActionKind kind, std::int32_t seg, std::int32_t s) {
     return unit(r, static_cast<int>(kind), seg, s);
   };
-  const std::vector<int> limits = schedule::heterogeneous_in_flight_limits(choice.family, pipeline, layout, costs);
+  const std::vector<int> limits = schedule::heterogeneous_in_flight_limits(family, pipeline, layout, costs);
 
   PlanPrediction out;
   out.devices.resize(ranks);
@@ -131,14 +136,13 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
     max_e = std::max(max_e, x);
   }
   double bubble = sum_e - max_e;
-  if (choice.family == "zb-v") bubble *= 0.5;
+  // The V's fill and drain cross half a model per stage (ZB-V, arXiv 2401.10241 sec. 6).
+  if (v_shape) bubble *= 0.5;
   // Messages on the critical path: the first forward and the last backward cross every boundary.
   double chain = 0;
   for (std::int32_t s = 0; s + 1 < vstages; ++s) {
-    auto group_of = [&](std::int32_t v) {
-      return choice.family == "zb-v" ? (v < groups ? v : 2 * groups - 1 - v) : v % groups;
-    };
-    const int from = group_of(s), to = group_of(s + 1);
+    const int from = schedule::placed_position(family.placement, groups, s);
+    const int to = schedule::placed_position(family.placement, groups, s + 1);
     if (from == to) continue;
     chain += 2 * problem.cluster.link(choice.groups[from].devices[0], choice.groups[to].devices[0])
                      .transfer_seconds(static_cast<std::int64_t>(unit_bytes));
@@ -149,7 +153,7 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   for (int g = 0; g < groups; ++g) {
     // With one chunk, group g's last backward comes before the backwards of the groups ahead of
     // it; with several chunks every group works until about the end.
-    const double finish = out.pipeline_seconds - (choice.chunks == 1 && choice.family != "zb-v" ? drained : 0.0);
+    const double finish = out.pipeline_seconds - (layout.max_chunks() == 1 ? drained : 0.0);
     step = std::max(step, finish + sync[g]);
     out.sync_seconds = std::max(out.sync_seconds, sync[g]);
     drained += drain_unit[g];

@@ -21,7 +21,8 @@
 namespace plait::plan {
 
 // Seconds of one unit per layer and of the LM head, per device type, kind (F, B, W) and
-// segment, for one micro-batch size and sequence partition.
+// segment, for one micro-batch size and sequence partition; and each type's fixed cost per action
+// (paid once per F, B, W or fused BW, whatever its layers).
 class UnitTimes {
  public:
   UnitTimes(const PlanningProblem& problem, const std::vector<sim::DeviceProfile>& type_profiles,
@@ -33,6 +34,7 @@ class UnitTimes {
   double rebuild(int type, int segment) const {
     return rebuild_[static_cast<std::size_t>(type) * segments_ + segment];
   }
+  double action_overhead(int type) const { return overhead_[static_cast<std::size_t>(type)]; }
   int segments() const { return segments_; }
   int microbatch_size() const { return microbatch_size_; }
   const spec::SequencePartition& partition() const { return partition_; }
@@ -45,6 +47,7 @@ class UnitTimes {
   spec::SequencePartition partition_;
   std::vector<double> seconds_;
   std::vector<double> rebuild_;  // [type][segment]
+  std::vector<double> overhead_;
 };
 
 PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& choice, const UnitTimes& times);

@@ -34,11 +34,11 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
 
   schedule::ParallelSpec parallel = schedule::explicit_parallel_spec(plan.schedule, choice.vstage_layers, choice.family);
   parallel.recompute = choice.recompute();
-  if (problem.cluster.emulated) {
-    for (int d : choice.rank_devices()) {
-      const DeviceType& t = problem.cluster.type_of(d);
-      parallel.devices.push_back({t.name, t.slowdown, static_cast<std::size_t>(t.memory_bytes)});
-    }
+  for (int d : choice.rank_devices()) {
+    parallel.cluster_devices.push_back(problem.cluster.device_name(d));
+    if (!problem.cluster.emulated) continue;
+    const DeviceType& t = problem.cluster.type_of(d);
+    parallel.devices.push_back({t.name, t.slowdown, static_cast<std::size_t>(t.memory_bytes)});
   }
   doc["parallel"] = schedule::to_json(parallel);
   return doc;
@@ -97,8 +97,29 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
                                  std::to_string(cluster.num_devices()) + " devices");
   }
 
-  // Stage groups: ranks holding the same virtual stages, ordered by their first stage; rank r is
-  // the cluster's device r; a rank's micro-batches are those its first chunk runs forward.
+  // The cluster device of every rank: parallel.cluster_devices (a plan may leave devices out, and
+  // ranks follow cluster-file order), else rank r on device r.
+  std::vector<int> device_of(ranks);
+  for (int r = 0; r < ranks; ++r) device_of[r] = r;
+  if (!parallel.cluster_devices.empty()) {
+    for (int r = 0; r < ranks; ++r) {
+      const std::string& name = parallel.cluster_devices[r];
+      const std::string field = "cluster_devices[" + std::to_string(r) + "]";
+      int found = -1;
+      for (int d = 0; d < cluster.num_devices() && found < 0; ++d) {
+        if (cluster.device_name(d) == name) found = d;
+      }
+      if (found < 0) par.fail(field, cluster.path + " has no device '" + name + "'");
+      if (r > 0 && found <= device_of[r - 1]) {
+        par.fail(field, "expected the ranks' devices in cluster-file order, each once; '" + name + "' comes before '" +
+                            parallel.cluster_devices[r - 1] + "' in " + cluster.path);
+      }
+      device_of[r] = found;
+    }
+  }
+
+  // Stage groups: ranks holding the same virtual stages, ordered by their first stage; a rank's
+  // micro-batches are those its first chunk runs forward.
   std::map<std::vector<std::int32_t>, int> group_of;
   std::vector<std::vector<std::int32_t>> keys;
   for (int r = 0; r < ranks; ++r) {
@@ -112,7 +133,7 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
   choice.held = keys;
   for (int r = 0; r < ranks; ++r) {
     StageGroup& g = choice.groups[group_of[s.layout.rank_vstages[r]]];
-    g.devices.push_back(r);
+    g.devices.push_back(device_of[r]);
     g.microbatches.push_back(static_cast<int>(std::count_if(s.ranks[r].begin(), s.ranks[r].end(), [](const auto& a) {
       return a.kind == schedule::ActionKind::F && a.segment == 0 && a.chunk == 0;
     })));

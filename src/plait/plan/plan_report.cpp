@@ -70,7 +70,7 @@ std::string format_problem(const PlanningProblem& problem) {
   for (std::size_t t = 0; t < c.types.size(); ++t) {
     const sim::DeviceProfile& p = problem.type_profiles[t];
     std::string speed;
-    if (!p.measured && p.sustained_flops == 0) {
+    if (!p.measured && !p.efficiency && p.sustained_flops == 0) {
       out += "device     " + c.types[t].name + ": not used by this plan\n";
       continue;
     }
@@ -78,9 +78,7 @@ std::string format_problem(const PlanningProblem& problem) {
       speed = "per-layer latencies of " + p.measured->model + " (" + p.measured->chosen_because + ") at seq " +
               std::to_string(p.measured->seq) + ", " + p.measured->dtype;
     } else {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.1f TFLOP/s sustained", p.sustained_flops / 1e12);
-      speed = buf;
+      speed = p.describe_compute();
     }
     out += "device     " + c.types[t].name + ": " + speed + ", " + bytes_text(c.types[t].memory_bytes) +
            " (source: " + p.source + ")\n";

@@ -9,7 +9,8 @@ schedule::HeterogeneousPipeline heterogeneous_pipeline(const PlanChoice& choice)
   schedule::HeterogeneousPipeline p;
   p.num_microbatches = choice.num_microbatches;
   p.num_segments = choice.segments;
-  p.chunks = choice.family == "zb-v" ? 2 : choice.chunks;
+  const int fixed = choice.policy().fixed_chunks;
+  p.chunks = fixed > 0 ? fixed : choice.chunks;
   for (const StageGroup& g : choice.groups) {
     std::vector<int> ranks;
     for (int d : g.devices) {
@@ -65,7 +66,7 @@ schedule::Schedule build_schedule(const PlanningProblem& problem, const PlanChoi
   costs.transfer_seconds = [cost, bytes](int src, int dst, std::int32_t seg) {
     return cost->transfer_seconds(src, dst, static_cast<std::int64_t>(bytes[seg]));
   };
-  return schedule::heterogeneous_schedule(choice.family, heterogeneous_pipeline(choice), costs);
+  return schedule::heterogeneous_schedule(choice.policy(), heterogeneous_pipeline(choice), costs);
 }
 
 }  // namespace plait::plan

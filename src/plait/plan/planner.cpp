@@ -25,7 +25,6 @@ namespace {
 struct FamilyOption {
   const schedule::ScheduleFamily* family;
   int chunks;
-  bool split_backward;
 };
 
 // A grouping that survived the coarse pass, with its devices' micro-batch counts.
@@ -35,14 +34,6 @@ struct GroupingCandidate {
   std::vector<std::vector<int>> counts;
   bool lockstep = false;  // every stage as wide, every device of one type
 };
-
-// seq1f1b -> 1f1b, seq-zb -> zb-h1, seq1f1b-i -> interleaved: what a sequence family is at k = 1.
-std::string twin(const std::string& family) {
-  if (family == "seq1f1b") return "1f1b";
-  if (family == "seq-zb") return "zb-h1";
-  if (family == "seq1f1b-i") return "interleaved";
-  return family;
-}
 
 struct Candidate {
   PlanChoice choice;
@@ -76,137 +67,168 @@ PlanningProblem make_problem(ClusterSpec cluster, spec::NamedModel model, std::i
   return p;
 }
 
-PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o) {
-  const double start = monotonic_seconds();
-  const ClusterSpec& cluster = real.cluster;
-  const spec::ModelSpec& shape = real.model.model;
-  const int L = shape.layers;
-  const std::int64_t B = real.global_batch, S = real.seq;
-  if (B < 1) throw Error("cannot plan: the global batch must be at least one sequence");
-  if (S < 1 || S > shape.max_seq) {
-    throw Error("cannot plan: sequence length " + std::to_string(S) + " is outside the model's [1, " +
-                std::to_string(shape.max_seq) + "]");
+namespace {
+
+// The search of plan_cluster, pass by pass (planner.h): what to try (devices, families,
+// micro-batch sizes, segment options, recomputation), the speeds to plan for, then per
+// micro-batch size a coarse pass over the groupings and a fine pass over every schedule option
+// on the best of them, and last the simulation of the best estimates.
+class PlanSearch {
+ public:
+  PlanSearch(const PlanningProblem& real, const PlannerOptions& o)
+      : real_(real), o_(o), cluster_(real.cluster), shape_(real.model.model), L_(shape_.layers),
+        B_(real.global_batch), S_(real.seq) {}
+
+  PlannerResult run() {
+    const double start = monotonic_seconds();
+    check_request();
+    select_devices();
+    select_families();
+    select_options();
+    choose_planning_speeds();
+    limit_segmented_units();
+    for (int b : sizes_) fine_pass(b, coarse_pass(b));
+    result_.plans = simulate_shortlist(shortlist());
+    result_.seconds = monotonic_seconds() - start;
+    return std::move(result_);
   }
 
-  // Devices to use.
-  std::vector<int> devices;
-  for (const std::string& name : o.device_types) {
-    if (std::none_of(cluster.types.begin(), cluster.types.end(), [&](const DeviceType& t) { return t.name == name; })) {
-      std::string names;
-      for (const DeviceType& t : cluster.types) names += (names.empty() ? "" : ", ") + t.name;
-      throw Error("cannot plan: " + cluster.path + " has no device type '" + name + "' (it has " + names + ")");
-    }
-  }
-  for (int d = 0; d < cluster.num_devices(); ++d) {
-    const std::string& t = cluster.type_of(d).name;
-    if (o.device_types.empty() || std::find(o.device_types.begin(), o.device_types.end(), t) != o.device_types.end()) {
-      devices.push_back(d);
-    }
-  }
-
-  // Schedule families and their chunk counts.
-  std::vector<FamilyOption> families;
-  for (const std::string& name : o.families) {
-    if (!schedule::find_schedule_family(name)) {
-      throw Error("cannot plan: unknown schedule '" + name + "'; expected one of " + schedule::schedule_family_names());
-    }
-  }
-  auto has_family = [&](const std::string& name) {
-    return o.families.empty() || std::find(o.families.begin(), o.families.end(), name) != o.families.end();
-  };
-  for (const schedule::ScheduleFamily& f : schedule::schedule_families()) {
-    if (!has_family(f.name)) continue;
-    const bool split = f.name == "zb-h1" || f.name == "seq-zb" || f.name == "zb-v";
-    families.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2, split});
-  }
-
-  // Micro-batch sizes, segment options, recomputation.
-  std::vector<int> sizes = o.microbatch_sizes;
-  if (sizes.empty()) {
-    for (int b = 1; b <= 64; b *= 2) sizes.push_back(b);
-  }
-  sizes.erase(std::remove_if(sizes.begin(), sizes.end(), [&](int b) { return b < 1 || B % b != 0; }), sizes.end());
-  if (sizes.empty()) {
-    throw Error("cannot plan: no micro-batch size tried divides the global batch of " + std::to_string(B) + " sequences");
-  }
+ private:
   struct SegmentOption {
     int k;
     spec::SplitMethod split;
   };
-  std::vector<SegmentOption> segment_options = {{1, spec::SplitMethod::even}};
-  const bool sequence_families = std::any_of(families.begin(), families.end(), [](const FamilyOption& f) {
-    return f.family->sequence_level;
-  });
-  if (o.segments && sequence_families) {
-    for (int k : {2, 4, 8}) {
-      if (S / k < 16) break;  // shorter segments only add per-unit overhead
-      segment_options.push_back({k, spec::SplitMethod::flops});
-      segment_options.push_back({k, spec::SplitMethod::even});
-    }
-  }
-
-  PlannerResult result;
-  if (devices.empty()) throw Error("cannot plan: no devices selected");
-
-  // The speeds the plan is made for: the real ones, or (even) one reference profile for all.
-  PlanningProblem planning = real;
-  if (o.even) {
-    const UnitTimes times(real, real.type_profiles, 1, spec::even_partition(shape, S, 1));
-    std::vector<std::pair<double, int>> by_speed;
-    for (int d : devices) {
-      const int t = cluster.devices[d].type;
-      by_speed.push_back({times.layer(t, 0, 0) + times.layer(t, 1, 0) + times.layer(t, 2, 0), t});
-    }
-    std::sort(by_speed.begin(), by_speed.end());
-    const int reference = by_speed[by_speed.size() / 2].second;
-    for (sim::DeviceProfile& p : planning.type_profiles) {
-      const double memory = p.memory_bytes;
-      const std::string name = p.name;
-      p = real.type_profiles[reference];
-      p.memory_bytes = memory;
-      p.name = name;
-    }
-    planning.planning_profiles = planning.type_profiles;
-    result.reference = cluster.types[reference].name + " (the median device's type)";
-  }
-
-  // Parameters of a stage of l layers, first and/or last (the model description's count).
-  auto params_of = [&](int l, bool first, bool last) { return shape.stage_parameters(l, first, last); };
-  // The closest layouts to fitting: those over memory with their activations (estimated or
-  // simulated), else those whose weights and optimizer state alone do not fit.
-  Closest closest, closest_static;
-  std::vector<Candidate> pool;
-  std::map<std::tuple<int, int, int>, UnitTimes> times_cache;  // (b, k, split)
-  auto times_for = [&](int b, const SegmentOption& so) -> const UnitTimes& {
-    const auto key = std::make_tuple(b, so.k, static_cast<int>(so.split));
-    auto it = times_cache.find(key);
-    if (it == times_cache.end()) {
-      it = times_cache
-               .emplace(key, UnitTimes(planning, planning.type_profiles, b, spec::cut_sequence(shape, S, {so.k, {}, so.split, 1})))
-               .first;
-    }
-    return it->second;
+  // Bytes of one unit per layer (means over the segments): its activations kept whole, kept for
+  // recomputation (its input and K/V), still held after its B (for W), and the LM head's extra.
+  struct UnitActivations {
+    double layer = 0, recomputed = 0, after_b = 0, head = 0;
   };
 
-  // Segmented units below the smallest measured work would extrapolate the profile's fit into a
-  // range where per-unit overheads dominate (an emulated CPU cluster ran 32-token units 2.5x
-  // slower than its fit at 256 tokens predicted), so they are not planned.
-  result.min_unit_tokens = o.min_unit_tokens > 0 ? o.min_unit_tokens : 0;
-  if (o.min_unit_tokens > 0) result.min_unit_source = "--min-unit-tokens";
-  if (o.min_unit_tokens < 0) {
-    for (int d : devices) {
-      const sim::DeviceProfile& p = planning.type_profiles[cluster.devices[d].type];
-      if (p.measured && p.measured->shortest_seq > result.min_unit_tokens) {
-        result.min_unit_tokens = p.measured->shortest_seq;
-        result.min_unit_source = "the shortest sequence measured for " + cluster.type_of(d).name;
+  // Parameters of a stage of l layers, first and/or last (the model description's count).
+  std::int64_t params_of(int l, bool first, bool last) const { return shape_.stage_parameters(l, first, last); }
+
+  bool has_family(const std::string& name) const {
+    return o_.families.empty() || std::find(o_.families.begin(), o_.families.end(), name) != o_.families.end();
+  }
+
+  void check_request() const {
+    if (B_ < 1) throw Error("cannot plan: the global batch must be at least one sequence");
+    if (S_ < 1 || S_ > shape_.max_seq) {
+      throw Error("cannot plan: sequence length " + std::to_string(S_) + " is outside the model's [1, " +
+                  std::to_string(shape_.max_seq) + "]");
+    }
+  }
+
+  // The devices of the requested types (all without a request).
+  void select_devices() {
+    for (const std::string& name : o_.device_types) {
+      if (std::none_of(cluster_.types.begin(), cluster_.types.end(), [&](const DeviceType& t) { return t.name == name; })) {
+        std::string names;
+        for (const DeviceType& t : cluster_.types) names += (names.empty() ? "" : ", ") + t.name;
+        throw Error("cannot plan: " + cluster_.path + " has no device type '" + name + "' (it has " + names + ")");
+      }
+    }
+    for (int d = 0; d < cluster_.num_devices(); ++d) {
+      const std::string& t = cluster_.type_of(d).name;
+      if (o_.device_types.empty() || std::find(o_.device_types.begin(), o_.device_types.end(), t) != o_.device_types.end()) {
+        devices_.push_back(d);
       }
     }
   }
 
-  for (int b : sizes) {
-    const int M = static_cast<int>(B / b);
-    const UnitTimes& base = times_for(b, segment_options[0]);
-    const int types = static_cast<int>(cluster.types.size());
+  // Schedule families and their chunk counts (two for interleaving).
+  void select_families() {
+    for (const std::string& name : o_.families) {
+      if (!schedule::find_schedule_family(name)) {
+        throw Error("cannot plan: unknown schedule '" + name + "'; expected one of " + schedule::schedule_family_names());
+      }
+    }
+    for (const schedule::ScheduleFamily& f : schedule::schedule_families()) {
+      if (has_family(f.name)) families_.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2});
+    }
+  }
+
+  // Micro-batch sizes and segment options.
+  void select_options() {
+    sizes_ = o_.microbatch_sizes;
+    if (sizes_.empty()) {
+      for (int b = 1; b <= 64; b *= 2) sizes_.push_back(b);
+    }
+    sizes_.erase(std::remove_if(sizes_.begin(), sizes_.end(), [&](int b) { return b < 1 || B_ % b != 0; }), sizes_.end());
+    if (sizes_.empty()) {
+      throw Error("cannot plan: no micro-batch size tried divides the global batch of " + std::to_string(B_) + " sequences");
+    }
+    segment_options_ = {{1, spec::SplitMethod::even}};
+    const bool sequence_families = std::any_of(families_.begin(), families_.end(), [](const FamilyOption& f) {
+      return f.family->sequence_level;
+    });
+    if (o_.segments && sequence_families) {
+      for (int k : {2, 4, 8}) {
+        if (S_ / k < 16) break;  // shorter segments only add per-unit overhead
+        segment_options_.push_back({k, spec::SplitMethod::flops});
+        segment_options_.push_back({k, spec::SplitMethod::even});
+      }
+    }
+    if (devices_.empty()) throw Error("cannot plan: no devices selected");
+  }
+
+  // The speeds the plan is made for: the real ones, or (even) one reference profile for all.
+  void choose_planning_speeds() {
+    planning_ = real_;
+    if (!o_.even) return;
+    const UnitTimes times(real_, real_.type_profiles, 1, spec::even_partition(shape_, S_, 1));
+    std::vector<std::pair<double, int>> by_speed;
+    for (int d : devices_) {
+      const int t = cluster_.devices[d].type;
+      by_speed.push_back({times.layer(t, 0, 0) + times.layer(t, 1, 0) + times.layer(t, 2, 0), t});
+    }
+    std::sort(by_speed.begin(), by_speed.end());
+    const int reference = by_speed[by_speed.size() / 2].second;
+    for (sim::DeviceProfile& p : planning_.type_profiles) {
+      const double memory = p.memory_bytes;
+      const std::string name = p.name;
+      p = real_.type_profiles[reference];
+      p.memory_bytes = memory;
+      p.name = name;
+    }
+    planning_.planning_profiles = planning_.type_profiles;
+    result_.reference = cluster_.types[reference].name + " (the median device's type)";
+  }
+
+  // Segmented units below the smallest measured work would extrapolate the profile's fit into a
+  // range where per-unit overheads dominate (an emulated CPU cluster ran 32-token units 2.5x
+  // slower than its fit at 256 tokens predicted), so they are not planned.
+  void limit_segmented_units() {
+    result_.min_unit_tokens = o_.min_unit_tokens > 0 ? o_.min_unit_tokens : 0;
+    if (o_.min_unit_tokens > 0) result_.min_unit_source = "--min-unit-tokens";
+    if (o_.min_unit_tokens >= 0) return;
+    for (int d : devices_) {
+      const sim::DeviceProfile& p = planning_.type_profiles[cluster_.devices[d].type];
+      if (p.measured && p.measured->shortest_seq > result_.min_unit_tokens) {
+        result_.min_unit_tokens = p.measured->shortest_seq;
+        result_.min_unit_source = "the shortest sequence measured for " + cluster_.type_of(d).name;
+      }
+    }
+  }
+
+  const UnitTimes& times_for(int b, const SegmentOption& so) {
+    const auto key = std::make_tuple(b, so.k, static_cast<int>(so.split));
+    auto it = times_cache_.find(key);
+    if (it == times_cache_.end()) {
+      it = times_cache_
+               .emplace(key, UnitTimes(planning_, planning_.type_profiles, b, spec::cut_sequence(shape_, S_, {so.k, {}, so.split, 1})))
+               .first;
+    }
+    return it->second;
+  }
+
+  // Coarse pass for micro-batch size b: every grouping ranked by its slowest stage's work, a
+  // fill/drain term and its gradient synchronisation, with static memory only; the best
+  // grouping_shortlist survive, with their devices' micro-batch counts.
+  std::vector<GroupingCandidate> coarse_pass(int b) {
+    const int M = static_cast<int>(B_ / b);
+    const UnitTimes& base = times_for(b, segment_options_[0]);
+    const int types = static_cast<int>(cluster_.types.size());
     std::vector<double> per_layer(types), head(types);  // F + B + W of one micro-batch
     for (int t = 0; t < types; ++t) {
       for (int kind = 0; kind < 3; ++kind) {
@@ -214,10 +236,10 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         head[t] += base.head(t, kind, 0);
       }
     }
-    std::vector<double> speed(cluster.num_devices());
-    for (int d = 0; d < cluster.num_devices(); ++d) speed[d] = 1.0 / per_layer[cluster.devices[d].type];
-    std::vector<Grouping> groupings = stage_groupings(cluster, devices, speed, std::min(o.max_groups, L));
-    if (o.even) {
+    std::vector<double> speed(cluster_.num_devices());
+    for (int d = 0; d < cluster_.num_devices(); ++d) speed[d] = 1.0 / per_layer[cluster_.devices[d].type];
+    std::vector<Grouping> groupings = stage_groupings(cluster_, devices_, speed, std::min(o_.max_groups, L_));
+    if (o_.even) {
       // A homogeneous layout: every stage as wide (pp x dp).
       groupings.erase(std::remove_if(groupings.begin(), groupings.end(),
                                      [](const Grouping& g) {
@@ -225,10 +247,9 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
                                      }),
                       groupings.end());
     }
-    result.groupings += groupings.size();
+    result_.groupings += groupings.size();
 
-    // Coarse pass: work + synchronisation + a fill/drain term with static memory only.
-    const MemoryPolicy static_policy{cluster.precision, {}};
+    const MemoryPolicy static_policy{cluster_.precision, {}};
     std::vector<GroupingCandidate> coarse;
     for (const Grouping& groups : groupings) {
       const int P = static_cast<int>(groups.size());
@@ -236,7 +257,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
       c.lockstep = true;
       for (const auto& g : groups) {
         c.lockstep = c.lockstep && g.size() == groups[0].size();
-        for (int d : g) c.lockstep = c.lockstep && cluster.devices[d].type == cluster.devices[groups[0][0]].type;
+        for (int d : g) c.lockstep = c.lockstep && cluster_.devices[d].type == cluster_.devices[groups[0][0]].type;
       }
       bool ok = true;
       for (const auto& g : groups) {
@@ -249,7 +270,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
       auto time = [&](int g, int l) {
         double t = 0;
         for (std::size_t i = 0; i < groups[g].size(); ++i) {
-          const int type = cluster.devices[groups[g][i]].type;
+          const int type = cluster_.devices[groups[g][i]].type;
           t = std::max(t, c.counts[g][i] * (l * per_layer[type] + (g == P - 1 ? head[type] : 0.0)));
         }
         return t;
@@ -258,10 +279,10 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         const double need = static_policy.static_bytes(params_of(l, g == 0, g == P - 1),
                                                        static_cast<int>(groups[g].size()));
         for (int d : groups[g]) {
-          const double cap = cluster.type_of(d).memory_bytes;
+          const double cap = cluster_.type_of(d).memory_bytes;
           if (need + static_policy.reserve_bytes(cap) > cap) {
-            closest_static.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
-              return cluster.device_name(d) + " (" + cluster.type_of(d).name + ") would need " +
+            closest_static_.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
+              return cluster_.device_name(d) + " (" + cluster_.type_of(d).name + ") would need " +
                      bytes_text(need + static_policy.reserve_bytes(cap)) + " of its " + bytes_text(cap) +
                      " for the weights, gradients and optimizer state of " + std::to_string(l) +
                      " layer(s) in a " + std::to_string(P) + "-stage layout";
@@ -271,7 +292,7 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         }
         return true;
       };
-      const std::vector<int> layers = balance_layers(L, P, time, fits);
+      const std::vector<int> layers = balance_layers(L_, P, time, fits);
       if (layers.empty()) continue;
       double work = 0, sum = 0, sync = 0;
       for (int g = 0; g < P; ++g) {
@@ -279,194 +300,229 @@ PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o)
         work = std::max(work, t);
         sum += t;
         const double bytes = static_policy.sync_bytes_per_parameter() * static_cast<double>(params_of(layers[g], g == 0, g == P - 1));
-        sync = std::max(sync, ring_sync_seconds(cluster, groups[g], bytes));
+        sync = std::max(sync, ring_sync_seconds(cluster_, groups[g], bytes));
       }
       c.score = work + (sum - work) / M + sync;
       coarse.push_back(std::move(c));
     }
     std::sort(coarse.begin(), coarse.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
-    if (static_cast<int>(coarse.size()) > o.grouping_shortlist) coarse.resize(o.grouping_shortlist);
+    if (static_cast<int>(coarse.size()) > o_.grouping_shortlist) coarse.resize(o_.grouping_shortlist);
+    return coarse;
+  }
 
-    // Fine pass: every schedule option on the shortlisted groupings, estimated.
+  // Fine pass for micro-batch size b: every segment option and family on the shortlisted
+  // groupings, estimated (recomputing per stage as memory needs); layouts within memory join the pool.
+  void fine_pass(int b, const std::vector<GroupingCandidate>& coarse) {
     for (const GroupingCandidate& gc : coarse) {
-      const int P = static_cast<int>(gc.groups.size());
-      for (const SegmentOption& so : segment_options) {
+      for (const SegmentOption& so : segment_options_) {
         const UnitTimes& times = times_for(b, so);
         if (so.k > 1) {
           const auto& lengths = times.partition().lengths;
-          if (b * *std::min_element(lengths.begin(), lengths.end()) < result.min_unit_tokens) continue;
+          if (b * *std::min_element(lengths.begin(), lengths.end()) < result_.min_unit_tokens) continue;
         }
-        {
-          const MemoryPolicy policy{cluster.precision, {}};
-          // Activation bytes of one unit per layer (mean over segments), kept whole or recomputed
-          // (its input and K/V), and the head's extra (never recomputed).
-          const sim::MemoryModel unit_memory(shape, {1, 1}, times.partition(), b, policy.memory_options());
-          const sim::MemoryModel recomputed_memory(shape, {1, 1}, times.partition(), b,
-                                                   {cluster.precision, spec::Recompute::stages({1, 1}), 1});
-          double act_layer = 0, act_recomputed = 0, act_head = 0, after_b = 0;
-          for (int j = 0; j < so.k; ++j) {
-            act_layer += unit_memory.activation_bytes(0, j) / so.k;
-            act_recomputed += recomputed_memory.activation_bytes(0, j) / so.k;
-            act_head += (unit_memory.activation_bytes(1, j) - unit_memory.activation_bytes(0, j)) / so.k;
-            after_b += unit_memory.held_for_weight_bytes(0, j) / so.k;
-          }
-          for (const FamilyOption& fo : families) {
-            const schedule::ScheduleFamily& f = *fo.family;
-            if (so.k > 1 && !f.sequence_level) continue;
-            // With k = 1 a sequence family is its micro-batch twin, when that one is tried.
-            if (so.k == 1 && f.sequence_level && has_family(twin(f.name))) continue;
-            const int v = fo.chunks;
-            const bool gpipe = f.name == "gpipe";
-            // Units in flight on group g (the homogeneous warm-up + 1; the estimate then uses the
-            // heterogeneous limits).
-            // Fused-backward families get twice that off lock-step (heterogeneous_pipeline.h).
-            const double slack = fo.split_backward || gc.lockstep ? 1.0 : 2.0;
-            auto in_flight = [&](int g, int most) {
-              if (gpipe) return static_cast<double>(most) * so.k * v;
-              if (f.name == "zb-v") return 2.0 * P;
-              if (v > 1) return slack * (2.0 * (P - g - 1) + (v - 1) * ((P + so.k - 1) / so.k * so.k) + so.k);
-              return slack * (P - g - 1 + so.k);
-            };
-            std::vector<int> cap(P, L);
-            for (int attempt = 0; attempt < 4; ++attempt) {
-              // The fewest of its l layers group g must recompute to fit on every device (each one
-              // keeps its input and K/V instead of its state, and the group then needs one layer's
-              // rebuild as working set), or -1 if even all of them do not make it fit.
-              // With the B/W split a recomputed layer's units hold, between B and W, what W needs
-              // (as without recomputation): the larger of that and the kept input and K/V.
-              const double recomputed_unit = fo.split_backward ? std::max(act_recomputed, after_b) : act_recomputed;
-              auto recompute_needed = [&](int g, int l) {
-                if (l > cap[g]) return -1;
-                const bool last = g == P - 1;
-                const int most = *std::max_element(gc.counts[g].begin(), gc.counts[g].end());
-                const double fixed = policy.static_bytes(params_of(l, g == 0, last), static_cast<int>(gc.groups[g].size()));
-                for (int r = 0; r <= (o.recompute ? l : 0); ++r) {
-                  const double need = fixed + in_flight(g, most) * ((l - r) * act_layer + r * recomputed_unit + (last ? act_head : 0.0)) +
-                                      policy.working_bytes(shape, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0});
-                  const bool fits_all = std::all_of(gc.groups[g].begin(), gc.groups[g].end(), [&](int d) {
-                    const double capacity = cluster.type_of(d).memory_bytes;
-                    return need + policy.reserve_bytes(capacity) <= capacity;
-                  });
-                  if (fits_all) return r;
-                }
-                return -1;
-              };
-              auto per_mb = [&](int type, int l, int recomputed, bool last) {
-                double t = 0;
-                for (int j = 0; j < so.k; ++j) {
-                  for (int kind = 0; kind < 3; ++kind) t += l * times.layer(type, kind, j) + (last ? times.head(type, kind, j) : 0.0);
-                  t += recomputed * times.rebuild(type, j);
-                }
-                return t;
-              };
-              auto time = [&](int g, int l) {
-                const int recomputed = std::max(0, recompute_needed(g, l));
-                double t = 0;
-                for (std::size_t i = 0; i < gc.groups[g].size(); ++i) {
-                  t = std::max(t, gc.counts[g][i] * per_mb(cluster.devices[gc.groups[g][i]].type, l, recomputed, g == P - 1));
-                }
-                return t;
-              };
-              auto fits = [&](int g, int l) { return recompute_needed(g, l) >= 0; };
-              const std::vector<int> layers = balance_layers(L, P, time, fits, v);
-              if (layers.empty()) break;
-              Candidate cand;
-              PlanChoice& ch = cand.choice;
-              ch.family = f.name;
-              ch.chunks = v;
-              ch.segments = so.k;
-              ch.split = so.split;
-              ch.microbatch_size = b;
-              ch.num_microbatches = M;
-              for (int g = 0; g < P; ++g) ch.groups.push_back({gc.groups[g], gc.counts[g]});
-              ch.vstage_layers.assign(static_cast<std::size_t>(P) * v, 0);
-              ch.recompute_layers.assign(static_cast<std::size_t>(P) * v, 0);
-              for (int g = 0; g < P; ++g) {
-                const std::vector<std::int32_t> held = ch.group_vstages(g);
-                int recomputed = std::max(0, recompute_needed(g, layers[g]));  // over the group's chunks
-                for (int c = 0; c < v; ++c) {
-                  const int n = layers[g] / v + (c < layers[g] % v ? 1 : 0);
-                  ch.vstage_layers[held[c]] = n;
-                  ch.recompute_layers[held[c]] = std::min(n, recomputed);
-                  recomputed -= ch.recompute_layers[held[c]];
-                }
-              }
-              if (!ch.recomputes()) ch.recompute_layers.clear();
-              cand.estimate = estimate_plan(planning, ch, times);
-              ++result.estimated;
-              if (cand.estimate.fits) {
-                pool.push_back(std::move(cand));
-                break;
-              }
-              // Over memory: give the group of the first device over its memory one layer less.
-              for (const DevicePrediction& d : cand.estimate.devices) {
-                if (d.total_bytes() > d.capacity_bytes) {
-                  closest.offer(d.total_bytes(), d.capacity_bytes,
-                                [&] { return ch.summary(cluster) + ": " + cand.estimate.over_memory; });
-                  cap[d.group] = layers[d.group] - 1;
-                  break;
-                }
-              }
-            }
-          }
+        const MemoryPolicy policy{cluster_.precision, {}};
+        // Activation bytes of one unit per layer (mean over segments), kept whole or recomputed
+        // (its input and K/V), and the head's extra (never recomputed).
+        const sim::MemoryModel unit_memory(shape_, {1, 1}, times.partition(), b, policy.memory_options());
+        const sim::MemoryModel recomputed_memory(shape_, {1, 1}, times.partition(), b,
+                                                 {cluster_.precision, spec::Recompute::stages({1, 1}), 1});
+        UnitActivations act;
+        for (int j = 0; j < so.k; ++j) {
+          act.layer += unit_memory.activation_bytes(0, j) / so.k;
+          act.recomputed += recomputed_memory.activation_bytes(0, j) / so.k;
+          act.head += (unit_memory.activation_bytes(1, j) - unit_memory.activation_bytes(0, j)) / so.k;
+          act.after_b += unit_memory.held_for_weight_bytes(0, j) / so.k;
+        }
+        for (const FamilyOption& fo : families_) {
+          const schedule::ScheduleFamily& f = *fo.family;
+          if (so.k > 1 && !f.sequence_level) continue;
+          // With k = 1 a sequence family is its micro-batch twin, when that one is tried.
+          if (so.k == 1 && !f.one_segment_twin.empty() && has_family(f.one_segment_twin)) continue;
+          estimate_option(b, gc, so, times, policy, act, fo);
         }
       }
     }
   }
 
-  if (pool.empty()) {
-    const std::string& why = closest.message.empty() ? closest_static.message : closest.message;
-    throw Error("cannot plan: no layout fits in memory" + (why.empty() ? std::string() : "; the closest: " + why));
+  // One schedule option on one grouping: balance the layers against time and memory (with the
+  // fewest recomputed layers per group that fit), estimate, and when a device is over its memory
+  // retry with one layer less on its group (4 attempts).
+  void estimate_option(int b, const GroupingCandidate& gc, const SegmentOption& so, const UnitTimes& times,
+                       const MemoryPolicy& policy, const UnitActivations& act, const FamilyOption& fo) {
+    const schedule::ScheduleFamily& f = *fo.family;
+    const int P = static_cast<int>(gc.groups.size()), M = static_cast<int>(B_ / b), v = fo.chunks;
+    // Units in flight on group g: the family's homogeneous limit (the estimate then uses the
+    // heterogeneous limits), all of the busiest device's units without one (GPipe).
+    // Fused-backward families get twice that off lock-step (heterogeneous_pipeline.h).
+    const double slack = f.split_backward || gc.lockstep ? 1.0 : 2.0;
+    const schedule::PipelineShape homogeneous{P, v, M, so.k};
+    auto in_flight = [&](int g, int most) {
+      if (!f.in_flight_limit) return static_cast<double>(most) * so.k * v;
+      return slack * f.in_flight_limit(homogeneous, g);
+    };
+    std::vector<int> cap(P, L_);
+    // With the B/W split a recomputed layer's units hold, between B and W, what W needs (as
+    // without recomputation): the larger of that and the kept input and K/V.
+    const double recomputed_unit = f.split_backward ? std::max(act.recomputed, act.after_b) : act.recomputed;
+    // The fewest of its l layers group g must recompute to fit on every device (each one keeps its
+    // input and K/V instead of its state, and the group then needs one layer's rebuild as working
+    // set), or -1 if even all of them do not make it fit.
+    auto recompute_needed = [&](int g, int l) {
+      if (l > cap[g]) return -1;
+      const bool last = g == P - 1;
+      const int most = *std::max_element(gc.counts[g].begin(), gc.counts[g].end());
+      const double fixed = policy.static_bytes(params_of(l, g == 0, last), static_cast<int>(gc.groups[g].size()));
+      for (int r = 0; r <= (o_.recompute ? l : 0); ++r) {
+        const double need = fixed + in_flight(g, most) * ((l - r) * act.layer + r * recomputed_unit + (last ? act.head : 0.0)) +
+                            policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0});
+        const bool fits_all = std::all_of(gc.groups[g].begin(), gc.groups[g].end(), [&](int d) {
+          const double capacity = cluster_.type_of(d).memory_bytes;
+          return need + policy.reserve_bytes(capacity) <= capacity;
+        });
+        if (fits_all) return r;
+      }
+      return -1;
+    };
+    auto per_mb = [&](int type, int l, int recomputed, bool last) {
+      double t = 0;
+      for (int j = 0; j < so.k; ++j) {
+        for (int kind = 0; kind < 3; ++kind) t += l * times.layer(type, kind, j) + (last ? times.head(type, kind, j) : 0.0);
+        t += recomputed * times.rebuild(type, j);
+        t += (f.split_backward ? 3 : 2) * times.action_overhead(type);  // per action
+      }
+      return t;
+    };
+    auto time = [&](int g, int l) {
+      const int recomputed = std::max(0, recompute_needed(g, l));
+      double t = 0;
+      for (std::size_t i = 0; i < gc.groups[g].size(); ++i) {
+        t = std::max(t, gc.counts[g][i] * per_mb(cluster_.devices[gc.groups[g][i]].type, l, recomputed, g == P - 1));
+      }
+      return t;
+    };
+    auto fits = [&](int g, int l) { return recompute_needed(g, l) >= 0; };
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const std::vector<int> layers = balance_layers(L_, P, time, fits, v);
+      if (layers.empty()) break;
+      Candidate cand;
+      PlanChoice& ch = cand.choice;
+      ch.family = f.name;
+      ch.chunks = v;
+      ch.segments = so.k;
+      ch.split = so.split;
+      ch.microbatch_size = b;
+      ch.num_microbatches = M;
+      for (int g = 0; g < P; ++g) ch.groups.push_back({gc.groups[g], gc.counts[g]});
+      ch.vstage_layers.assign(static_cast<std::size_t>(P) * v, 0);
+      ch.recompute_layers.assign(static_cast<std::size_t>(P) * v, 0);
+      for (int g = 0; g < P; ++g) {
+        const std::vector<std::int32_t> held = ch.group_vstages(g);
+        int recomputed = std::max(0, recompute_needed(g, layers[g]));  // over the group's chunks
+        for (int c = 0; c < v; ++c) {
+          const int n = layers[g] / v + (c < layers[g] % v ? 1 : 0);
+          ch.vstage_layers[held[c]] = n;
+          ch.recompute_layers[held[c]] = std::min(n, recomputed);
+          recomputed -= ch.recompute_layers[held[c]];
+        }
+      }
+      if (!ch.recomputes()) ch.recompute_layers.clear();
+      cand.estimate = estimate_plan(planning_, ch, times);
+      ++result_.estimated;
+      if (cand.estimate.fits) {
+        pool_.push_back(std::move(cand));
+        return;
+      }
+      // Over memory: give the group of the first device over its memory one layer less.
+      for (const DevicePrediction& d : cand.estimate.devices) {
+        if (d.total_bytes() > d.capacity_bytes) {
+          closest_.offer(d.total_bytes(), d.capacity_bytes,
+                         [&] { return ch.summary(cluster_) + ": " + cand.estimate.over_memory; });
+          cap[d.group] = layers[d.group] - 1;
+          break;
+        }
+      }
+    }
   }
-  // Shortlist for simulation: the best estimate of each family first, then the best overall.
-  std::sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) {
-    return a.estimate.step_seconds < b.estimate.step_seconds;
-  });
-  std::vector<const Candidate*> finals;
-  std::set<std::string> chosen;
-  auto take = [&](const Candidate& c) {
-    if (static_cast<int>(finals.size()) >= o.simulate) return;
-    if (chosen.insert(c.choice.summary(cluster)).second) finals.push_back(&c);
-  };
-  std::set<std::string> family_seen;
-  for (const Candidate& c : pool) {
-    if (family_seen.insert(c.choice.family).second) take(c);
-  }
-  for (const Candidate& c : pool) take(c);
 
-  std::vector<Plan> plans;
-  for (const Candidate* c : finals) {
-    Plan plan;
-    plan.choice = c->choice;
-    plan.schedule = build_schedule(planning, plan.choice, planning.type_profiles);
-    plan.prediction = simulate_plan(planning, plan.choice, plan.schedule);
-    ++result.simulated;
-    result.shortlist.push_back({plan.choice.summary(cluster), c->estimate.step_seconds, plan.prediction.step_seconds,
-                                plan.prediction.over_memory});
-    if (!plan.prediction.fits) {
-      closest.offer(1.0, 1.0, [&] { return plan.choice.summary(cluster) + ": " + plan.prediction.over_memory; });
-      continue;
+  // The estimates to simulate: the best of each family first, then the best overall.
+  std::vector<const Candidate*> shortlist() {
+    if (pool_.empty()) {
+      const std::string& why = closest_.message.empty() ? closest_static_.message : closest_.message;
+      throw Error("cannot plan: no layout fits in memory" + (why.empty() ? std::string() : "; the closest: " + why));
     }
-    plans.push_back(std::move(plan));
-  }
-  if (plans.empty()) {
-    throw Error("cannot plan: every shortlisted layout exceeds a device's memory in simulation; the closest: " +
-                closest.message);
-  }
-  std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
-    return a.prediction.step_seconds < b.prediction.step_seconds;
-  });
-  if (static_cast<int>(plans.size()) > o.top) plans.resize(o.top);
-  if (o.even) {
-    // What the even plans really do: the same schedules on the real devices.
-    for (Plan& p : plans) {
-      result.assumed.push_back(p.prediction);
-      p.prediction = simulate_plan(real, p.choice, p.schedule);
+    std::sort(pool_.begin(), pool_.end(), [](const Candidate& a, const Candidate& b) {
+      return a.estimate.step_seconds < b.estimate.step_seconds;
+    });
+    std::vector<const Candidate*> finals;
+    std::set<std::string> chosen;
+    auto take = [&](const Candidate& c) {
+      if (static_cast<int>(finals.size()) >= o_.simulate) return;
+      if (chosen.insert(c.choice.summary(cluster_)).second) finals.push_back(&c);
+    };
+    std::set<std::string> family_seen;
+    for (const Candidate& c : pool_) {
+      if (family_seen.insert(c.choice.family).second) take(c);
     }
+    for (const Candidate& c : pool_) take(c);
+    return finals;
   }
-  result.plans = std::move(plans);
-  result.seconds = monotonic_seconds() - start;
-  return result;
-}
+
+  // Schedules and simulates the shortlist; the plans within memory, best first (top of them).
+  std::vector<Plan> simulate_shortlist(const std::vector<const Candidate*>& finals) {
+    std::vector<Plan> plans;
+    for (const Candidate* c : finals) {
+      Plan plan;
+      plan.choice = c->choice;
+      plan.schedule = build_schedule(planning_, plan.choice, planning_.type_profiles);
+      plan.prediction = simulate_plan(planning_, plan.choice, plan.schedule);
+      ++result_.simulated;
+      result_.shortlist.push_back({plan.choice.summary(cluster_), c->estimate.step_seconds,
+                                   plan.prediction.step_seconds, plan.prediction.over_memory});
+      if (!plan.prediction.fits) {
+        closest_.offer(1.0, 1.0, [&] { return plan.choice.summary(cluster_) + ": " + plan.prediction.over_memory; });
+        continue;
+      }
+      plans.push_back(std::move(plan));
+    }
+    if (plans.empty()) {
+      throw Error("cannot plan: every shortlisted layout exceeds a device's memory in simulation; the closest: " +
+                  closest_.message);
+    }
+    std::sort(plans.begin(), plans.end(), [](const Plan& a, const Plan& b) {
+      return a.prediction.step_seconds < b.prediction.step_seconds;
+    });
+    if (static_cast<int>(plans.size()) > o_.top) plans.resize(o_.top);
+    if (o_.even) {
+      // What the even plans really do: the same schedules on the real devices.
+      for (Plan& p : plans) {
+        result_.assumed.push_back(p.prediction);
+        p.prediction = simulate_plan(real_, p.choice, p.schedule);
+      }
+    }
+    return plans;
+  }
+
+  const PlanningProblem& real_;
+  const PlannerOptions& o_;
+  const ClusterSpec& cluster_;
+  const spec::ModelSpec& shape_;
+  const int L_;
+  const std::int64_t B_, S_;
+  std::vector<int> devices_;
+  std::vector<FamilyOption> families_;
+  std::vector<int> sizes_;
+  std::vector<SegmentOption> segment_options_;
+  PlanningProblem planning_;
+  PlannerResult result_;
+  // The closest layouts to fitting: those over memory with their activations (estimated or
+  // simulated), else those whose weights and optimizer state alone do not fit.
+  Closest closest_, closest_static_;
+  std::vector<Candidate> pool_;
+  std::map<std::tuple<int, int, int>, UnitTimes> times_cache_;  // (b, k, split)
+};
+
+}  // namespace
+
+PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o) { return PlanSearch(real, o).run(); }
 
 }  // namespace plait::plan

@@ -28,6 +28,7 @@ ScheduleFamily gpipe_family() {
       .name = "gpipe",
       .title = "GPipe",
       .source = "Huang et al., GPipe, arXiv 1811.06965",
+      .forwards_first = true,
       .generate = generate_gpipe,
   };
 }

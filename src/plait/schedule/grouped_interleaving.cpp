@@ -13,6 +13,12 @@ std::vector<int> interleaving_groups(int microbatches, int group) {
   return sizes;
 }
 
+int grouped_interleaving_in_flight(const PipelineShape& shape, int rank) {
+  const int p = shape.stages, v = shape.chunks, k = shape.segments;
+  const int first_group = interleaving_groups(shape.microbatches, (p + k - 1) / k).front();
+  return 2 * (p - rank - 1) + (v - 1) * first_group * k + (k - 1) + 1;
+}
+
 Schedule grouped_interleaving(const PipelineShape& shape) {
   const int p = shape.stages, v = shape.chunks, m = shape.microbatches, k = shape.segments;
   Schedule schedule = empty_schedule(interleaved_layout(p, v, m, k));
@@ -36,7 +42,7 @@ Schedule grouped_interleaving(const PipelineShape& shape) {
     first_mb += size;
   }
   for (int r = 0; r < p; ++r) {
-    const int warmup = 2 * (p - r - 1) + (v - 1) * groups.front() * k + (k - 1);
+    const int warmup = grouped_interleaving_in_flight(shape, r) - 1;
     schedule.ranks[r] = one_f_one_b_pattern(forwards, backwards, warmup, BackwardStyle{});
   }
   return schedule;

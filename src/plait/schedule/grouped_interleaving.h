@@ -20,6 +20,9 @@ namespace plait::schedule {
 
 Schedule grouped_interleaving(const PipelineShape& shape);
 
+// The in-flight limit of rank r: its warm-up above plus the steady phase's first forward.
+int grouped_interleaving_in_flight(const PipelineShape& shape, int rank);
+
 // The group sizes used for m micro-batches with minimum group size `group` (exposed for tests).
 std::vector<int> interleaving_groups(int microbatches, int group);
 

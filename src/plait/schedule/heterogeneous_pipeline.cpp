@@ -12,22 +12,6 @@ namespace plait::schedule {
 
 namespace {
 
-// How a family runs on heterogeneous groups.
-struct Policy {
-  bool split_backward = false;
-  bool forwards_first = false;  // GPipe
-  bool v_shape = false;         // ZB-V's layout
-  bool unlimited = false;       // no in-flight limit (GPipe)
-};
-
-Policy policy_of(std::string_view family) {
-  Policy p;
-  p.split_backward = family == "zb-h1" || family == "seq-zb" || family == "zb-v";
-  p.forwards_first = p.unlimited = family == "gpipe";
-  p.v_shape = family == "zb-v";
-  return p;
-}
-
 // Seconds per micro-batch (all segments, F + B + W) of `rank` on `vstage`.
 double period(const HeterogeneousCosts& costs, int rank, std::int32_t vstage, int segments) {
   double t = 0;
@@ -99,16 +83,19 @@ void check_heterogeneous_pipeline(const HeterogeneousPipeline& p) {
   }
 }
 
+PipelineShape HeterogeneousPipeline::shape() const {
+  return PipelineShape{num_groups(), chunks, num_microbatches, num_segments};
+}
+
 std::string heterogeneous_unsupported(std::string_view family, const HeterogeneousPipeline& pipeline) {
   const ScheduleFamily* f = find_schedule_family(family);
   if (!f) {
     return "unknown schedule '" + std::string(family) + "'; expected one of " + schedule_family_names();
   }
-  return unsupported_reason(*f, PipelineShape{pipeline.num_groups(), pipeline.chunks,
-                                              pipeline.num_microbatches, pipeline.num_segments});
+  return unsupported_reason(*f, pipeline.shape());
 }
 
-Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, bool v_shape) {
+Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, StagePlacement placement) {
   const int groups = pipeline.num_groups();
   Layout layout;
   layout.rank_vstages.resize(pipeline.num_ranks());
@@ -117,11 +104,7 @@ Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, bool v_shape)
   layout.num_segments = pipeline.num_segments;
   for (int g = 0; g < groups; ++g) {
     for (int r : pipeline.stage_ranks[g]) {
-      if (v_shape) {
-        layout.rank_vstages[r] = {g, 2 * groups - 1 - g};
-      } else {
-        for (int c = 0; c < pipeline.chunks; ++c) layout.rank_vstages[r].push_back(c * groups + g);
-      }
+      for (int c = 0; c < pipeline.chunks; ++c) layout.rank_vstages[r].push_back(placed_vstage(placement, groups, g, c));
     }
   }
   return layout;
@@ -197,15 +180,15 @@ std::vector<std::vector<std::int32_t>> route_microbatches(const HeterogeneousPip
   return routing;
 }
 
-std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
+std::vector<int> heterogeneous_in_flight_limits(const ScheduleFamily& family,
                                                 const HeterogeneousPipeline& pipeline,
                                                 const Layout& layout,
                                                 const HeterogeneousCosts& costs) {
-  const Policy policy = policy_of(family);
   const int ranks = pipeline.num_ranks(), groups = pipeline.num_groups();
   const int k = pipeline.num_segments, v = pipeline.chunks, m = pipeline.num_microbatches;
+  const PipelineShape shape = pipeline.shape();
   std::vector<int> limits(ranks, 0);
-  if (policy.unlimited) return limits;
+  if (!family.in_flight_limit) return limits;
 
   // Unit time (F + B + W of one segment, averaged over segments and chunks) of every rank, and
   // the mean unit time of each group weighted by the micro-batches its ranks run.
@@ -234,49 +217,61 @@ std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
     alike = alike && pipeline.stage_ranks[g].size() == pipeline.stage_ranks[0].size();
   }
   for (int r = 0; r < ranks; ++r) alike = alike && std::fabs(unit[r] - unit[0]) <= 1e-9 * std::fabs(unit[0]);
-  const double slack = alike || policy.split_backward ? 1.0 : 2.0;
+  const double slack = alike || family.split_backward ? 1.0 : 2.0;
   for (int g = 0; g < groups; ++g) {
+    // The family's own limit for this position in a homogeneous pipeline of the same shape.
+    const int homogeneous = family.limit_of(shape, g);
     for (int r : pipeline.stage_ranks[g]) {
       const double u = unit[r] > 0 ? unit[r] : 1.0;
+      double scale = 1.0;
       if (v == 1) {
         // Time a unit stays in flight after its own F + B (in units of u): the later groups'
         // unit times, and k - 1 units of the slowest group from here on (a segment's backward
-        // waits for the later segments of its micro-batch).
+        // waits for the later segments of its micro-batch). 1 + that is P - g - 1 + k when all
+        // ranks are alike (the 1F1B families' limit); the family's limit is scaled by its ratio.
         double later = 0, slowest = u;
         for (int h = g + 1; h < groups; ++h) {
           later += group_unit[h];
           slowest = std::max(slowest, group_unit[h]);
         }
-        limits[r] = static_cast<int>(std::ceil(slack * (1 + std::ceil((later + (k - 1) * slowest) / u - 1e-9)) - 1e-9));
+        const double round_trip = 1 + std::ceil((later + (k - 1) * slowest) / u - 1e-9);
+        scale = round_trip / (groups - g - 1 + k);
       } else {
-        // Homogeneous warm-up + 1: ZB-V holds 2P chunk units; interleaved (Megatron) and
-        // Seq1F1B-I (thunlp) 2(P-g-1) + (v-1) * (units of the first group) + (k-1), the first
-        // group having ceil(P/k) micro-batches of k units (grouped_interleaving.h).
-        const int first_group_units = (groups + k - 1) / k * k;
-        const int base = policy.v_shape ? 2 * groups
-                                        : 2 * (groups - g - 1) + (v - 1) * first_group_units + (k - 1) + 1;
-        limits[r] = static_cast<int>(std::ceil(slack * base * std::max(1.0, all_mean / u) - 1e-9));
+        // Several chunks: the homogeneous limit, scaled by the mean unit time over r's.
+        scale = std::max(1.0, all_mean / u);
       }
+      limits[r] = static_cast<int>(std::ceil(slack * homogeneous * scale - 1e-9));
     }
   }
   return limits;
 }
 
-Schedule heterogeneous_schedule(std::string_view family, const HeterogeneousPipeline& pipeline,
+std::vector<int> heterogeneous_in_flight_limits(std::string_view family, const HeterogeneousPipeline& pipeline,
+                                                const Layout& layout, const HeterogeneousCosts& costs) {
+  return heterogeneous_in_flight_limits(schedule_family(family), pipeline, layout, costs);
+}
+
+Schedule heterogeneous_schedule(const ScheduleFamily& family, const HeterogeneousPipeline& pipeline,
                                 const HeterogeneousCosts& costs) {
   check_heterogeneous_pipeline(pipeline);
-  if (std::string reason = heterogeneous_unsupported(family, pipeline); !reason.empty()) throw Error(reason);
+  if (std::string reason = unsupported_reason(family, pipeline.shape()); !reason.empty()) throw Error(reason);
   if (!costs.unit_seconds) throw Error("heterogeneous schedule: no unit costs given");
-  const Policy policy = policy_of(family);
-  const Layout layout = heterogeneous_layout(pipeline, policy.v_shape);
+  const Layout layout = heterogeneous_layout(pipeline, family.placement);
   ListSchedulerOptions options;
-  options.split_backward = policy.split_backward;
-  options.forwards_first = policy.forwards_first;
+  options.split_backward = family.split_backward;
+  options.forwards_first = family.forwards_first;
   options.unit_seconds = costs.unit_seconds;
   options.transfer_seconds = costs.transfer_seconds;
   options.microbatch_rank = route_microbatches(pipeline, layout, costs);
   options.rank_max_in_flight = heterogeneous_in_flight_limits(family, pipeline, layout, costs);
   return list_schedule(layout, options);
+}
+
+Schedule heterogeneous_schedule(std::string_view family, const HeterogeneousPipeline& pipeline,
+                                const HeterogeneousCosts& costs) {
+  const ScheduleFamily* f = find_schedule_family(family);
+  if (!f) throw Error(heterogeneous_unsupported(family, pipeline));
+  return heterogeneous_schedule(*f, pipeline, costs);
 }
 
 }  // namespace plait::schedule

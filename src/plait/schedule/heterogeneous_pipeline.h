@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "plait/schedule/schedule.h"
+#include "plait/schedule/schedule_family.h"
+#include "plait/schedule/unit_costs.h"
 
 namespace plait::schedule {
 
@@ -47,14 +49,11 @@ struct HeterogeneousPipeline {
 
   int num_groups() const { return static_cast<int>(stage_ranks.size()); }
   int num_ranks() const;
+  // The homogeneous shape with one rank per group: {groups, chunks, micro-batches, segments}.
+  PipelineShape shape() const;
 };
 
-struct HeterogeneousCosts {
-  // Seconds of one unit (kind F, B or W) of `segment` on virtual stage `vstage` on `rank`.
-  std::function<double(int rank, ActionKind kind, std::int32_t segment, std::int32_t vstage)> unit_seconds;
-  // Seconds for a unit's activation or gradient to go from src_rank to dst_rank; null: free.
-  std::function<double(int src_rank, int dst_rank, std::int32_t segment)> transfer_seconds;
-};
+using HeterogeneousCosts = UnitCosts;
 
 // Throws plait::Error naming the problem (a rank in two groups or none, counts that do not add
 // up to num_microbatches, a negative count, ...).
@@ -63,29 +62,41 @@ void check_heterogeneous_pipeline(const HeterogeneousPipeline& pipeline);
 // "" when `family` can run on heterogeneous groups with this shape, else one sentence why.
 std::string heterogeneous_unsupported(std::string_view family, const HeterogeneousPipeline& pipeline);
 
-// The layout the family uses: v_shape for zb-v, else interleaved over the groups.
-Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, bool v_shape);
+// The layout a family with `placement` uses: every rank of group g holds the virtual stages
+// placed at position g (layout.h's placed_vstage over the groups).
+Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, StagePlacement placement);
 
 // routing[vstage][mb]: the rank that runs micro-batch mb on vstage (step 1 above).
 std::vector<std::vector<std::int32_t>> route_microbatches(const HeterogeneousPipeline& pipeline,
                                                           const Layout& layout,
                                                           const HeterogeneousCosts& costs);
 
-// In-flight limit (units) of every rank for `family` (0: unlimited, GPipe). One chunk: rank r of
-// group g with unit time u (F + B + W of one segment) holds
+// In-flight limit (units, F started and W or BW not finished) of every rank for `family`: the
+// family's own limit (ScheduleFamily::in_flight_limit) for the rank's group in the homogeneous
+// shape, scaled for unlike speeds; 0 when the family has none (GPipe). One chunk: rank r of group
+// g with unit time u (F + B + W of one segment) has a round trip of
 //   1 + ceil((sum of the later groups' mean unit times + (k - 1) x the slowest of them and u) / u)
-// units: 1F1B's P - g and Seq1F1B's P - g - 1 + k when all ranks are alike, more for a rank that
-// is faster than the groups after it (its micro-batches take longer to come back). Several
-// chunks: the family's homogeneous warm-up + 1, scaled by the mean unit time over r's (>= 1).
-// For fused-backward families, unless every rank is alike and every group as wide, both are
-// doubled: off lock-step a micro-batch also queues at the ranks it visits (see the .cpp).
+// units, which is P - g - 1 + k (the 1F1B families' limit) when all ranks are alike and more for
+// a rank faster than the groups after it (its micro-batches take longer to come back); the
+// family's limit is scaled by round trip / (P - g - 1 + k). Several chunks: scaled by the mean
+// unit time over r's (>= 1). For fused-backward families, unless every rank is alike and every
+// group as wide, the limit is doubled: off lock-step a micro-batch also queues at the ranks it
+// visits (see the .cpp). Split families' deferred W's (ZB-H1's) are not added: at the limit a
+// rank runs its pending W's (list_scheduler.h), which keeps 1F1B's memory.
+std::vector<int> heterogeneous_in_flight_limits(const ScheduleFamily& family,
+                                                const HeterogeneousPipeline& pipeline,
+                                                const Layout& layout,
+                                                const HeterogeneousCosts& costs);
 std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
                                                 const HeterogeneousPipeline& pipeline,
                                                 const Layout& layout,
                                                 const HeterogeneousCosts& costs);
 
-// Routes, list-schedules and returns the schedule (not yet validated; schedule::validate it).
-// Throws plait::Error with heterogeneous_unsupported()'s reason when the family does not fit.
+// Routes, list-schedules and returns the schedule (not yet validated; schedule::validate it) with
+// the family's policy fields: its placement, split or fused backward, forwards first, and the
+// in-flight limits above. Throws plait::Error with the reason when the family does not fit.
+Schedule heterogeneous_schedule(const ScheduleFamily& family, const HeterogeneousPipeline& pipeline,
+                                const HeterogeneousCosts& costs);
 Schedule heterogeneous_schedule(std::string_view family, const HeterogeneousPipeline& pipeline,
                                 const HeterogeneousCosts& costs);
 

@@ -15,6 +15,8 @@ ScheduleFamily interleaved_family() {
       .title = "Interleaved 1F1B (Megatron-LM)",
       .source = "Narayanan et al., arXiv 2104.04473 sec. 2.2",
       .fixed_chunks = 0,
+      .placement = StagePlacement::interleaved,
+      .in_flight_limit = grouped_interleaving_in_flight,
       .generate = grouped_interleaving,
   };
 }

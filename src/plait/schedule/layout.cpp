@@ -13,11 +13,30 @@ int Layout::max_chunks() const {
   return v;
 }
 
-Layout interleaved_layout(int ranks, int chunks, int microbatches, int segments) {
+const char* placement_name(StagePlacement placement) {
+  switch (placement) {
+    case StagePlacement::contiguous: return "contiguous";
+    case StagePlacement::interleaved: return "interleaved";
+    case StagePlacement::v_shape: return "v-shape";
+  }
+  return "?";
+}
+
+std::int32_t placed_vstage(StagePlacement placement, int positions, int position, int chunk) {
+  if (placement == StagePlacement::v_shape) return chunk == 0 ? position : 2 * positions - 1 - position;
+  return chunk * positions + position;
+}
+
+int placed_position(StagePlacement placement, int positions, std::int32_t vstage) {
+  if (placement == StagePlacement::v_shape) return vstage < positions ? vstage : 2 * positions - 1 - vstage;
+  return vstage % positions;
+}
+
+Layout placed_layout(StagePlacement placement, int ranks, int chunks, int microbatches, int segments) {
   Layout layout;
   layout.rank_vstages.resize(ranks);
   for (int r = 0; r < ranks; ++r) {
-    for (int c = 0; c < chunks; ++c) layout.rank_vstages[r].push_back(c * ranks + r);
+    for (int c = 0; c < chunks; ++c) layout.rank_vstages[r].push_back(placed_vstage(placement, ranks, r, c));
   }
   layout.num_vstages = ranks * chunks;
   layout.num_microbatches = microbatches;
@@ -25,14 +44,12 @@ Layout interleaved_layout(int ranks, int chunks, int microbatches, int segments)
   return layout;
 }
 
+Layout interleaved_layout(int ranks, int chunks, int microbatches, int segments) {
+  return placed_layout(StagePlacement::interleaved, ranks, chunks, microbatches, segments);
+}
+
 Layout v_shape_layout(int ranks, int microbatches, int segments) {
-  Layout layout;
-  layout.rank_vstages.resize(ranks);
-  for (int r = 0; r < ranks; ++r) layout.rank_vstages[r] = {r, 2 * ranks - 1 - r};
-  layout.num_vstages = 2 * ranks;
-  layout.num_microbatches = microbatches;
-  layout.num_segments = segments;
-  return layout;
+  return placed_layout(StagePlacement::v_shape, ranks, 2, microbatches, segments);
 }
 
 bool is_interleaved_layout(const Layout& layout) {
@@ -42,7 +59,7 @@ bool is_interleaved_layout(const Layout& layout) {
   for (int r = 0; r < p; ++r) {
     if (layout.num_chunks(r) != v) return false;
     for (int c = 0; c < v; ++c) {
-      if (layout.vstage(r, c) != c * p + r) return false;
+      if (layout.vstage(r, c) != placed_vstage(StagePlacement::interleaved, p, r, c)) return false;
     }
   }
   return true;

@@ -39,6 +39,27 @@ Layout interleaved_layout(int ranks, int chunks, int microbatches, int segments)
 // stage r and chunk 1 is 2p-1-r, so rank 0 holds both the first and the last stage.
 Layout v_shape_layout(int ranks, int microbatches, int segments);
 
+// Where a schedule family puts the virtual stages of its chunks on p pipeline positions (ranks,
+// or groups of ranks in a heterogeneous pipeline). The one place these formulas live.
+enum class StagePlacement : std::uint8_t {
+  contiguous,   // one chunk per position: position r holds virtual stage r
+  interleaved,  // chunk c of position r is virtual stage c*p + r (Megatron, arXiv 2104.04473 sec. 2.2)
+  v_shape,      // chunk 0 of position r is virtual stage r, chunk 1 is 2p-1-r (ZB-V, arXiv 2401.10241 sec. 6)
+};
+
+// "contiguous", "interleaved", "v-shape".
+const char* placement_name(StagePlacement placement);
+
+// The virtual stage that chunk `chunk` of pipeline position `position` (of `positions`) holds.
+std::int32_t placed_vstage(StagePlacement placement, int positions, int position, int chunk);
+
+// The pipeline position holding virtual stage `vstage` (the inverse of placed_vstage).
+int placed_position(StagePlacement placement, int positions, std::int32_t vstage);
+
+// One rank per position: interleaved_layout or v_shape_layout (chunks must be 2 for v_shape, 1
+// for contiguous).
+Layout placed_layout(StagePlacement placement, int ranks, int chunks, int microbatches, int segments);
+
 // Whether `layout` is interleaved_layout(ranks, max_chunks, ...) (the text form's default).
 bool is_interleaved_layout(const Layout& layout);
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <queue>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct RankState {
   std::deque<Action> pending_w;
   // Units in flight per micro-batch on this rank (micro-batches it has started and not finished).
   std::map<std::int32_t, int> holding;
+  // With reserve_whole_microbatches: units not yet started of the micro-batches the rank has
+  // started, and their sum (room kept free under the limit).
+  std::map<std::int32_t, int> unstarted;
+  int reserved = 0;
   double free = 0.0;
   int in_flight = 0;
   int limit = 0;  // 0: unlimited
@@ -47,129 +52,214 @@ struct RankState {
   std::int64_t forwards_left = 0;
 };
 
-}  // namespace
-
-Schedule list_schedule(const Layout& layout, const ListSchedulerOptions& options) {
-  check_layout(layout);
-  const int ranks = layout.num_ranks();
-  const std::int32_t m = layout.num_microbatches, k = layout.num_segments, V = layout.num_vstages;
-  if (V >= (1 << 16) || k >= (1 << 16) || m >= (1 << 28)) {
-    throw Error("list scheduler: layout too large (stages < 65536, segments < 65536, micro-batches < 2^28)");
+// The scheduler's passes: route every unit to its rank, count each rank's work, seed the
+// dependency counts, then run the event loop (wake the ranks whose inputs arrived, let each free
+// rank choose and issue one action) until every action is issued.
+class ListScheduler {
+ public:
+  ListScheduler(const Layout& layout, const ListSchedulerOptions& options)
+      : layout_(layout),
+        options_(options),
+        ranks_(layout.num_ranks()),
+        m_(layout.num_microbatches),
+        k_(layout.num_segments),
+        V_(layout.num_vstages) {
+    route_units();
+    count_work();
+    seed_dependencies();
   }
-  auto unit_of = [&](std::int32_t mb, std::int32_t seg, std::int32_t s) {
-    return (std::int64_t{s} * m + mb) * k + seg;
-  };
 
-  // Who runs each (virtual stage, micro-batch), and as which of its chunks.
-  std::vector<std::int32_t> owner(static_cast<std::size_t>(V) * m, -1);
-  if (options.microbatch_rank.empty()) {
-    std::vector<std::int32_t> holder(V, -1);
-    for (int r = 0; r < ranks; ++r) {
-      for (std::int32_t s : layout.rank_vstages[r]) {
-        if (holder[s] >= 0) {
-          throw Error("list scheduler: virtual stage " + std::to_string(s) + " is held by ranks " +
-                      std::to_string(holder[s]) + " and " + std::to_string(r) +
-                      "; give microbatch_rank to say which rank runs which micro-batch");
+  Schedule run() {
+    Schedule schedule = empty_schedule(layout_);
+    while (remaining_ > 0) {
+      const double now = next_event_time();
+      wake(now);
+      for (int r : woken_) {
+        if (std::optional<Action> a = dispatch(state_[r], now)) schedule.ranks[r].push_back(*a);
+      }
+    }
+    return schedule;
+  }
+
+ private:
+  std::int64_t unit_of(std::int32_t mb, std::int32_t seg, std::int32_t s) const {
+    return (std::int64_t{s} * m_ + mb) * k_ + seg;
+  }
+  void decode(std::int64_t u, std::int32_t& mb, std::int32_t& seg, std::int32_t& s) const {
+    seg = static_cast<std::int32_t>(u % k_);
+    mb = static_cast<std::int32_t>((u / k_) % m_);
+    s = static_cast<std::int32_t>(u / (std::int64_t{k_} * m_));
+  }
+  std::int32_t owner_of(std::int32_t s, std::int32_t mb) const {
+    return owner_[static_cast<std::size_t>(s) * m_ + mb];
+  }
+  std::int32_t chunk_of(int r, std::int32_t s) const {
+    const auto& v = layout_.rank_vstages[r];
+    return static_cast<std::int32_t>(std::find(v.begin(), v.end(), s) - v.begin());
+  }
+  // Forward keys: the deepest stage first, then the oldest micro-batch, then the segment.
+  std::uint64_t forward_key(std::int32_t mb, std::int32_t seg, std::int32_t s) const {
+    return (static_cast<std::uint64_t>(V_ - 1 - s) << 44) | (static_cast<std::uint64_t>(mb) << 16) |
+           static_cast<std::uint64_t>(seg);
+  }
+  // Backward keys: the oldest micro-batch first, then the deepest stage, then the latest segment.
+  std::uint64_t backward_key(std::int32_t mb, std::int32_t seg, std::int32_t s) const {
+    return (static_cast<std::uint64_t>(mb) << 32) | (static_cast<std::uint64_t>(V_ - 1 - s) << 16) |
+           static_cast<std::uint64_t>(k_ - 1 - seg);
+  }
+
+  double cost(int r, ActionKind kind, std::int32_t seg, std::int32_t s) const {
+    if (options_.unit_seconds) {
+      if (kind == ActionKind::BW) {
+        return options_.unit_seconds(r, ActionKind::B, seg, s) + options_.unit_seconds(r, ActionKind::W, seg, s);
+      }
+      return options_.unit_seconds(r, kind, seg, s);
+    }
+    switch (kind) {
+      case ActionKind::F: return options_.forward_cost;
+      case ActionKind::B: return options_.backward_cost;
+      case ActionKind::W: return options_.weight_cost;
+      case ActionKind::BW: return options_.backward_cost + options_.weight_cost;
+    }
+    return 0.0;
+  }
+
+  // Pass 1: who runs each (virtual stage, micro-batch): the routing given, or the one rank that
+  // holds each stage.
+  void route_units() {
+    owner_.assign(static_cast<std::size_t>(V_) * m_, -1);
+    if (options_.microbatch_rank.empty()) {
+      std::vector<std::int32_t> holder(V_, -1);
+      for (int r = 0; r < ranks_; ++r) {
+        for (std::int32_t s : layout_.rank_vstages[r]) {
+          if (holder[s] >= 0) {
+            throw Error("list scheduler: virtual stage " + std::to_string(s) + " is held by ranks " +
+                        std::to_string(holder[s]) + " and " + std::to_string(r) +
+                        "; give microbatch_rank to say which rank runs which micro-batch");
+          }
+          holder[s] = r;
         }
-        holder[s] = r;
       }
+      for (std::int32_t s = 0; s < V_; ++s) std::fill_n(&owner_[static_cast<std::size_t>(s) * m_], m_, holder[s]);
+      return;
     }
-    for (std::int32_t s = 0; s < V; ++s) std::fill_n(&owner[static_cast<std::size_t>(s) * m], m, holder[s]);
-  } else {
-    if (static_cast<std::int32_t>(options.microbatch_rank.size()) != V) {
-      throw Error("list scheduler: microbatch_rank has " + std::to_string(options.microbatch_rank.size()) +
-                  " stages, the layout " + std::to_string(V));
+    if (static_cast<std::int32_t>(options_.microbatch_rank.size()) != V_) {
+      throw Error("list scheduler: microbatch_rank has " + std::to_string(options_.microbatch_rank.size()) +
+                  " stages, the layout " + std::to_string(V_));
     }
-    for (std::int32_t s = 0; s < V; ++s) {
-      const auto& row = options.microbatch_rank[s];
-      if (static_cast<std::int32_t>(row.size()) != m) {
+    for (std::int32_t s = 0; s < V_; ++s) {
+      const auto& row = options_.microbatch_rank[s];
+      if (static_cast<std::int32_t>(row.size()) != m_) {
         throw Error("list scheduler: microbatch_rank[" + std::to_string(s) + "] has " +
-                    std::to_string(row.size()) + " micro-batches, the layout " + std::to_string(m));
+                    std::to_string(row.size()) + " micro-batches, the layout " + std::to_string(m_));
       }
-      for (std::int32_t mb = 0; mb < m; ++mb) {
+      for (std::int32_t mb = 0; mb < m_; ++mb) {
         const std::int32_t r = row[mb];
-        const bool holds = r >= 0 && r < ranks &&
-                           std::find(layout.rank_vstages[r].begin(), layout.rank_vstages[r].end(), s) !=
-                               layout.rank_vstages[r].end();
+        const bool holds = r >= 0 && r < ranks_ &&
+                           std::find(layout_.rank_vstages[r].begin(), layout_.rank_vstages[r].end(), s) !=
+                               layout_.rank_vstages[r].end();
         if (!holds) {
           throw Error("list scheduler: micro-batch " + std::to_string(mb) + " of virtual stage " +
                       std::to_string(s) + " is routed to rank " + std::to_string(r) +
                       ", which does not hold that stage");
         }
-        owner[static_cast<std::size_t>(s) * m + mb] = r;
+        owner_[static_cast<std::size_t>(s) * m_ + mb] = r;
       }
     }
   }
-  auto owner_of = [&](std::int32_t s, std::int32_t mb) { return owner[static_cast<std::size_t>(s) * m + mb]; };
-  auto chunk_of = [&](int r, std::int32_t s) {
-    const auto& v = layout.rank_vstages[r];
-    return static_cast<std::int32_t>(std::find(v.begin(), v.end(), s) - v.begin());
-  };
 
-  auto cost = [&](int r, ActionKind kind, std::int32_t seg, std::int32_t s) {
-    if (options.unit_seconds) {
-      if (kind == ActionKind::BW) {
-        return options.unit_seconds(r, ActionKind::B, seg, s) + options.unit_seconds(r, ActionKind::W, seg, s);
-      }
-      return options.unit_seconds(r, kind, seg, s);
+  // Pass 2: each rank's limit and the actions and forwards it has to issue.
+  void count_work() {
+    state_.resize(ranks_);
+    const int actions_per_unit = options_.split_backward ? 3 : 2;
+    for (int r = 0; r < ranks_; ++r) {
+      state_[r].rank = r;
+      state_[r].limit = options_.rank_max_in_flight.empty()
+                            ? options_.max_in_flight
+                            : options_.rank_max_in_flight.at(static_cast<std::size_t>(r));
     }
-    switch (kind) {
-      case ActionKind::F: return options.forward_cost;
-      case ActionKind::B: return options.backward_cost;
-      case ActionKind::W: return options.weight_cost;
-      case ActionKind::BW: return options.backward_cost + options.weight_cost;
-    }
-    return 0.0;
-  };
-
-  std::vector<RankState> state(ranks);
-  const int actions_per_unit = options.split_backward ? 3 : 2;
-  std::int64_t remaining = 0;
-  for (int r = 0; r < ranks; ++r) {
-    state[r].rank = r;
-    state[r].limit = options.rank_max_in_flight.empty()
-                         ? options.max_in_flight
-                         : options.rank_max_in_flight.at(static_cast<std::size_t>(r));
-  }
-  for (std::int32_t s = 0; s < V; ++s) {
-    for (std::int32_t mb = 0; mb < m; ++mb) {
-      RankState& st = state[owner_of(s, mb)];
-      st.remaining += std::int64_t{k} * actions_per_unit;
-      st.forwards_left += k;
-      remaining += std::int64_t{k} * actions_per_unit;
-    }
-  }
-
-  // Unmet inputs and the time the last one arrives, per unit, for F and B.
-  const std::size_t units = static_cast<std::size_t>(layout.num_units());
-  std::vector<std::uint8_t> deps[2] = {std::vector<std::uint8_t>(units), std::vector<std::uint8_t>(units)};
-  std::vector<double> ready_at[2] = {std::vector<double>(units, 0.0), std::vector<double>(units, 0.0)};
-  std::priority_queue<Event, std::vector<Event>, EventLater> events;
-  std::uint64_t order = 0;
-  for (std::int32_t s = 0; s < V; ++s) {
-    for (std::int32_t mb = 0; mb < m; ++mb) {
-      for (std::int32_t seg = 0; seg < k; ++seg) {
-        const std::int64_t u = unit_of(mb, seg, s);
-        deps[0][u] = static_cast<std::uint8_t>((s > 0) + (seg > 0));
-        deps[1][u] = static_cast<std::uint8_t>(1 + (s + 1 < V) + (seg + 1 < k));
-        if (deps[0][u] == 0) events.push({0.0, order++, owner_of(s, mb), 0, u});
+    for (std::int32_t s = 0; s < V_; ++s) {
+      for (std::int32_t mb = 0; mb < m_; ++mb) {
+        RankState& st = state_[owner_of(s, mb)];
+        st.remaining += std::int64_t{k_} * actions_per_unit;
+        st.forwards_left += k_;
+        remaining_ += std::int64_t{k_} * actions_per_unit;
       }
     }
   }
-  // One input of (kind, unit) on rank `to` is produced on rank `from` at `end`.
-  auto satisfy = [&](int kind, std::int32_t mb, std::int32_t seg, std::int32_t s, int from, double end) {
+
+  // Pass 3: unmet inputs of every unit's F and B; the units with none are ready at time 0.
+  void seed_dependencies() {
+    const std::size_t units = static_cast<std::size_t>(layout_.num_units());
+    for (int kind = 0; kind < 2; ++kind) {
+      deps_[kind].assign(units, 0);
+      ready_at_[kind].assign(units, 0.0);
+    }
+    f_issued_.assign(units, 0);
+    f_ready_.assign(units, 0);
+    forwarded_.assign(static_cast<std::size_t>(V_) * m_, 0);
+    for (std::int32_t s = 0; s < V_; ++s) {
+      for (std::int32_t mb = 0; mb < m_; ++mb) {
+        for (std::int32_t seg = 0; seg < k_; ++seg) {
+          const std::int64_t u = unit_of(mb, seg, s);
+          deps_[0][u] = static_cast<std::uint8_t>((s > 0) + (seg > 0));
+          deps_[1][u] = static_cast<std::uint8_t>(1 + (s + 1 < V_) + (seg + 1 < k_));
+          if (deps_[0][u] == 0) events_.push({0.0, order_++, owner_of(s, mb), 0, u});
+        }
+      }
+    }
+  }
+
+  // The time of the next event; throws when none is left while work remains (a stall).
+  double next_event_time() const {
+    if (events_.empty()) {
+      for (int r = 0; r < ranks_; ++r) {
+        if (state_[r].remaining == 0) continue;
+        throw Error("list scheduler: the ranks stalled with " + std::to_string(remaining_) +
+                    " actions left; rank " + std::to_string(r) + " has " +
+                    std::to_string(state_[r].remaining) + " left with " +
+                    std::to_string(state_[r].in_flight) + " units in flight (limit " +
+                    std::to_string(state_[r].limit) + ", too small for this layout)");
+      }
+    }
+    return events_.top().time;
+  }
+
+  // Every event at `now`: ready units join their rank's queues; woken_ lists the ranks, once each.
+  void wake(double now) {
+    woken_.clear();
+    while (!events_.empty() && events_.top().time <= now) {
+      const Event e = events_.top();
+      events_.pop();
+      woken_.push_back(e.rank);
+      if (e.ready_kind < 0) continue;
+      std::int32_t mb, seg, s;
+      decode(e.unit, mb, seg, s);
+      if (e.ready_kind == 0) {
+        f_ready_[e.unit] = 1;
+        state_[e.rank].ready_f.push({forward_key(mb, seg, s), e.unit});
+      } else {
+        state_[e.rank].ready_b.push({backward_key(mb, seg, s), e.unit});
+      }
+    }
+    std::sort(woken_.begin(), woken_.end());
+    woken_.erase(std::unique(woken_.begin(), woken_.end()), woken_.end());
+  }
+
+  // One input of (kind, unit) on its owner is produced on rank `from` at `end`.
+  void satisfy(int kind, std::int32_t mb, std::int32_t seg, std::int32_t s, int from, double end) {
     const std::int64_t u = unit_of(mb, seg, s);
     const int to = owner_of(s, mb);
     double t = end;
-    if (to != from && options.transfer_seconds) t += options.transfer_seconds(from, to, seg);
-    ready_at[kind][u] = std::max(ready_at[kind][u], t);
-    if (--deps[kind][u] == 0) events.push({ready_at[kind][u], order++, to, static_cast<std::int8_t>(kind), u});
-  };
-  auto decode = [&](std::int64_t u, std::int32_t& mb, std::int32_t& seg, std::int32_t& s) {
-    seg = static_cast<std::int32_t>(u % k);
-    mb = static_cast<std::int32_t>((u / k) % m);
-    s = static_cast<std::int32_t>(u / (std::int64_t{k} * m));
-  };
+    if (to != from && options_.transfer_seconds) t += options_.transfer_seconds(from, to, seg);
+    ready_at_[kind][u] = std::max(ready_at_[kind][u], t);
+    if (--deps_[kind][u] == 0) events_.push({ready_at_[kind][u], order_++, to, static_cast<std::int8_t>(kind), u});
+  }
+
+  static void release(RankState& st, std::int32_t mb) {
+    auto it = st.holding.find(mb);
+    if (--it->second == 0) st.holding.erase(it);
+  }
 
   // The forward a rank may start now, or -1. Below its in-flight limit: the best ready one.
   // At the limit: the best ready forward of a micro-batch the rank already holds (its next
@@ -178,18 +268,9 @@ Schedule list_schedule(const Layout& layout, const ListSchedulerOptions& options
   // micro-batches none of which can finish its forwards and come back as a backward; with it,
   // a micro-batch once started on a rank always gets through it, so the ranks cannot stall.
   // (This second kind comes after pending W's, which free memory themselves.)
-  std::vector<std::uint8_t> f_issued(units, 0), f_ready(units, 0);
-  std::vector<std::uint16_t> forwarded(static_cast<std::size_t>(V) * m, 0);
-  auto forward_key = [&](std::int32_t mb, std::int32_t seg, std::int32_t s) {
-    return (static_cast<std::uint64_t>(V - 1 - s) << 44) | (static_cast<std::uint64_t>(mb) << 16) |
-           static_cast<std::uint64_t>(seg);
-  };
-  auto release = [](RankState& st, std::int32_t mb) {
-    auto it = st.holding.find(mb);
-    if (--it->second == 0) st.holding.erase(it);
-  };
-  auto pick_forward = [&](RankState& st, bool at_limit) -> std::int64_t {
-    while (!st.ready_f.empty() && f_issued[st.ready_f.top().second]) st.ready_f.pop();
+  std::int64_t pick_forward(RankState& st, bool at_limit) {
+    while (!st.ready_f.empty() && f_issued_[st.ready_f.top().second]) st.ready_f.pop();
+    if (!at_limit && options_.reserve_whole_microbatches && st.limit > 0) return pick_admissible_forward(st);
     if (!at_limit) {
       if (st.ready_f.empty()) return -1;
       const std::int64_t u = st.ready_f.top().second;
@@ -200,113 +281,159 @@ Schedule list_schedule(const Layout& layout, const ListSchedulerOptions& options
     std::uint64_t best_key = 0;
     for (const auto& held : st.holding) {
       const std::int32_t mb = held.first;
-      for (std::int32_t s : layout.rank_vstages[st.rank]) {
-        const std::int32_t seg = forwarded[static_cast<std::size_t>(s) * m + mb];
-        if (seg >= k) continue;
+      for (std::int32_t s : layout_.rank_vstages[st.rank]) {
+        const std::int32_t seg = forwarded_[static_cast<std::size_t>(s) * m_ + mb];
+        if (seg >= k_) continue;
         const std::int64_t u = unit_of(mb, seg, s);
-        if (!f_ready[u] || f_issued[u]) continue;
+        if (!f_ready_[u] || f_issued_[u]) continue;
         const std::uint64_t key = forward_key(mb, seg, s);
         if (best < 0 || key < best_key) best = u, best_key = key;
       }
     }
     return best;
-  };
-
-  Schedule schedule = empty_schedule(layout);
-  std::vector<int> woken;
-  while (remaining > 0) {
-    if (events.empty()) {
-      for (int r = 0; r < ranks; ++r) {
-        if (state[r].remaining == 0) continue;
-        throw Error("list scheduler: the ranks stalled with " + std::to_string(remaining) +
-                    " actions left; rank " + std::to_string(r) + " has " +
-                    std::to_string(state[r].remaining) + " left with " +
-                    std::to_string(state[r].in_flight) + " units in flight (limit " +
-                    std::to_string(state[r].limit) + ", too small for this layout)");
-      }
-    }
-    const double now = events.top().time;
-    woken.clear();
-    while (!events.empty() && events.top().time <= now) {
-      const Event e = events.top();
-      events.pop();
-      woken.push_back(e.rank);
-      if (e.ready_kind < 0) continue;
-      std::int32_t mb, seg, s;
-      decode(e.unit, mb, seg, s);
-      const std::uint64_t deep = static_cast<std::uint64_t>(V - 1 - s);
-      if (e.ready_kind == 0) {
-        f_ready[e.unit] = 1;
-        state[e.rank].ready_f.push({forward_key(mb, seg, s), e.unit});
-      } else {
-        state[e.rank].ready_b.push({(static_cast<std::uint64_t>(mb) << 32) | (deep << 16) | static_cast<std::uint64_t>(k - 1 - seg), e.unit});
-      }
-    }
-    std::sort(woken.begin(), woken.end());
-    woken.erase(std::unique(woken.begin(), woken.end()), woken.end());
-    for (int r : woken) {
-      RankState& st = state[r];
-      if (st.remaining == 0 || st.free > now) continue;
-      const bool may_backward = !st.ready_b.empty() && (!options.forwards_first || st.forwards_left == 0);
-      const bool at_limit = st.limit > 0 && st.in_flight >= st.limit;
-      std::int64_t forward_unit = -1;
-      if ((options.forwards_first || !may_backward) && !at_limit) forward_unit = pick_forward(st, false);
-      int choice;  // 0: F, 1: B/BW, 2: W
-      if (options.forwards_first) {
-        choice = forward_unit >= 0 ? 0 : may_backward ? 1 : !st.pending_w.empty() ? 2 : -1;
-      } else {
-        choice = may_backward ? 1 : forward_unit >= 0 ? 0 : !st.pending_w.empty() ? 2 : -1;
-      }
-      if (choice < 0 && at_limit && (forward_unit = pick_forward(st, true)) >= 0) choice = 0;
-      if (choice < 0) continue;  // wait
-      Action chosen;
-      double end = now;
-      if (choice == 2) {
-        chosen = st.pending_w.front();
-        st.pending_w.pop_front();
-        end += cost(r, ActionKind::W, chosen.segment, layout.vstage(r, chosen.chunk));
-        --st.in_flight;
-        release(st, chosen.microbatch);
-      } else {
-        std::int64_t u = forward_unit;
-        if (choice == 1) {
-          u = st.ready_b.top().second;
-          st.ready_b.pop();
-        }
-        std::int32_t mb, seg, s;
-        decode(u, mb, seg, s);
-        chosen = Action{ActionKind::F, mb, seg, chunk_of(r, s)};
-        if (choice == 0) {
-          end += cost(r, ActionKind::F, seg, s);
-          ++st.in_flight;
-          --st.forwards_left;
-          f_issued[u] = 1;
-          ++forwarded[static_cast<std::size_t>(s) * m + mb];
-          ++st.holding[mb];
-          if (s + 1 < V) satisfy(0, mb, seg, s + 1, r, end);
-          if (seg + 1 < k) satisfy(0, mb, seg + 1, s, r, end);
-          satisfy(1, mb, seg, s, r, end);
-        } else {
-          chosen.kind = options.split_backward ? ActionKind::B : ActionKind::BW;
-          end += cost(r, chosen.kind, seg, s);
-          if (options.split_backward) {
-            st.pending_w.push_back(Action{ActionKind::W, mb, seg, chosen.chunk});
-          } else {
-            --st.in_flight;
-            release(st, mb);
-          }
-          if (s > 0) satisfy(1, mb, seg, s - 1, r, end);
-          if (seg > 0) satisfy(1, mb, seg - 1, s, r, end);
-        }
-      }
-      schedule.ranks[r].push_back(chosen);
-      --st.remaining;
-      --remaining;
-      st.free = end;
-      events.push({end, order++, r, -1, 0});
-    }
   }
-  return schedule;
+
+  // Units micro-batch mb has on rank r: k per virtual stage of r that routes mb to r.
+  int units_on_rank(int r, std::int32_t mb) const {
+    int n = 0;
+    for (std::int32_t s : layout_.rank_vstages[r]) n += owner_of(s, mb) == r ? k_ : 0;
+    return n;
+  }
+
+  // reserve_whole_microbatches: the best ready forward that is the next unit of a started
+  // micro-batch, or starts a micro-batch whose units on this rank all fit under the limit with
+  // the room already reserved; -1 if none.
+  std::int64_t pick_admissible_forward(RankState& st) {
+    std::vector<std::pair<std::uint64_t, std::int64_t>> skipped;
+    std::int64_t chosen = -1;
+    while (!st.ready_f.empty()) {
+      const auto top = st.ready_f.top();
+      st.ready_f.pop();
+      if (f_issued_[top.second]) continue;
+      std::int32_t mb, seg, s;
+      decode(top.second, mb, seg, s);
+      if (st.unstarted.count(mb) || st.in_flight + st.reserved + units_on_rank(st.rank, mb) <= st.limit) {
+        chosen = top.second;
+        break;
+      }
+      skipped.push_back(top);
+    }
+    for (const auto& e : skipped) st.ready_f.push(e);
+    return chosen;
+  }
+
+  // A free rank's choice (list_scheduler.h, rules 1-5) and its issue; nullopt: it waits.
+  std::optional<Action> dispatch(RankState& st, double now) {
+    if (st.remaining == 0 || st.free > now) return std::nullopt;
+    const bool may_backward = !st.ready_b.empty() && (!options_.forwards_first || st.forwards_left == 0);
+    const bool at_limit = st.limit > 0 && st.in_flight >= st.limit;
+    std::int64_t forward_unit = -1;
+    if ((options_.forwards_first || !may_backward) && !at_limit) forward_unit = pick_forward(st, false);
+    enum Choice { wait, forward, backward, weight } choice;
+    if (options_.forwards_first) {
+      choice = forward_unit >= 0 ? forward : may_backward ? backward : !st.pending_w.empty() ? weight : wait;
+    } else {
+      choice = may_backward ? backward : forward_unit >= 0 ? forward : !st.pending_w.empty() ? weight : wait;
+    }
+    if (choice == wait && at_limit && (forward_unit = pick_forward(st, true)) >= 0) choice = forward;
+    Action chosen;
+    double end = now;
+    switch (choice) {
+      case wait: return std::nullopt;
+      case forward: chosen = issue_forward(st, forward_unit, end); break;
+      case backward: {
+        const std::int64_t u = st.ready_b.top().second;
+        st.ready_b.pop();
+        chosen = issue_backward(st, u, end);
+        break;
+      }
+      case weight: chosen = issue_weight(st, end); break;
+    }
+    --st.remaining;
+    --remaining_;
+    st.free = end;
+    events_.push({end, order_++, st.rank, -1, 0});
+    return chosen;
+  }
+
+  // Each issue advances `end` by the action's cost and releases what it unblocks.
+  Action issue_forward(RankState& st, std::int64_t u, double& end) {
+    std::int32_t mb, seg, s;
+    decode(u, mb, seg, s);
+    const int r = st.rank;
+    end += cost(r, ActionKind::F, seg, s);
+    ++st.in_flight;
+    --st.forwards_left;
+    f_issued_[u] = 1;
+    ++forwarded_[static_cast<std::size_t>(s) * m_ + mb];
+    ++st.holding[mb];
+    if (options_.reserve_whole_microbatches) {
+      auto it = st.unstarted.find(mb);
+      if (it == st.unstarted.end()) {
+        const int left = units_on_rank(r, mb) - 1;  // this unit starts now
+        if (left > 0) st.unstarted.emplace(mb, left), st.reserved += left;
+      } else {
+        --st.reserved;
+        if (--it->second == 0) st.unstarted.erase(it);
+      }
+    }
+    if (s + 1 < V_) satisfy(0, mb, seg, s + 1, r, end);
+    if (seg + 1 < k_) satisfy(0, mb, seg + 1, s, r, end);
+    satisfy(1, mb, seg, s, r, end);
+    return Action{ActionKind::F, mb, seg, chunk_of(r, s)};
+  }
+
+  Action issue_backward(RankState& st, std::int64_t u, double& end) {
+    std::int32_t mb, seg, s;
+    decode(u, mb, seg, s);
+    const int r = st.rank;
+    const Action chosen{options_.split_backward ? ActionKind::B : ActionKind::BW, mb, seg, chunk_of(r, s)};
+    end += cost(r, chosen.kind, seg, s);
+    if (options_.split_backward) {
+      st.pending_w.push_back(Action{ActionKind::W, mb, seg, chosen.chunk});
+    } else {
+      --st.in_flight;
+      release(st, mb);
+    }
+    if (s > 0) satisfy(1, mb, seg, s - 1, r, end);
+    if (seg > 0) satisfy(1, mb, seg - 1, s, r, end);
+    return chosen;
+  }
+
+  Action issue_weight(RankState& st, double& end) {
+    const Action chosen = st.pending_w.front();
+    st.pending_w.pop_front();
+    end += cost(st.rank, ActionKind::W, chosen.segment, layout_.vstage(st.rank, chosen.chunk));
+    --st.in_flight;
+    release(st, chosen.microbatch);
+    return chosen;
+  }
+
+  const Layout& layout_;
+  const ListSchedulerOptions& options_;
+  const int ranks_;
+  const std::int32_t m_, k_, V_;
+  std::vector<std::int32_t> owner_;  // [vstage][mb]: the rank that runs it
+  std::vector<RankState> state_;
+  std::int64_t remaining_ = 0;
+  // Unmet inputs and the time the last one arrives, per unit, for F (0) and B (1).
+  std::vector<std::uint8_t> deps_[2];
+  std::vector<double> ready_at_[2];
+  std::vector<std::uint8_t> f_issued_, f_ready_;
+  std::vector<std::uint16_t> forwarded_;  // [vstage][mb]: forwards issued (the next segment)
+  std::priority_queue<Event, std::vector<Event>, EventLater> events_;
+  std::uint64_t order_ = 0;
+  std::vector<int> woken_;
+};
+
+}  // namespace
+
+Schedule list_schedule(const Layout& layout, const ListSchedulerOptions& options) {
+  check_layout(layout);
+  if (layout.num_vstages >= (1 << 16) || layout.num_segments >= (1 << 16) || layout.num_microbatches >= (1 << 28)) {
+    throw Error("list scheduler: layout too large (stages < 65536, segments < 65536, micro-batches < 2^28)");
+  }
+  return ListScheduler(layout, options).run();
 }
 
 }  // namespace plait::schedule

@@ -52,6 +52,11 @@ struct ListSchedulerOptions {
   std::vector<std::vector<std::int32_t>> microbatch_rank;
   // GPipe: forwards before backwards, and no backward before the rank has issued all forwards.
   bool forwards_first = false;
+  // A rank starts a micro-batch only when all its units of it (k per virtual stage it runs it on)
+  // fit under the limit together with those still to come of the micro-batches it has started, so
+  // the limit is never exceeded and rule 4 is never needed (ZB-V's memory bound, which its
+  // authors' construction keeps strictly: zbv.py asserts mem <= max_mem).
+  bool reserve_whole_microbatches = false;
 };
 
 // Throws plait::Error if the ranks stall (an in-flight limit too small for the layout) or the

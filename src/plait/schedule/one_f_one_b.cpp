@@ -8,20 +8,13 @@
 
 namespace plait::schedule {
 
-namespace {
-
-Schedule generate_one_f_one_b(const PipelineShape& shape) {
-  return sequence_one_f_one_b(shape, BackwardStyle{}, nullptr);
-}
-
-}  // namespace
-
 ScheduleFamily one_f_one_b_family() {
   return {
       .name = "1f1b",
       .title = "1F1B (PipeDream-Flush)",
       .source = "Narayanan et al., arXiv 2006.09503 and 2104.04473",
-      .generate = generate_one_f_one_b,
+      .in_flight_limit = sequence_one_f_one_b_in_flight,
+      .generate = fused_sequence_one_f_one_b,
   };
 }
 

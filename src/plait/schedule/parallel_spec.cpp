@@ -212,6 +212,13 @@ ParallelSpec parse_parallel_spec(const JsonFields& p) {
                             std::to_string(c.devices.size()));
     }
   }
+  if (p.has("cluster_devices")) {
+    c.cluster_devices = p.strings("cluster_devices");
+    if (static_cast<int>(c.cluster_devices.size()) != c.world_size()) {
+      p.fail("cluster_devices", "expected one cluster device per rank (" + std::to_string(c.world_size()) +
+                                    "), found " + std::to_string(c.cluster_devices.size()));
+    }
+  }
   p.check_no_unknown_fields();
   return c;
 }
@@ -241,6 +248,7 @@ nlohmann::json to_json(const ParallelSpec& c) {
     }
     j["devices"] = std::move(devices);
   }
+  if (!c.cluster_devices.empty()) j["cluster_devices"] = c.cluster_devices;
   return j;
 }
 

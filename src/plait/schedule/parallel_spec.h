@@ -61,6 +61,10 @@ struct ParallelSpec {
   // Activation recomputation per virtual stage; checked against the stages' layers where they
   // are known (runtime::build_pipeline_plan, the planner).
   spec::Recompute recompute;
+  // The cluster devices the ranks run on ("a100-0:3"), one per rank in rank order, or empty.
+  // Written by `plait plan`, read by `plait plan --evaluate` (a plan may leave devices out);
+  // `plait train` does not use it (the launcher places the ranks).
+  std::vector<std::string> cluster_devices;
 
   // Ranks the layout needs: pp * dp, or rank_vstages.size().
   int world_size() const;

@@ -20,6 +20,14 @@ const ScheduleFamily* find_schedule_family(std::string_view name) {
   return nullptr;
 }
 
+const ScheduleFamily& schedule_family(std::string_view name) {
+  const ScheduleFamily* family = find_schedule_family(name);
+  if (!family) {
+    throw Error("unknown schedule '" + std::string(name) + "'; expected one of " + schedule_family_names());
+  }
+  return *family;
+}
+
 std::string schedule_family_names() {
   std::string names;
   for (const ScheduleFamily& f : schedule_families()) {
@@ -62,12 +70,7 @@ Schedule generate_schedule(const ScheduleFamily& family, const PipelineShape& sh
 }
 
 Schedule generate_schedule(std::string_view name, const PipelineShape& shape) {
-  const ScheduleFamily* family = find_schedule_family(name);
-  if (!family) {
-    throw Error("unknown schedule '" + std::string(name) + "'; expected one of " +
-                schedule_family_names());
-  }
-  return generate_schedule(*family, shape);
+  return generate_schedule(schedule_family(name), shape);
 }
 
 }  // namespace plait::schedule

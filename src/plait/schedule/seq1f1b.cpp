@@ -22,19 +22,19 @@ Schedule sequence_one_f_one_b(const PipelineShape& shape, const BackwardStyle& s
   for (int r = 0; r < p; ++r) {
     BackwardStyle rank_style = style;
     if (w_lag_of_rank) rank_style.w_lag = w_lag_of_rank(r, p);
-    const int warmup = p - r - 1 + (k - 1);
+    const int warmup = sequence_one_f_one_b_in_flight(shape, r) - 1;
     schedule.ranks[r] = one_f_one_b_pattern(forwards, backwards, warmup, rank_style);
   }
   return schedule;
 }
 
-namespace {
-
-Schedule generate_seq1f1b(const PipelineShape& shape) {
-  return sequence_one_f_one_b(shape, BackwardStyle{}, nullptr);
+int sequence_one_f_one_b_in_flight(const PipelineShape& shape, int rank) {
+  return shape.stages - rank - 1 + (shape.segments - 1) + 1;
 }
 
-}  // namespace
+Schedule fused_sequence_one_f_one_b(const PipelineShape& shape) {
+  return sequence_one_f_one_b(shape, BackwardStyle{}, nullptr);
+}
 
 ScheduleFamily seq1f1b_family() {
   return {
@@ -42,7 +42,9 @@ ScheduleFamily seq1f1b_family() {
       .title = "Seq1F1B",
       .source = "Sun et al., Seq1F1B, arXiv 2406.03488; thunlp/Seq1F1B",
       .sequence_level = true,
-      .generate = generate_seq1f1b,
+      .in_flight_limit = sequence_one_f_one_b_in_flight,
+      .one_segment_twin = "1f1b",
+      .generate = fused_sequence_one_f_one_b,
   };
 }
 

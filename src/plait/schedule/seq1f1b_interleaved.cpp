@@ -15,6 +15,9 @@ ScheduleFamily seq1f1b_interleaved_family() {
       .source = "Sun et al., Seq1F1B, arXiv 2406.03488; thunlp/Seq1F1B",
       .sequence_level = true,
       .fixed_chunks = 0,
+      .placement = StagePlacement::interleaved,
+      .in_flight_limit = grouped_interleaving_in_flight,
+      .one_segment_twin = "interleaved",
       .generate = grouped_interleaving,
   };
 }

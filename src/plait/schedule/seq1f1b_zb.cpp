@@ -10,21 +10,17 @@
 
 namespace plait::schedule {
 
-namespace {
-
-Schedule generate_seq1f1b_zb(const PipelineShape& shape) {
-  return sequence_one_f_one_b(shape, BackwardStyle{true, 0}, zero_bubble_w_lag);
-}
-
-}  // namespace
-
 ScheduleFamily seq1f1b_zb_family() {
   return {
       .name = "seq-zb",
       .title = "Seq1F1B + zero bubble (plait)",
       .source = "plait; Seq1F1B (arXiv 2406.03488) units with ZB-H1 (arXiv 2401.10241) B/W split",
       .sequence_level = true,
-      .generate = generate_seq1f1b_zb,
+      .split_backward = true,
+      .in_flight_limit = sequence_one_f_one_b_in_flight,
+      .deferred_weights = zero_bubble_deferred_weights,
+      .one_segment_twin = "zb-h1",
+      .generate = zero_bubble_sequence_one_f_one_b,
   };
 }
 

@@ -12,20 +12,21 @@ namespace plait::schedule {
 
 int zero_bubble_w_lag(int rank, int /*ranks*/) { return rank; }
 
-namespace {
+int zero_bubble_deferred_weights(const PipelineShape& shape, int rank) { return zero_bubble_w_lag(rank, shape.stages); }
 
-Schedule generate_zb_h1(const PipelineShape& shape) {
+Schedule zero_bubble_sequence_one_f_one_b(const PipelineShape& shape) {
   return sequence_one_f_one_b(shape, BackwardStyle{true, 0}, zero_bubble_w_lag);
 }
-
-}  // namespace
 
 ScheduleFamily zb_h1_family() {
   return {
       .name = "zb-h1",
       .title = "ZB-H1 (zero bubble, 1F1B memory)",
       .source = "Qi et al., Zero Bubble Pipeline Parallelism, arXiv 2401.10241",
-      .generate = generate_zb_h1,
+      .split_backward = true,
+      .in_flight_limit = sequence_one_f_one_b_in_flight,
+      .deferred_weights = zero_bubble_deferred_weights,
+      .generate = zero_bubble_sequence_one_f_one_b,
   };
 }
 

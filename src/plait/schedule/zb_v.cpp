@@ -3,10 +3,12 @@
 // a V (chunk 0 of rank r is virtual stage r, chunk 1 is 2p-1-r, so the last stage sits on rank 0
 // next to the first), backward split into B and W, and at most 1F1B's peak memory (p
 // micro-batches = 2p chunk units per rank). The zero-bubble authors build the order with a
-// greedy heuristic; plait builds it with its own list scheduler (list_scheduler.h) under
-// F = B = W. With those costs the exact makespan is within a few units of the lower bound
-// 3m + (p-1)/2 (rank p-1 cannot start before the first forward reaches it); see
-// docs/schedules.md for the pinned values.
+// greedy heuristic that simulates the profiled F, B, W and message costs (zbv.py); plait builds
+// it with its own list scheduler (list_scheduler.h), under F = B = W by default (the textbook
+// order `plait train` runs) or under given costs (generate_for_costs; the simulator keeps the
+// faster of the two, docs/simulator.md). With F = B = W the exact makespan is within a few units
+// of the lower bound 3m + (p-1)/2 (rank p-1 cannot start before the first forward reaches it);
+// see docs/schedules.md for the pinned values.
 #include "plait/schedule/generators.h"
 #include "plait/schedule/layout.h"
 #include "plait/schedule/list_scheduler.h"
@@ -15,12 +17,20 @@ namespace plait::schedule {
 
 namespace {
 
-Schedule generate_zb_v(const PipelineShape& shape) {
+// 1F1B's p micro-batches, in half-model chunk units.
+int zb_v_in_flight(const PipelineShape& shape, int /*rank*/) { return 2 * shape.stages; }
+
+Schedule generate_zb_v_for_costs(const PipelineShape& shape, const UnitCosts& costs) {
   ListSchedulerOptions options;
   options.split_backward = true;
-  options.max_in_flight = 2 * shape.stages;
+  options.max_in_flight = zb_v_in_flight(shape, 0);
+  options.unit_seconds = costs.unit_seconds;
+  options.transfer_seconds = costs.transfer_seconds;
+  options.reserve_whole_microbatches = static_cast<bool>(costs.unit_seconds);
   return list_schedule(v_shape_layout(shape.stages, shape.microbatches, 1), options);
 }
+
+Schedule generate_zb_v(const PipelineShape& shape) { return generate_zb_v_for_costs(shape, UnitCosts{}); }
 
 }  // namespace
 
@@ -30,7 +40,11 @@ ScheduleFamily zb_v_family() {
       .title = "ZB-V (zero bubble, V layout)",
       .source = "Qi et al., Zero Bubble Pipeline Parallelism, arXiv 2401.10241 sec. 6",
       .fixed_chunks = 2,
+      .split_backward = true,
+      .placement = StagePlacement::v_shape,
+      .in_flight_limit = zb_v_in_flight,
       .generate = generate_zb_v,
+      .generate_for_costs = generate_zb_v_for_costs,
   };
 }
 

@@ -9,51 +9,69 @@
 
 namespace plait::sim {
 
-namespace {
-
-// One layer's seconds for x samples' worth of the measured work (x = FLOPs / measured FLOPs per
-// sample): the fit slope * x + intercept. Some Zorse fits have a negative intercept (t4 at 4096
-// tokens: its time per sample grows with the micro-batch), which would make small units (short
-// segments) cost nothing or less; below one sample such a fit is replaced by the line through
-// the origin and its value at x = 1.
-double fitted(double slope, double intercept, double x) {
-  if (intercept < 0 && x < 1) return x * (slope + intercept);
-  return slope * x + intercept;
-}
-
-}  // namespace
-
+// A measured layer's curve takes work in samples of the measured sequence: x = FLOPs / the
+// measured layer's FLOPs per sample. Work outside the layers (the LM head) runs at the curve's
+// marginal rate for that much work, without a fixed cost of its own.
+// A FLOP/s profile with an efficiency times a layer by its work in FLOPs; the LM head likewise at
+// the marginal rate.
 double DeviceProfile::forward_seconds(int layers, double layer_flops, double extra_flops) const {
+  if (!measured && efficiency) {
+    return layers * efficiency->forward_seconds(layer_flops) + extra_flops * efficiency->forward_marginal(extra_flops);
+  }
   if (!measured) return (layers * layer_flops + extra_flops) / sustained_flops;
   const MeasuredLayerTiming& m = *measured;
-  const double per_flop = m.forward_slope / m.reference_flops;
-  return layers * fitted(m.forward_slope, m.forward_intercept, layer_flops / m.reference_flops) +
-         extra_flops * per_flop;
+  const double extra = extra_flops / m.reference_flops;
+  return layers * m.forward.at(layer_flops / m.reference_flops) + extra * m.forward.marginal(extra);
 }
 
 double DeviceProfile::backward_seconds(int layers, double layer_flops, double share,
                                        double extra_flops) const {
+  if (!measured && efficiency) {
+    // This part is `share` of the backward of layer_flops / share.
+    const double whole = share > 0 ? layer_flops / share : 0.0, extra = share > 0 ? extra_flops / share : 0.0;
+    return layers * share * efficiency->backward_seconds(whole) + extra_flops * efficiency->backward_marginal(extra);
+  }
   if (!measured) return (layers * layer_flops + extra_flops) / sustained_flops;
   const MeasuredLayerTiming& m = *measured;
-  // The measured backward covers twice the forward FLOPs (B + W); this part is `share` of it.
-  const double per_flop = m.backward_slope / (2.0 * m.reference_flops);
+  // The measured backward covers twice the forward FLOPs (B + W); this part is `share` of the
+  // backward of `whole` samples.
   const double whole = share > 0 ? layer_flops / (2.0 * m.reference_flops * share) : 0.0;
-  return layers * share * fitted(m.backward_slope, m.backward_intercept, whole) + extra_flops * per_flop;
+  const double extra = extra_flops / (2.0 * m.reference_flops);
+  return layers * share * m.backward.at(whole) + extra * m.backward.marginal(extra);
 }
 
-std::string DeviceProfile::describe() const {
-  char buf[160];
-  std::string out = name + ": ";
+std::string DeviceProfile::describe_compute() const {
+  char buf[200];
+  std::string out;
   if (measured) {
     std::snprintf(buf, sizeof buf, "measured per-layer latencies of %s (%s) at seq %lld, %s",
                   measured->model.c_str(), measured->chosen_because.c_str(),
                   static_cast<long long>(measured->seq), measured->dtype.c_str());
+    if (!measured->fit.empty()) {
+      out += buf;
+      std::snprintf(buf, sizeof buf, " (%s)", measured->fit.c_str());
+    }
+  } else if (efficiency) {
+    std::snprintf(buf, sizeof buf,
+                  "%.1f TFLOP/s peak x measured efficiency (a layer forward of 1e11 / 1e12 / 1e13 FLOPs at "
+                  "%.0f%% / %.0f%% / %.0f%% of the peak)",
+                  efficiency->peak_flops / 1e12, 100 * efficiency->forward_efficiency(1e11),
+                  100 * efficiency->forward_efficiency(1e12), 100 * efficiency->forward_efficiency(1e13));
   } else {
     std::snprintf(buf, sizeof buf, "%.1f TFLOP/s sustained", sustained_flops / 1e12);
   }
-  out += buf;
+  return out + buf;
+}
+
+std::string DeviceProfile::describe() const {
+  char buf[160];
+  std::string out = name + ": " + describe_compute();
   if (memory_bytes > 0) {
     std::snprintf(buf, sizeof buf, ", %.0f GiB", memory_bytes / (1024.0 * 1024 * 1024));
+    out += buf;
+  }
+  if (action_overhead_seconds > 0) {
+    std::snprintf(buf, sizeof buf, ", %.1f us per action", action_overhead_seconds * 1e6);
     out += buf;
   }
   std::snprintf(buf, sizeof buf, ", link %.0f us + %.0f GB/s", link.latency_seconds * 1e6,
@@ -61,13 +79,18 @@ std::string DeviceProfile::describe() const {
   return out + buf + " (source: " + source + ")";
 }
 
+// NVIDIA A100 Tensor Core GPU datasheet: 312 TFLOP/s dense FP16/BF16 Tensor Core (624 with
+// sparsity), 80 GB HBM2e for the 80GB model.
+constexpr double kA100PeakFlops = 312e12;
+
 DeviceProfile default_device_profile() {
+  // The pooled fit reads the shipped table once; every copy of the profile shares it.
+  static const FlopsEfficiency a100 = zorse_efficiency("a100x80", "float16", kA100PeakFlops, kA100PeakFlops);
   DeviceProfile d;
   d.name = "a100-80gb";
-  d.source =
-      "142.1 TFLOP/s: best per-GPU throughput reported in the thunlp/Seq1F1B README for the 7B "
-      "model on A100s; 80 GiB: NVIDIA A100 80GB datasheet; link: InfiniBand HDR 200 Gb/s";
-  d.sustained_flops = 142.1e12;
+  d.source = "peak: NVIDIA A100 Tensor Core GPU datasheet (312 TFLOP/s dense FP16/BF16); efficiency: " +
+             a100.source + "; 80 GiB: the same datasheet; link: InfiniBand HDR 200 Gb/s";
+  d.efficiency = a100;
   d.memory_bytes = 80.0 * 1024 * 1024 * 1024;
   return d;
 }
@@ -80,13 +103,34 @@ DeviceProfile device_from_file(const std::string& path) {
   DeviceProfile d;
   d.name = f.string("name", std::filesystem::path(path).stem().string());
   d.source = f.string("source", path);
-  const double tflops = f.number("sustained_tflops");
-  if (!(tflops > 0)) f.fail("sustained_tflops", "expected a positive number of TFLOP/s");
-  d.sustained_flops = tflops * 1e12;
+  if (f.has("peak_tflops") || f.has("efficiency_of")) {
+    // The datasheet peak x the efficiency measured on a Zorse GPU type (its peak given too).
+    if (f.has("sustained_tflops")) f.fail("sustained_tflops", "give either sustained_tflops or peak_tflops with efficiency_of");
+    const double peak = f.number("peak_tflops");
+    if (!(peak > 0)) f.fail("peak_tflops", "expected a positive number of TFLOP/s");
+    std::string of = f.string("efficiency_of");
+    if (!of.starts_with("zorse:")) f.fail("efficiency_of", "expected zorse:<gpu>[:<dtype>], found '" + of + "'");
+    of = of.substr(6);
+    const std::size_t colon = of.find(':');
+    const double measured_peak = f.number("efficiency_peak_tflops");
+    if (!(measured_peak > 0)) f.fail("efficiency_peak_tflops", "expected the measured GPU type's peak TFLOP/s");
+    try {
+      d.efficiency = zorse_efficiency(of.substr(0, colon), colon == std::string::npos ? "float16" : of.substr(colon + 1),
+                                      measured_peak * 1e12, peak * 1e12);
+    } catch (const Error& e) {
+      f.fail("efficiency_of", e.what());
+    }
+  } else {
+    const double tflops = f.number("sustained_tflops");
+    if (!(tflops > 0)) f.fail("sustained_tflops", "expected a positive number of TFLOP/s");
+    d.sustained_flops = tflops * 1e12;
+  }
   d.memory_bytes = f.number("memory_gib", 0.0) * 1024 * 1024 * 1024;
   d.link.latency_seconds = f.number("link_latency_us", d.link.latency_seconds * 1e6) * 1e-6;
   d.link.bandwidth_bytes_per_second =
       f.number("link_bandwidth_gb_per_s", d.link.bandwidth_bytes_per_second / 1e9) * 1e9;
+  d.action_overhead_seconds = f.number("action_overhead_us", 0.0) * 1e-6;
+  if (!(d.action_overhead_seconds >= 0)) f.fail("action_overhead_us", "expected microseconds >= 0");
   if (!(d.link.bandwidth_bytes_per_second > 0)) {
     f.fail("link_bandwidth_gb_per_s", "expected a positive bandwidth");
   }

@@ -1,17 +1,20 @@
 #pragma once
 // How fast a device computes, how much memory it has, and how fast its link to the next stage
-// is. Compute comes either from a sustained FLOP/s figure or from measured per-layer latencies
-// (Zorse's model_latencies.json), fitted linear in the micro-batch size.
+// is. Compute comes from a datasheet peak times an efficiency measured against the work
+// (flops_efficiency.h), from measured per-layer latencies of the simulated model (Zorse's
+// model_latencies.json, through device curves fitted to the micro-batch sizes), or from one
+// sustained FLOP/s figure (a constant efficiency, when a user gives only that).
 //
 // Built-in profiles:
-//   a100-80gb (default)  142.1 TFLOP/s sustained: the best per-GPU throughput the Seq1F1B
-//                        repository (thunlp/Seq1F1B README) reports for the 7B model on A100s
-//                        (128k tokens, 16 micro-batches; causal attention counted at half, as in
-//                        plait's FLOPs formula); 80 GiB (NVIDIA A100 80GB datasheet)
+//   a100-80gb (default)  312 TFLOP/s peak (NVIDIA A100 Tensor Core GPU datasheet: dense FP16/BF16
+//                        Tensor Core) x the efficiency Zorse measured per layer on A100 80GB
+//                        (every model and sequence of its float16 table pooled); 80 GiB
 //   zorse:<gpu>[:<dtype>] per-layer forward/backward latencies measured by Zorse on <gpu>
 //                        (a100x40, a100x80, h100-nvl, v100x16, t4, ...; dtype float16 by default)
-//   <file>.json          {"name", "source", "sustained_tflops", "memory_gib",
-//                         "link_latency_us", "link_bandwidth_gb_per_s"} (name/source optional)
+//   <file>.json          {"name", "source", "memory_gib", "link_latency_us",
+//                         "link_bandwidth_gb_per_s", "action_overhead_us"} and either
+//                        "sustained_tflops", or "peak_tflops" with "efficiency_of" (a Zorse GPU
+//                        type, zorse:<gpu>[:<dtype>]) and "efficiency_peak_tflops" (its peak)
 // Link (all built-ins): 5 us latency, 25 GB/s, one InfiniBand HDR (200 Gb/s) port per device.
 #include <cstdint>
 #include <optional>
@@ -19,6 +22,8 @@
 #include <vector>
 
 #include "plait/spec/model_spec.h"
+#include "plait/sim/flops_efficiency.h"
+#include "plait/sim/latency_curve.h"
 
 namespace plait::sim {
 
@@ -31,8 +36,9 @@ struct LinkProfile {
   }
 };
 
-// Per transformer layer, t(b) = slope * b + intercept seconds, measured for `model` at `seq`
-// tokens per sample (Zorse model_latencies.json; backward is B and W together).
+// Per transformer layer, the time of b samples' work, measured for `model` at `seq` tokens per
+// sample (Zorse model_latencies.json; backward is B and W together): a curve fitted to the
+// measured micro-batch sizes (latency_curve.h), or the table's own line where it has no samples.
 struct MeasuredLayerTiming {
   std::string model;
   std::int64_t seq = 0;
@@ -44,8 +50,9 @@ struct MeasuredLayerTiming {
   // hidden size".
   std::string chosen_because;
   std::string dtype;
-  double forward_slope = 0, forward_intercept = 0;
-  double backward_slope = 0, backward_intercept = 0;
+  LatencyCurve forward, backward;  // seconds against samples of work
+  // "fitted to the micro-batch sizes 1..16" or "the table's line fit" (for reports).
+  std::string fit;
   // Forward FLOPs of one layer of `model` on one sample of `seq` tokens:
   // 2 * seq * parameters_per_layer + 2 * hidden * seq^2 (matmuls, causal attention at half).
   double reference_flops = 0;
@@ -55,19 +62,28 @@ struct DeviceProfile {
   std::string name;
   std::string source;
   double memory_bytes = 0;      // 0: unknown
-  double sustained_flops = 0;   // FLOP/s, when not measured
+  double sustained_flops = 0;   // FLOP/s, when neither measured nor given an efficiency
   std::optional<MeasuredLayerTiming> measured;
+  std::optional<FlopsEfficiency> efficiency;  // peak x efficiency(work), when not measured
   LinkProfile link;
+  // Fixed seconds of every compute action beyond the work of its layers: the runtime's
+  // synchronisation and message posting around one F, B, W or BW, paid once per action whatever
+  // its size (so more segments and chunks pay more). The layers' own fixed costs (kernel
+  // launches, small kernels' low efficiency) are in the measured curve's fixed cost per layer.
+  double action_overhead_seconds = 0;
 
   // Forward seconds for `layers` layers of `layer_flops` each plus `extra_flops` outside them
-  // (the LM head). Measured: layers * (slope * layer_flops / reference + intercept), the head at
-  // the fit's asymptotic rate reference / slope. (A negative intercept is not extrapolated below
-  // one sample's work: there the time is proportional to the work, see device_profile.cpp.)
+  // (the LM head). Measured: layers * curve(layer_flops / reference), the head at the curve's
+  // marginal rate for its work (no fixed cost of its own). (A negative fixed cost is not
+  // extrapolated below one sample's work: there the time is proportional, latency_curve.h.)
   double forward_seconds(int layers, double layer_flops, double extra_flops) const;
   // One part (B or W) of the backward: its FLOPs per layer and the part's share of the layer's
   // backward FLOPs (which splits the measured intercept).
   double backward_seconds(int layers, double layer_flops, double share, double extra_flops) const;
-  // One line for reports: "a100-80gb: 142.1 TFLOP/s sustained, 80 GiB (source ...)".
+  // The compute part of describe(): "312.0 TFLOP/s peak x measured efficiency (...)", "measured
+  // per-layer latencies of ...", or "120.0 TFLOP/s sustained".
+  std::string describe_compute() const;
+  // One line for reports: "a100-80gb: 312.0 TFLOP/s peak x ..., 80 GiB (source ...)".
   std::string describe() const;
 };
 

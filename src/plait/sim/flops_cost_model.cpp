@@ -75,7 +75,7 @@ void FlopsCostModel::time_units() {
                                     u.layer_backward_input / backward, u.head_backward_input);
       out[2] = dev.backward_seconds(u.layers, u.layer_backward_weight,
                                     u.layer_backward_weight / backward, u.head_backward_weight);
-      out[3] = out[1] + out[2];
+      out[3] = out[1] + out[2];  // the work of B and W; the fixed cost is added per action
       recompute_seconds_[d * flops_.size() + i] =
           u.recompute_layers > 0 ? dev.forward_seconds(u.recompute_layers, u.layer_recompute, 0.0) : 0.0;
     }
@@ -91,9 +91,10 @@ double FlopsCostModel::compute_seconds(int rank, ActionKind kind, std::int32_t, 
   const std::size_t d = devices_.size() == 1 ? 0 : static_cast<std::size_t>(rank);
   const std::size_t i = static_cast<std::size_t>(vstage) * segments_ + segment;
   const double* s = &seconds_[(d * flops_.size() + i) * 4];
+  // Recomputation rebuilds inside the same action; every action pays its device's fixed cost once.
   const double recompute =
       schedule::is_backward_input(kind) ? recompute_seconds_[d * flops_.size() + i] : 0.0;
-  return s[static_cast<int>(kind)] + recompute;
+  return s[static_cast<int>(kind)] + recompute + devices_[d].action_overhead_seconds;
 }
 
 double FlopsCostModel::transfer_seconds(int src_rank, int dst_rank, std::int64_t bytes) const {

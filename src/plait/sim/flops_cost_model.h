@@ -14,7 +14,9 @@
 // input gradients. A recomputed layer's B also pays its rebuild (set_recompute). The last
 // stage adds the LM head, 2*s*H*V for each of F, B and W. (The
 // formula's other 2*s*H*V counts the embedding as a matmul; it is a lookup, so it costs no
-// time here.) All terms are multiplied by the micro-batch size.
+// time here.) All terms are multiplied by the micro-batch size. Every action also pays its
+// device's fixed cost per action (DeviceProfile::action_overhead_seconds; a fused BW pays it
+// once), and every message its link's latency.
 #include <vector>
 
 #include "plait/spec/model_spec.h"

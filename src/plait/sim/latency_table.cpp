@@ -63,6 +63,9 @@ LatencyTable read_latency_table(const std::string& path, bool strict) {
     require_object(by_device, model);
     for (const auto& [device, by_seq] : by_device.items()) {
       require_object(by_seq, model + "." + device);
+      if (std::find(table.devices.begin(), table.devices.end(), device) == table.devices.end()) {
+        table.devices.push_back(device);
+      }
       for (const auto& [seq_text, by_dtype] : by_seq.items()) {
         const std::string where = model + "." + device + "." + seq_text;
         std::int64_t seq = 0;
@@ -115,6 +118,16 @@ nlohmann::json latency_table_json(const std::vector<LatencyEntry>& entries) {
     };
   }
   return out;
+}
+
+LatencyCurve entry_curve(const std::vector<double>& ms, double slope_ms, double intercept_ms) {
+  if (ms.size() < 2) return line_curve(slope_ms * 1e-3, intercept_ms * 1e-3);
+  std::vector<double> samples, seconds;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    samples.push_back(static_cast<double>(i + 1));
+    seconds.push_back(ms[i] * 1e-3);
+  }
+  return fit_latency_curve(samples, seconds);
 }
 
 std::pair<double, double> fit_latency_line(const std::vector<double>& ms) {
@@ -236,10 +249,11 @@ DeviceProfile measured_device_profile(const LatencyTable& table, const nlohmann:
     if (e->model == best->model) m.shortest_seq = std::min(m.shortest_seq, e->seq);
   }
   m.dtype = dtype;
-  m.forward_slope = best->forward_slope_ms * 1e-3;
-  m.forward_intercept = best->forward_intercept_ms * 1e-3;
-  m.backward_slope = best->backward_slope_ms * 1e-3;
-  m.backward_intercept = best->backward_intercept_ms * 1e-3;
+  m.forward = entry_curve(best->forward_ms, best->forward_slope_ms, best->forward_intercept_ms);
+  m.backward = entry_curve(best->backward_ms, best->backward_slope_ms, best->backward_intercept_ms);
+  m.fit = best->forward_ms.size() >= 2 && best->backward_ms.size() >= 2
+              ? "curves fitted to micro-batch sizes 1.." + std::to_string(std::min(best->forward_ms.size(), best->backward_ms.size()))
+              : "the table's straight-line fit";
   const double seq = static_cast<double>(best->seq);
   std::string flops_source;
   if (has_stats(best->model)) {

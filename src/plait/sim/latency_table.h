@@ -32,6 +32,7 @@ struct LatencyEntry {
 struct LatencyTable {
   std::string path;
   std::vector<LatencyEntry> entries;
+  std::vector<std::string> devices;  // every device key of the file, also those without a usable entry
 };
 
 // Reads a table. strict: every entry must be well formed (an InputError names the file and the
@@ -41,6 +42,10 @@ LatencyTable read_latency_table(const std::string& path, bool strict);
 
 // The table as JSON in the format above (what `plait profile` writes).
 nlohmann::json latency_table_json(const std::vector<LatencyEntry>& entries);
+
+// The curve (seconds against samples) of one entry's measured milliseconds at micro-batch 1..N
+// (latency_curve.h's fit), or the entry's own line where it has fewer than two samples.
+LatencyCurve entry_curve(const std::vector<double>& ms, double slope_ms, double intercept_ms);
 
 // Least-squares line through (b, ms) for b = 1..N: {slope, intercept} (how Zorse fits).
 std::pair<double, double> fit_latency_line(const std::vector<double>& ms);

@@ -50,10 +50,13 @@ std::string format_setup(const SimulationConfig& config) {
   std::string out = format("model      %s: %s, max_seq %lld\n", config.model.name.c_str(),
                            spec::describe(m).c_str(), static_cast<long long>(m.max_seq));
   out += "           (source: " + config.model.source + ")\n";
-  out += format("sequence   %lld tokens, micro-batch size %d, %s split, %s\n",
-                static_cast<long long>(config.seq), config.microbatch_size,
-                config.partition.count() ? "explicit" : std::string(spec::split_method_name(config.split)).c_str(),
-                std::string(spec::precision_name(config.memory.precision)).c_str());
+  std::string split = config.partition.count() ? "given segment lengths"
+                                                : std::string(spec::split_method_name(config.split)) + " split";
+  if (!config.partition.count() && config.split_multiple > 1) {
+    split += format(" (lengths multiples of %lld)", static_cast<long long>(config.split_multiple));
+  }
+  out += format("sequence   %lld tokens, micro-batch size %d, %s, %s\n", static_cast<long long>(config.seq),
+                config.microbatch_size, split.c_str(), std::string(spec::precision_name(config.memory.precision)).c_str());
   const std::vector<DeviceProfile> devices =
       config.devices.empty() ? std::vector<DeviceProfile>{default_device_profile()} : config.devices;
   std::set<std::string> seen;
@@ -85,6 +88,10 @@ std::string format_report(const SimulationConfig& config, const SimulationReport
   }
   out += "segments   lengths " + lengths + "; forward TFLOP per sample " + tflops +
          format(" (spread %.2f%%)\n", 100 * r.partition.flops_imbalance());
+  if (!r.order.empty()) {
+    out += format("order      %s (step %s with the F = B = W order, %s with the order built for these costs)\n",
+                  r.order.c_str(), seconds_text(r.order_steps.first).c_str(), seconds_text(r.order_steps.second).c_str());
+  }
   const double step = r.result.step_time;
   out += format("result     step %s, bubble %.2f%%, %.0f tokens/s, %.1f TFLOP/s per device (model FLOPs over the step)\n",
                 seconds_text(step).c_str(), 100 * r.result.bubble_fraction, r.tokens_per_step / step,

@@ -18,13 +18,57 @@ namespace {
 
 double seconds_since(double start) { return monotonic_seconds() - start; }
 
+// Bytes of one token's activation or gradient between stages: b x H elements of the precision.
+double message_bytes_per_token(const SimulationConfig& config) {
+  const double element_bytes = config.memory.precision == spec::Precision::fp32 ? 4.0 : 2.0;
+  return static_cast<double>(config.microbatch_size) * config.model.model.hidden * element_bytes;
+}
+
 }  // namespace
+
+
+FlopsCostModel cost_model(const SimulationConfig& config, const SimulationReport& report, int ranks) {
+  FlopsCostModel cost(config.model.model, report.vstage_layers, report.partition, config.microbatch_size,
+                      report.devices);
+  if (!config.links.empty()) {
+    if (config.links.ranks() != ranks) {
+      throw Error("simulation: links for " + std::to_string(config.links.ranks()) + " ranks, the schedule has " +
+                  std::to_string(ranks));
+    }
+    cost.set_links(config.links);
+  }
+  cost.set_recompute(config.memory.recompute);
+  return cost;
+}
 
 SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family) {
   const auto start = monotonic_seconds();
   schedule::Schedule s = schedule::generate_schedule(family, config.shape);
-  const double generate = seconds_since(start);
+  double generate = seconds_since(start);
   SimulationReport report = simulate_schedule(config, std::move(s), family.name);
+  if (family.generate_for_costs) {
+    // The family's construction for these costs (ZB-V: the zero-bubble authors' zbv.py simulates
+    // the profiled F, B, W and message times), kept when it is faster than the F = B = W order, as
+    // the authors keep the best of their construction's variants.
+    const auto clock = monotonic_seconds();
+    const FlopsCostModel cost = cost_model(config, report, report.schedule.num_ranks());
+    const std::vector<std::int64_t>& lengths = report.partition.lengths;
+    const double per_token = message_bytes_per_token(config);
+    schedule::UnitCosts costs;
+    costs.unit_seconds = [&cost](int rank, schedule::ActionKind kind, std::int32_t seg, std::int32_t vstage) {
+      return cost.compute_seconds(rank, kind, 0, seg, vstage);
+    };
+    costs.transfer_seconds = [&](int src, int dst, std::int32_t seg) {
+      return cost.transfer_seconds(src, dst, static_cast<std::int64_t>(per_token * static_cast<double>(lengths[seg])));
+    };
+    schedule::Schedule built = family.generate_for_costs(config.shape, costs);
+    generate += seconds_since(clock);
+    SimulationReport alternative = simulate_schedule(config, std::move(built), family.name);
+    const double fixed = report.result.step_time, for_costs = alternative.result.step_time;
+    if (for_costs < fixed) report = std::move(alternative);
+    report.order = for_costs < fixed ? "built for these unit costs" : "the F = B = W order";
+    report.order_steps = {fixed, for_costs};
+  }
   report.seconds.generate = generate;
   return report;
 }
@@ -39,7 +83,9 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
 
   const schedule::Layout& layout = s.layout;
   const spec::ModelSpec& shape = config.model.model;
-  if (config.partition.count() > 0) {
+  // A given partition is for the schedules of that many segments; one of whole micro-batches
+  // (k = 1, e.g. beside sequence schedules in --compare) runs the whole sequence.
+  if (config.partition.count() > 0 && layout.num_segments > 1) {
     if (config.partition.count() != layout.num_segments || config.partition.seq() != config.seq) {
       throw Error("simulation: a partition of " + std::to_string(config.partition.count()) +
                   " segments over " + std::to_string(config.partition.seq()) + " tokens for " +
@@ -77,8 +123,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   clock = monotonic_seconds();
   schedule::LowerOptions lower_options;
   const std::vector<std::int64_t>& lengths = report.partition.lengths;
-  const double element_bytes = config.memory.precision == spec::Precision::fp32 ? 4.0 : 2.0;
-  const double per_token = static_cast<double>(config.microbatch_size) * shape.hidden * element_bytes;
+  const double per_token = message_bytes_per_token(config);
   lower_options.message_bytes = [&lengths, per_token](const schedule::MessageKey& key) {
     return static_cast<std::int64_t>(per_token * static_cast<double>(lengths[key.segment]));
   };
@@ -94,16 +139,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   } catch (const Error& e) {
     throw Error(std::string("recompute: ") + e.what());
   }
-  FlopsCostModel cost(shape, report.vstage_layers, report.partition, config.microbatch_size,
-                      report.devices);
-  if (!config.links.empty()) {
-    if (config.links.ranks() != s.num_ranks()) {
-      throw Error("simulation: links for " + std::to_string(config.links.ranks()) + " ranks, the schedule has " +
-                  std::to_string(s.num_ranks()));
-    }
-    cost.set_links(config.links);
-  }
-  cost.set_recompute(config.memory.recompute);
+  const FlopsCostModel cost = cost_model(config, report, s.num_ranks());
   const MemoryModel memory(shape, report.vstage_layers, report.partition, config.microbatch_size,
                            config.memory);
   clock = monotonic_seconds();

@@ -3,12 +3,14 @@
 // a family or given as a value) -> validated, lowered, timed, with memory per rank.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plait/schedule/schedule.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/device_profile.h"
 #include "plait/sim/event_simulator.h"
+#include "plait/sim/flops_cost_model.h"
 #include "plait/sim/link_matrix.h"
 #include "plait/sim/memory_model.h"
 #include "plait/spec/model_presets.h"
@@ -23,7 +25,9 @@ struct SimulationConfig {
   int microbatch_size = 1;
   schedule::PipelineShape shape;  // stages, chunks, micro-batches, segments
   // How the sequence is cut into shape.segments segments (spec::cut_sequence), unless
-  // `partition` is given (its lengths must then be shape.segments and sum to seq).
+  // `partition` is given (its lengths must then be shape.segments and sum to seq; schedules of
+  // one segment still run the whole sequence). split_multiple rounds a flops split's lengths
+  // (the Seq1F1B reference rounds to the tensor-parallel size, 8 in its scripts).
   spec::SplitMethod split = spec::SplitMethod::flops;
   std::int64_t split_multiple = 1;
   spec::SequencePartition partition;
@@ -55,6 +59,10 @@ struct SimulationReport {
   double tokens_per_step = 0;
   double model_flops_per_step = 0;  // 3 x the forward FLOPs formula, all micro-batches
   PhaseSeconds seconds;
+  // For a family that builds its order for the costs (ScheduleFamily::generate_for_costs): which
+  // order was kept, and the step of each {F = B = W order, order built for these costs}.
+  std::string order;
+  std::pair<double, double> order_steps{0, 0};
 
   double peak_total_bytes(int rank) const {
     return static_memory[rank].total() + result.ranks[rank].peak_activation_bytes;
@@ -64,7 +72,12 @@ struct SimulationReport {
   }
 };
 
-// Generates the family's schedule for config.shape, then simulate_schedule().
+// The cost model the simulation times `report`'s layout with (ranks: the schedule's).
+FlopsCostModel cost_model(const SimulationConfig& config, const SimulationReport& report, int ranks);
+
+// Generates the family's schedule for config.shape, then simulate_schedule(). A family that
+// builds its order for the costs (ZB-V) is also built for this simulation's costs, and the faster
+// of the two orders is reported (report.order says which).
 SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family);
 
 // Validates (throws schedule::ScheduleViolationError), lowers and simulates `schedule`;

@@ -33,18 +33,18 @@ double memory_gib(const std::string& gpu) {
   return 0.0;
 }
 
+}  // namespace
+
 // The shipped table and statistics, read once (immutable afterwards).
 const LatencyTable& zorse_table() {
   static const LatencyTable table = read_latency_table(shipped_data_path(kLatencies), false);
   return table;
 }
 
-const nlohmann::json& zorse_stats() {
+const nlohmann::json& zorse_model_stats() {
   static const nlohmann::json stats = read_json_file(shipped_data_path(kStats));
   return stats;
 }
-
-}  // namespace
 
 std::vector<std::string> zorse_gpu_types() {
   std::set<std::string> gpus;
@@ -73,7 +73,7 @@ DeviceProfile zorse_device_profile(const std::string& gpu, const std::string& dt
     throw Error("--device zorse:" + gpu + ":" + dtype + ": " + table.path + " has no GPU type '" + gpu +
                 "'; expected one of " + zorse_gpu_list());
   }
-  DeviceProfile d = measured_device_profile(table, &zorse_stats(), gpu, dtype, model, preference,
+  DeviceProfile d = measured_device_profile(table, &zorse_model_stats(), gpu, dtype, model, preference,
                                             "zorse:" + gpu + ":" + dtype);
   d.source = "Zorse model_latencies.json (benson-guo/zorse, MIT): " + d.measured->model + " (" +
              d.measured->chosen_because + ") on " + gpu +

@@ -22,6 +22,10 @@ std::string zorse_gpu_list();  // "a100x40, a100x80, ..."
 // Datasheet memory of a GPU type Zorse measured, bytes (0 if unknown).
 double zorse_memory_bytes(const std::string& gpu);
 
+// The shipped table and Zorse's model statistics (model_stats.json), read once.
+const LatencyTable& zorse_table();
+const nlohmann::json& zorse_model_stats();
+
 // The profile of `gpu` for `model`, reading the preferred measured model at the preferred
 // sequence length (latency_table.h's rules): the planner asks for deepspeedllama_7b at the
 // planned sequence for its llama-7b preset. Throws plait::Error if the GPU or dtype has no
