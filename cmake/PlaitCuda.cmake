@@ -33,6 +33,9 @@ if(NOT PLAIT_CUDA STREQUAL "OFF")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
+    # One CUDA runtime per program, the shared one: a C++ target linking the kernels' static
+    # library would otherwise add libcudart_static beside their libcudart.so.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     # C++20 like the rest of plait (the kernels share std::span signatures with the CPU ones;
     # CUDA sources take CXX_STANDARD when CUDA_STANDARD is unset). CMake 3.25 does not know
     # nvcc's C++20 flag (nvcc has had it since CUDA 12.0): teach it.

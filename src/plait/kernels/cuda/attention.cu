@@ -47,7 +47,7 @@ struct Tiles {
 template <typename T>
 struct Shape {
   const T* kv[kMaxKVBlocks];
-  T* dkv[kMaxKVBlocks];
+  float* dkv[kMaxKVBlocks];
   int start[kMaxKVBlocks + 1];  // block i holds positions [start[i], start[i+1])
   int blocks;
   int batch, s, e, q_start, c, heads, kv_heads, d, group, ckv;
@@ -139,7 +139,7 @@ __device__ void accumulate_ptx(const float* p, int p_stride, const float* x, int
 // Row pointers of the key tile starting at k0 (null past `end`): K/V head j's K, or its dK.
 template <typename T, int BC>
 __device__ void key_rows(const Shape<T>& g, int b, int j, int k0, int end, const T** k_rows,
-                         T** dk_rows) {
+                         float** dk_rows) {
   for (int t = threadIdx.x; t < BC; t += kThreads) {
     const int kp = k0 + t;
     if (kp < end) {
@@ -424,7 +424,7 @@ __global__ void __launch_bounds__(kThreads)
   float* row_lse = dss + BR * Tl::kPStride;
   float* row_d = row_lse + BR;
   __shared__ const T* k_rows[BC];
-  __shared__ T* dk_rows[BC];
+  __shared__ float* dk_rows[BC];
 
   const int k0 = blockIdx.x * BC, j = blockIdx.y, b = blockIdx.z;
   const int keys = g.e - k0 < BC ? g.e - k0 : BC;
@@ -470,13 +470,13 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < KM; ++i) {
     const int kk = ty * KM + i;
     if (kk >= keys) continue;
-    T* dkrow = dk_rows[kk];
+    float* dkrow = dk_rows[kk];
 #pragma unroll
     for (int dd = 0; dd < DN; ++dd) {
       const int x = tx + kTx * dd;
       if (x >= g.d) continue;
-      dkrow[x] = from_float<T>(to_float(dkrow[x]) + dk[i][dd] * g.scale);
-      dkrow[g.ckv + x] = from_float<T>(to_float(dkrow[g.ckv + x]) + dv[i][dd]);
+      dkrow[x] += dk[i][dd] * g.scale;
+      dkrow[g.ckv + x] += dv[i][dd];
     }
   }
 }

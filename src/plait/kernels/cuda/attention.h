@@ -1,7 +1,7 @@
 #pragma once
 // Causal self-attention on the GPU, the CUDA twin of kernels/attention.h: the same queries,
 // K/V blocks (a Seq1F1B segment's prefix given as the blocks of earlier segments), query offset,
-// grouped-query heads and layouts (KVBlock is the CPU kernel's type), computed the
+// grouped-query heads and layouts (KVBlock below mirrors the CPU kernel's), computed the
 // FlashAttention-2 way (Dao 2023, arXiv 2307.08691): tiles of queries against tiles of keys in
 // shared memory with an online softmax, so the (s, e) score matrix is never stored. Instead of the
 // CPU kernel's probabilities the forward keeps each row's log-sum-exp, and the backward
@@ -18,13 +18,22 @@
 #include <cstddef>
 #include <span>
 
-#include "plait/kernels/attention.h"
 #include "plait/kernels/cuda/context.h"
 #include "plait/kernels/cuda/cuda_api.h"
 
 namespace plait::kernels::cuda {
 
 inline constexpr int kMaxKVBlocks = 128;
+
+// One K/V block as the CPU kernel's kernels::KVBlock, except that its gradient accumulator is
+// fp32 whatever T: a segment's dK/dV collect the backward of every later segment, so mixed
+// precision keeps them in fp32 (spec/unit_memory.h, bf16: "4 for ... dK/dV accumulators").
+template <typename T>
+struct KVBlock {
+  const T* kv;  // (B, length, 2 Ckv)
+  float* dkv;   // (B, length, 2 Ckv); attention_backward accumulates into it (null in forward)
+  int length;
+};
 
 // out (B,s,C) = softmax(q k^T / sqrt(d) + causal mask) v per query head with its group's K/V
 // head; lse (B,heads,s) for the backward. Throws plait::Error unless 0 < s <= e, heads divides C,
@@ -39,7 +48,7 @@ inline std::size_t attention_backward_workspace(int batch, int s, int heads) {
   return static_cast<std::size_t>(batch) * heads * s;
 }
 
-// dq (B,s,C) = dL/dq; every block's dkv += dL/dk, dL/dv (a later segment's backward leaves the
+// dq (B,s,C) = dL/dq; every block's dkv (fp32) += dL/dk, dL/dv (a later segment's backward leaves the
 // gradient for earlier positions in their blocks), with the CPU kernel's formulas:
 //   P = exp(q k^T / sqrt(d) - lse),  dP = dout v^T,  dS = P * (dP - D),  D = rowsum(dout * out),
 //   dq = dS k / sqrt(d),  dk += dS^T q / sqrt(d),  dv += P^T dout
