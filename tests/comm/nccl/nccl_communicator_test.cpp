@@ -3,15 +3,15 @@
 // directions with receives posted early, the order check of the headers, subgroups. Every test
 // skips with the reason on machines with fewer GPUs than ranks (CI, the build machines, and the
 // one-GPU device machines for the two-rank run).
-#include <gtest/gtest.h>
+#include "plait/comm/nccl/nccl_communicator.h"
 
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "mpi_test_session.h"
-#include "plait/comm/nccl/nccl_communicator.h"
 #include "plait/core/error.h"
 
 namespace plait::comm {
@@ -110,7 +110,8 @@ TEST_F(NcclTest, RingBothWaysWithReceivesPostedEarly) {
   if (n < 2) GTEST_SKIP() << "needs 2 ranks";
   NcclCommunicator comm(world(), ring_links(n), compute_);
   const int r = comm.rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
-  DeviceFloats from_prev(std::vector<float>(1000, -1.0f)), from_next(std::vector<float>(1000, -1.0f));
+  DeviceFloats from_prev(std::vector<float>(1000, -1.0f)),
+      from_next(std::vector<float>(1000, -1.0f));
   DeviceFloats mine(std::vector<float>(1000, static_cast<float>(r)));
   std::vector<Request> pending;
   pending.push_back(comm.irecv(from_prev.span(), prev, 3));

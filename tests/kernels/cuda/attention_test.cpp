@@ -86,8 +86,8 @@ void check_attention(const Context& ctx, const Case& cs) {
   glse.poison();
   attention_forward<T>(gout.get(), glse.get(), gq.get(), gblocks, cs.batch, s, c, cs.heads,
                        cs.kv_heads, ctx);
-  attention_backward<T>(gdq.get(), gblocks, gdout.get(), gq.get(), gout.get(), glse.get(),
-                        cs.batch, s, c, cs.heads, cs.kv_heads, gws.get(), ctx);
+  attention_backward<T>(gdq.get(), gblocks, gdout.get(), gq.get(), gout.get(), glse.get(), cs.batch,
+                        s, c, cs.heads, cs.kv_heads, gws.get(), ctx);
   ctx.synchronize();
   // bf16 roundings: out 1; dq 2 (its own rounding, and D = rowsum(dout * out) read from the
   // rounded output where the CPU kernel uses its exact probabilities); dK/dV, accumulated in
@@ -96,18 +96,18 @@ void check_attention(const Context& ctx, const Case& cs) {
   EXPECT_TRUE(all_finite(glse.download())) << name << ": lse";
   expect_close(name + " dq", gdq.download(), as_double(dq), bound_for<T>(2));
   for (int i = 0; i < nb; ++i) {
-    expect_close(name + " dkv[" + std::to_string(i) + "]", gdkv[i]->download(),
-                 as_double(rdkv[i]), bound_for<T>(1));
+    expect_close(name + " dkv[" + std::to_string(i) + "]", gdkv[i]->download(), as_double(rdkv[i]),
+                 bound_for<T>(1));
   }
 }
 
 class CudaAttention : public CudaKernelTest {};
 
-const Case kWhole{2, 4, 4, 16, {37}};                  // multi-head, one block, one tile
-const Case kSegmentGqa{2, 4, 2, 16, {23, 14, 30}};     // a segment at 37 after two blocks
-const Case kMultiQuery{1, 3, 1, 8, {5, 70}};           // 70 queries: two query tiles
-const Case kWideHeads{1, 2, 1, 72, {40, 33}};          // d = 72: the d <= 128 kernels
-const Case kManyTiles{1, 2, 2, 16, {60, 1, 130}};      // 3 query tiles, 4 key tiles, a 1-long block
+const Case kWhole{2, 4, 4, 16, {37}};               // multi-head, one block, one tile
+const Case kSegmentGqa{2, 4, 2, 16, {23, 14, 30}};  // a segment at 37 after two blocks
+const Case kMultiQuery{1, 3, 1, 8, {5, 70}};        // 70 queries: two query tiles
+const Case kWideHeads{1, 2, 1, 72, {40, 33}};       // d = 72: the d <= 128 kernels
+const Case kManyTiles{1, 2, 2, 16, {60, 1, 130}};   // 3 query tiles, 4 key tiles, a 1-long block
 
 TEST_F(CudaAttention, WholeSequenceMatchesCpuFp32) { check_attention<float>(ctx(), kWhole); }
 TEST_F(CudaAttention, SegmentWithPrefixBlocksGqaMatchesCpuFp32) {
@@ -131,9 +131,9 @@ TEST_F(CudaAttention, ModelShapesMatchCpuFp32) {
 TEST_F(CudaAttention, RejectsHeadDimAbove128) {
   DeviceBuffer<float> q(2 * 130), out(2 * 130), lse(2), kv(2 * 260);
   const KVBlock<float> block{kv.get(), nullptr, 2};  // cuda::KVBlock
-  EXPECT_THROW(attention_forward<float>(out.get(), lse.get(), q.get(), {&block, 1}, 1, 2, 130, 1,
-                                        1, ctx()),
-               plait::Error);
+  EXPECT_THROW(
+      attention_forward<float>(out.get(), lse.get(), q.get(), {&block, 1}, 1, 2, 130, 1, 1, ctx()),
+      plait::Error);
 }
 
 }  // namespace

@@ -111,9 +111,7 @@ class DeviceBuffer {
   }
   // Every byte 0xFF: NaN in fp32 and bf16, so an element the kernel should write but does not
   // shows up as NaN (METHOD.md: poison outputs).
-  void poison() {
-    check_cuda(cudaMemset(data_, 0xFF, n_ * sizeof(T)), "test: poison");
-  }
+  void poison() { check_cuda(cudaMemset(data_, 0xFF, n_ * sizeof(T)), "test: poison"); }
   std::vector<double> download() const {
     std::vector<T> host(n_);
     check_cuda(cudaMemcpy(host.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost),

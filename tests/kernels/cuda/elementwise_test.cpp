@@ -59,8 +59,8 @@ template <typename T>
 void check_rotary(const Context& ctx, int batch, int s, int heads, int head_dim, int row_stride,
                   int pos0, double theta) {
   using R = Reference<T>;
-  const std::string name = std::string("rotary ") + type_name(T{}) + " d=" +
-                           std::to_string(head_dim) + " pos0=" + std::to_string(pos0) +
+  const std::string name = std::string("rotary ") + type_name(T{}) +
+                           " d=" + std::to_string(head_dim) + " pos0=" + std::to_string(pos0) +
                            " theta=" + std::to_string(theta);
   const auto x = stored<T>(random_vector(std::size_t(batch) * s * row_stride, 35));
   std::vector<R> fwd = as<R>(x), bwd = as<R>(x);

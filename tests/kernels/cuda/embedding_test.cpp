@@ -1,12 +1,13 @@
 // The CUDA embedding and cross-entropy kernels against the CPU kernels (kernels/embedding.h,
 // cross_entropy.h).
+#include "plait/kernels/cuda/embedding.h"
+
 #include <cstdint>
 #include <random>
 
 #include "cuda_test_support.h"
 #include "plait/kernels/cross_entropy.h"
 #include "plait/kernels/cuda/cross_entropy.h"
-#include "plait/kernels/cuda/embedding.h"
 #include "plait/kernels/embedding.h"
 
 namespace plait::kernels::cuda {
@@ -28,8 +29,7 @@ class DeviceTokens {
   explicit DeviceTokens(const std::vector<std::int32_t>& t) : n_(t.size()) {
     check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), t.size() * sizeof(std::int32_t)),
                "test: cudaMalloc");
-    check_cuda(cudaMemcpy(data_, t.data(), t.size() * sizeof(std::int32_t),
-                          cudaMemcpyHostToDevice),
+    check_cuda(cudaMemcpy(data_, t.data(), t.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice),
                "test: upload");
   }
   ~DeviceTokens() { cudaFree(data_); }
@@ -46,8 +46,8 @@ template <typename T>
 void check_embedding(const Context& ctx, int batch, int s, int c, int pos0, int vocab,
                      bool positions) {
   using R = Reference<T>;
-  const std::string name = std::string("embedding ") + type_name(T{}) + (positions ? " wte+wpe" : " wte") +
-                           " pos0=" + std::to_string(pos0);
+  const std::string name = std::string("embedding ") + type_name(T{}) +
+                           (positions ? " wte+wpe" : " wte") + " pos0=" + std::to_string(pos0);
   const int n = batch * s, max_pos = pos0 + s + 3;
   const auto tokens = random_tokens(std::size_t(n), vocab, 41);
   const auto wte = stored<T>(random_vector(std::size_t(vocab) * c, 42));
@@ -83,8 +83,8 @@ void check_embedding(const Context& ctx, int batch, int s, int c, int pos0, int 
 template <typename T>
 void check_cross_entropy(const Context& ctx, int n, int v, double loss_scale) {
   using R = Reference<T>;
-  const std::string name = std::string("cross entropy ") + type_name(T{}) + " n=" +
-                           std::to_string(n) + " v=" + std::to_string(v);
+  const std::string name = std::string("cross entropy ") + type_name(T{}) +
+                           " n=" + std::to_string(n) + " v=" + std::to_string(v);
   const auto logits = stored<T>(random_vector(std::size_t(n) * v, 47, 4.0));
   const auto targets = random_tokens(std::size_t(n), v, 48);
   std::vector<R> dlogits = as<R>(logits), losses(n);

@@ -14,8 +14,8 @@ using namespace plait::kernels::cuda::testing;
 template <typename T>
 void check_layernorm(const Context& ctx, int n, int c) {
   using R = Reference<T>;
-  const std::string name = std::string("layernorm ") + type_name(T{}) + " n=" +
-                           std::to_string(n) + " c=" + std::to_string(c);
+  const std::string name = std::string("layernorm ") + type_name(T{}) + " n=" + std::to_string(n) +
+                           " c=" + std::to_string(c);
   const auto x = stored<T>(random_vector(std::size_t(n) * c, 1, 2.0));
   const auto w = stored<T>(random_vector(c, 2));
   const auto b = stored<T>(random_vector(c, 3));

@@ -35,8 +35,8 @@ void check_matmul(const Context& ctx, int n, int c, int oc, Options o) {
   kernels::matmul_forward<R>(out.data(), rx.data(), rw.data(), o.bias ? rb.data() : nullptr,
                              o.residual ? rres.data() : nullptr, n, c, oc);
   kernels::matmul_backward_input<R>(dx.data(), rdy.data(), rw.data(), n, c, oc, o.accumulate);
-  kernels::matmul_backward_weight<R>(dw.data(), o.bias ? db.data() : nullptr, rdy.data(),
-                                     rx.data(), n, c, oc);
+  kernels::matmul_backward_weight<R>(dw.data(), o.bias ? db.data() : nullptr, rdy.data(), rx.data(),
+                                     n, c, oc);
 
   DeviceBuffer<T> gx(x), gw(w), gb(b), gres(res), gdy(dy), gout(out.size()), gdx(dx0);
   DeviceBuffer<float> gdw(dw0), gdb(db0);
@@ -45,8 +45,8 @@ void check_matmul(const Context& ctx, int n, int c, int oc, Options o) {
   matmul_forward<T>(gout.get(), gx.get(), gw.get(), o.bias ? gb.get() : nullptr,
                     o.residual ? gres.get() : nullptr, n, c, oc, ctx);
   matmul_backward_input<T>(gdx.get(), gdy.get(), gw.get(), n, c, oc, o.accumulate, ctx);
-  matmul_backward_weight<T>(gdw.get(), o.bias ? gdb.get() : nullptr, gdy.get(), gx.get(), n, c,
-                            oc, ctx);
+  matmul_backward_weight<T>(gdw.get(), o.bias ? gdb.get() : nullptr, gdy.get(), gx.get(), n, c, oc,
+                            ctx);
   ctx.synchronize();
   // bf16 roundings: out 2 with a pre-fill (bias + residual rounded, then the result), else 1;
   // dinp 1 (the old value is a bf16 input, the sum rounded once).

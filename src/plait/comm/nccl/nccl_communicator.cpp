@@ -172,7 +172,8 @@ NcclCommunicator::NcclCommunicator(Communicator& control, const std::vector<Link
   // so that every rank throws the same error.
   const double h = fingerprint(links);
   if (control.allreduce(h, ReduceOp::kMax) != control.allreduce(h, ReduceOp::kMin)) {
-    throw Error(where + ": the ranks passed different link lists; every rank must pass the "
+    throw Error(where +
+                ": the ranks passed different link lists; every rank must pass the "
                 "same list (built from the same lowered schedule)");
   }
   for (std::size_t i = 0; i < links.size(); ++i) {
@@ -195,6 +196,12 @@ NcclCommunicator::NcclCommunicator(Communicator& control, const std::vector<Link
   control.broadcast(std::span<std::int32_t>(reinterpret_cast<std::int32_t*>(&id),
                                             sizeof(id) / sizeof(std::int32_t)),
                     0);
+  if (!links.empty()) {
+    // The same ranks in their own matching context: a header can only match a header.
+    std::vector<int> everyone(static_cast<std::size_t>(size()));
+    for (int r = 0; r < size(); ++r) everyone[static_cast<std::size_t>(r)] = r;
+    headers_ = std::move(control.create_groups({everyone})[0]);
+  }
   check_cuda_call(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), where);
   check_nccl(ncclCommInitRank(&comm_, size(), id, rank()), where + ": ncclCommInitRank");
   // Every rank walks the list in the same order: each split is collective over the group.
@@ -268,8 +275,8 @@ void NcclCommunicator::follow_compute(cudaStream_t stream, const std::string& wh
   cudaEvent_t produced = nullptr;
   check_cuda_call(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming), what);
   const cudaError_t recorded = cudaEventRecord(produced, compute_);
-  const cudaError_t waited = recorded == cudaSuccess ? cudaStreamWaitEvent(stream, produced, 0)
-                                                     : recorded;
+  const cudaError_t waited =
+      recorded == cudaSuccess ? cudaStreamWaitEvent(stream, produced, 0) : recorded;
   cudaEventDestroy(produced);
   check_cuda_call(waited, what + ": ordering after the compute stream");
 }
@@ -277,8 +284,8 @@ void NcclCommunicator::follow_compute(cudaStream_t stream, const std::string& wh
 Request NcclCommunicator::point_to_point(bool is_send, void* data, std::size_t count,
                                          ncclDataType_t type, const char* type_name, int peer,
                                          int tag) {
-  const std::string head = std::string(is_send ? "send of " : "receive of ") +
-                           std::to_string(count) + " " + type_name;
+  const std::string head =
+      std::string(is_send ? "send of " : "receive of ") + std::to_string(count) + " " + type_name;
   check_peer(peer, tag, head);
   const std::string what = head + (is_send ? " to rank " : " from rank ") +
                            std::to_string(world_rank_of(peer)) + " (tag " + std::to_string(tag) +
@@ -291,10 +298,10 @@ Request NcclCommunicator::point_to_point(bool is_send, void* data, std::size_t c
   Header& header = op->header();
   if (is_send) {
     header = make_header(count, position);
-    op->set_header_request(control_->isend(std::span<const std::int32_t>(header), peer, tag),
-                           count, position);
+    op->set_header_request(headers_->isend(std::span<const std::int32_t>(header), peer, tag), count,
+                           position);
   } else {
-    op->set_header_request(control_->irecv(std::span<std::int32_t>(header), peer, tag), count,
+    op->set_header_request(headers_->irecv(std::span<std::int32_t>(header), peer, tag), count,
                            position);
   }
   follow_compute(ch.stream, what);

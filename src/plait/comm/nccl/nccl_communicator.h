@@ -14,10 +14,11 @@
 // b's stream waits for a's: a deadlock that MPI's independent requests never have). The links
 // are made at construction, collectively, from the list every rank passes.
 //
-// Headers: with every NCCL send, the sender posts an MPI message on `control` with the same tag
-// holding the element count and the send's position on its link; the receive's request checks
-// both when the header arrives. A count other than the one expected, or a receive matched out
-// of the link's order, fails the request with an error naming both ends, instead of the hang or
+// Headers: with every NCCL send, the sender posts an MPI message with the same tag, on a
+// duplicate of `control` (so that headers never match host messages that go over `control`
+// itself), holding the element count and the send's position on its link; the receive's request
+// checks both when the header arrives. A count other than the one expected, or a receive matched
+// out of the link's order, fails the request with an error naming both ends, instead of the hang or
 // the silently swapped buffers NCCL alone would give. (One small MPI message per activation
 // message: microseconds against transfers of megabytes.)
 //
@@ -99,6 +100,7 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<Communicator> owned_control_;
   Communicator* control_;
+  std::unique_ptr<Communicator> headers_;  // control's group again, for the headers only
   cudaStream_t compute_;
   BackoffPolicy policy_;
   ncclComm_t comm_ = nullptr;

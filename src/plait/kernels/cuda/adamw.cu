@@ -36,9 +36,8 @@ void adamw_update(float* params, bf16* params_bf16, const float* grads, float* m
                   std::size_t n, const AdamWHyper& h, const Context& ctx) {
   const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(h.beta1), h.step));
   const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(h.beta2), h.step));
-  const AdamWConstants k{h.lr,        h.beta1,     h.beta2,
-                         h.eps,       h.grad_scale, 1.0f / bc1,
-                         1.0f / bc2,  1.0f - h.lr * h.weight_decay};
+  const AdamWConstants k{h.lr,         h.beta1,    h.beta2,    h.eps,
+                         h.grad_scale, 1.0f / bc1, 1.0f / bc2, 1.0f - h.lr * h.weight_decay};
   const auto count = static_cast<long long>(n);
   launch("adamw_update", update_kernel, elementwise_grid(count, kThreads), dim3(kThreads), 0, ctx,
          params, params_bf16, grads, m, v, count, k);

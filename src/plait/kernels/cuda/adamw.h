@@ -3,7 +3,8 @@
 // PyTorch torch.optim.AdamW), one pass over fp32 master weights, fp32 gradients and both fp32
 // moments, writing the bf16 copy the forward and backward read in mixed precision:
 //   p -= lr * weight_decay * p;  g = grad_scale * grad;  m = beta1 m + (1 - beta1) g;
-//   v = beta2 v + (1 - beta2) g^2;  p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps).
+//   v = beta2 v + (1 - beta2) g^2;  p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) +
+//   eps).
 #include <cstddef>
 
 #include "plait/kernels/adamw.h"

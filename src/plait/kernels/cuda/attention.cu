@@ -76,64 +76,58 @@ __device__ void load_tile(float* dst, Src src, int d) {
   }
 }
 
-// acc[i][jj] = sum_{x < d} a[ty*RM + i][x] * b[tx + 16 jj][x] (rows of both of stride D + 1).
-template <int RM, int CN, int D>
-__device__ void dot_rows(const float* a, const float* b, int d, int ty, int tx,
-                         float (&acc)[RM][CN]) {
+// The one product of the kernels, on tiles in shared memory: for the thread's RM rows
+// row0 + i and N columns tx + 16 n,
+//   acc[i][n] += sum_{k < inner} a[(row0 + i) a_row + k a_k] * b[(tx + 16 n) b_col + k b_k].
+// The strides pick the operand's orientation: S = Q K^T reads both tiles along rows
+// (a_k = b_k = 1); O += P V reads P along a row and V down a column (b_col = 1, b_k = D + 1);
+// dV += P^T dO reads P down a column (a_row = 1, a_k = its row stride).
+template <int RM, int N>
+__device__ void tile_product(const float* a, int a_row, int a_k, const float* b, int b_col, int b_k,
+                             int inner, int row0, int tx, float (&acc)[RM][N]) {
+  for (int k = 0; k < inner; ++k) {
+    float av[RM], bv[N];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) av[i] = a[(row0 + i) * a_row + k * a_k];
+#pragma unroll
+    for (int n = 0; n < N; ++n) bv[n] = b[(tx + kTx * n) * b_col + k * b_k];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+#pragma unroll
+      for (int n = 0; n < N; ++n) acc[i][n] += av[i] * bv[n];
+    }
+  }
+}
+
+template <int RM, int N>
+__device__ void zero(float (&acc)[RM][N]) {
 #pragma unroll
   for (int i = 0; i < RM; ++i) {
 #pragma unroll
-    for (int jj = 0; jj < CN; ++jj) acc[i][jj] = 0.0f;
-  }
-  for (int x = 0; x < d; ++x) {
-    float av[RM], bv[CN];
-#pragma unroll
-    for (int i = 0; i < RM; ++i) av[i] = a[(ty * RM + i) * (D + 1) + x];
-#pragma unroll
-    for (int jj = 0; jj < CN; ++jj) bv[jj] = b[(tx + kTx * jj) * (D + 1) + x];
-#pragma unroll
-    for (int i = 0; i < RM; ++i) {
-#pragma unroll
-      for (int jj = 0; jj < CN; ++jj) acc[i][jj] += av[i] * bv[jj];
-    }
+    for (int n = 0; n < N; ++n) acc[i][n] = 0.0f;
   }
 }
 
-// acc[i][dd] += sum_{k < inner} p[ty*RM + i][k] * v[k][tx + 16 dd]: (rows of p) x (D columns).
+// acc = a b^T over x < d for (rows of a) x (rows of b), both tiles of row stride D + 1.
+template <int RM, int CN, int D>
+__device__ void dot_rows(const float* a, const float* b, int d, int ty, int tx,
+                         float (&acc)[RM][CN]) {
+  zero(acc);
+  tile_product<RM, CN>(a, D + 1, 1, b, D + 1, 1, d, ty * RM, tx, acc);
+}
+
+// acc += p v over k < inner: (rows of p, stride p_stride) x (D columns of v, stride D + 1).
 template <int RM, int DN, int D>
 __device__ void accumulate_pv(const float* p, int p_stride, const float* v, int inner, int ty,
                               int tx, float (&acc)[RM][DN]) {
-  for (int k = 0; k < inner; ++k) {
-    float pv[RM], vv[DN];
-#pragma unroll
-    for (int i = 0; i < RM; ++i) pv[i] = p[(ty * RM + i) * p_stride + k];
-#pragma unroll
-    for (int dd = 0; dd < DN; ++dd) vv[dd] = v[k * (D + 1) + tx + kTx * dd];
-#pragma unroll
-    for (int i = 0; i < RM; ++i) {
-#pragma unroll
-      for (int dd = 0; dd < DN; ++dd) acc[i][dd] += pv[i] * vv[dd];
-    }
-  }
+  tile_product<RM, DN>(p, p_stride, 1, v, 1, D + 1, inner, ty * RM, tx, acc);
 }
 
-// acc[i][dd] += sum_{r < rows} p[r][ty*KM + i] * x[r][tx + 16 dd]: the transposed product
-// (columns of p) x (D columns), for dV = P^T dO and dK = dS^T Q.
+// acc += p^T x over r < rows: (columns of p) x (D columns of x), for dV = P^T dO, dK = dS^T Q.
 template <int KM, int DN, int D>
 __device__ void accumulate_ptx(const float* p, int p_stride, const float* x, int rows, int ty,
                                int tx, float (&acc)[KM][DN]) {
-  for (int r = 0; r < rows; ++r) {
-    float pv[KM], xv[DN];
-#pragma unroll
-    for (int i = 0; i < KM; ++i) pv[i] = p[r * p_stride + ty * KM + i];
-#pragma unroll
-    for (int dd = 0; dd < DN; ++dd) xv[dd] = x[r * (D + 1) + tx + kTx * dd];
-#pragma unroll
-    for (int i = 0; i < KM; ++i) {
-#pragma unroll
-      for (int dd = 0; dd < DN; ++dd) acc[i][dd] += pv[i] * xv[dd];
-    }
-  }
+  tile_product<KM, DN>(p, 1, p_stride, x, 1, D + 1, rows, ty * KM, tx, acc);
 }
 
 // Row pointers of the key tile starting at k0 (null past `end`): K/V head j's K, or its dK.
@@ -157,8 +151,8 @@ __device__ void key_rows(const Shape<T>& g, int b, int j, int k0, int end, const
 template <int D>
 constexpr std::size_t forward_shared_bytes() {
   using Tl = Tiles<D>;
-  return sizeof(float) * ((Tl::kBR + 2 * Tl::kBC) * Tl::kStride + Tl::kBR * Tl::kPStride +
-                          3 * Tl::kBR);
+  return sizeof(float) *
+         ((Tl::kBR + 2 * Tl::kBC) * Tl::kStride + Tl::kBR * Tl::kPStride + 3 * Tl::kBR);
 }
 
 template <int D, typename T>
@@ -195,17 +189,14 @@ __global__ void __launch_bounds__(kThreads)
     row_l[r] = 0.0f;
   }
   float o[RM][DN];
-#pragma unroll
-  for (int i = 0; i < RM; ++i) {
-#pragma unroll
-    for (int dd = 0; dd < DN; ++dd) o[i][dd] = 0.0f;
-  }
+  zero(o);
 
   for (int k0 = 0; k0 < kmax; k0 += BC) {
     __syncthreads();  // the previous tile's readers of ks, vs, ps are done
     key_rows<T, BC>(g, b, j, k0, kmax, k_rows, nullptr);
     __syncthreads();
-    load_tile<BC, D, T>(ks, [&](int t) { return k_rows[t]; }, g.d);
+    load_tile<BC, D, T>(
+        ks, [&](int t) { return k_rows[t]; }, g.d);
     load_tile<BC, D, T>(
         vs, [&](int t) -> const T* { return k_rows[t] ? k_rows[t] + g.ckv : nullptr; }, g.d);
     __syncthreads();
@@ -290,9 +281,9 @@ __global__ void row_dot_kernel(float* d_out, const T* dout, const T* out, int ba
 // else 0; ds = p * (dP - D).
 template <int RM, int CN, int D>
 __device__ void tile_probabilities(const float* qs, const float* dos, const float* ks,
-                                   const float* vs, const float* row_lse, const float* row_d,
-                                   int d, float scale, int q_pos0, int rows, int k0, int key_end,
-                                   int ty, int tx, float (&p)[RM][CN], float (&ds)[RM][CN]) {
+                                   const float* vs, const float* row_lse, const float* row_d, int d,
+                                   float scale, int q_pos0, int rows, int k0, int key_end, int ty,
+                                   int tx, float (&p)[RM][CN], float (&ds)[RM][CN]) {
   float dp[RM][CN];
   dot_rows<RM, CN, D>(qs, ks, d, ty, tx, p);
   dot_rows<RM, CN, D>(dos, vs, d, ty, tx, dp);
@@ -329,8 +320,10 @@ __device__ void load_query_side(float* qs, float* dos, float* row_lse, float* ro
                           static_cast<std::size_t>(h) * g.d
                     : nullptr;
   };
-  load_tile<BR, D, T>(qs, [&](int r) { return at(q, r); }, g.d);
-  load_tile<BR, D, T>(dos, [&](int r) { return at(dout, r); }, g.d);
+  load_tile<BR, D, T>(
+      qs, [&](int r) { return at(q, r); }, g.d);
+  load_tile<BR, D, T>(
+      dos, [&](int r) { return at(dout, r); }, g.d);
   for (int r = threadIdx.x; r < BR; r += kThreads) {
     const std::size_t i = (static_cast<std::size_t>(b) * g.heads + h) * g.s + r0 + r;
     row_lse[r] = r < rows ? lse[i] : 0.0f;
@@ -362,16 +355,13 @@ __global__ void __launch_bounds__(kThreads)
   load_query_side<D, BR, T>(qs, dos, row_lse, row_d, q, dout, lse, dvec, g, b, h, r0, rows);
 
   float acc[RM][DN];
-#pragma unroll
-  for (int i = 0; i < RM; ++i) {
-#pragma unroll
-    for (int dd = 0; dd < DN; ++dd) acc[i][dd] = 0.0f;
-  }
+  zero(acc);
   for (int k0 = 0; k0 < kmax; k0 += BC) {
     __syncthreads();
     key_rows<T, BC>(g, b, j, k0, kmax, k_rows, nullptr);
     __syncthreads();
-    load_tile<BC, D, T>(ks, [&](int t) { return k_rows[t]; }, g.d);
+    load_tile<BC, D, T>(
+        ks, [&](int t) { return k_rows[t]; }, g.d);
     load_tile<BC, D, T>(
         vs, [&](int t) -> const T* { return k_rows[t] ? k_rows[t] + g.ckv : nullptr; }, g.d);
     __syncthreads();
@@ -390,8 +380,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < RM; ++i) {
     const int r = ty * RM + i;
     if (r >= rows) continue;
-    T* dst = dq + (static_cast<std::size_t>(b) * g.s + r0 + r) * g.c +
-             static_cast<std::size_t>(h) * g.d;
+    T* dst =
+        dq + (static_cast<std::size_t>(b) * g.s + r0 + r) * g.c + static_cast<std::size_t>(h) * g.d;
 #pragma unroll
     for (int dd = 0; dd < DN; ++dd) {
       const int x = tx + kTx * dd;
@@ -431,16 +421,14 @@ __global__ void __launch_bounds__(kThreads)
   const int ty = threadIdx.x / kTx, tx = threadIdx.x % kTx;
   key_rows<T, BC>(g, b, j, k0, g.e, k_rows, dk_rows);
   __syncthreads();
-  load_tile<BC, D, T>(ks, [&](int t) { return k_rows[t]; }, g.d);
+  load_tile<BC, D, T>(
+      ks, [&](int t) { return k_rows[t]; }, g.d);
   load_tile<BC, D, T>(
       vs, [&](int t) -> const T* { return k_rows[t] ? k_rows[t] + g.ckv : nullptr; }, g.d);
 
   float dk[KM][DN], dv[KM][DN];
-#pragma unroll
-  for (int i = 0; i < KM; ++i) {
-#pragma unroll
-    for (int dd = 0; dd < DN; ++dd) dk[i][dd] = dv[i][dd] = 0.0f;
-  }
+  zero(dk);
+  zero(dv);
   // Query row r (position q_start + r) sees key k0 exactly when r >= k0 - q_start.
   const int first_row = k0 - g.q_start > 0 ? k0 - g.q_start : 0;
   for (int h = j * g.group; h < (j + 1) * g.group; ++h) {
@@ -450,8 +438,8 @@ __global__ void __launch_bounds__(kThreads)
       load_query_side<D, BR, T>(qs, dos, row_lse, row_d, q, dout, lse, dvec, g, b, h, r0, rows);
       __syncthreads();
       float p[RM][CN], ds[RM][CN];
-      tile_probabilities<RM, CN, D>(qs, dos, ks, vs, row_lse, row_d, g.d, g.scale,
-                                    g.q_start + r0, rows, k0, g.e, ty, tx, p, ds);
+      tile_probabilities<RM, CN, D>(qs, dos, ks, vs, row_lse, row_d, g.d, g.scale, g.q_start + r0,
+                                    rows, k0, g.e, ty, tx, p, ds);
 #pragma unroll
       for (int i = 0; i < RM; ++i) {
 #pragma unroll
@@ -462,7 +450,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
       __syncthreads();
-      accumulate_ptx<KM, DN, D>(ps, Tl::kPStride, dos, BR, ty, tx, dv);   // dV += P^T dO
+      accumulate_ptx<KM, DN, D>(ps, Tl::kPStride, dos, BR, ty, tx, dv);  // dV += P^T dO
       accumulate_ptx<KM, DN, D>(dss, Tl::kPStride, qs, BR, ty, tx, dk);  // dK += dS^T Q
     }
   }
@@ -486,8 +474,8 @@ template <typename T>
 Shape<T> make_shape(const char* name, std::span<const KVBlock<T>> blocks, int batch, int s, int c,
                     int heads, int kv_heads, bool backward) {
   if (blocks.size() > static_cast<std::size_t>(kMaxKVBlocks)) {
-    throw Error(std::string(name) + ": " + std::to_string(blocks.size()) +
-                " K/V blocks; at most " + std::to_string(kMaxKVBlocks) + " per call");
+    throw Error(std::string(name) + ": " + std::to_string(blocks.size()) + " K/V blocks; at most " +
+                std::to_string(kMaxKVBlocks) + " per call");
   }
   Shape<T> g{};
   g.blocks = static_cast<int>(blocks.size());

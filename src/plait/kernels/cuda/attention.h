@@ -48,8 +48,8 @@ inline std::size_t attention_backward_workspace(int batch, int s, int heads) {
   return static_cast<std::size_t>(batch) * heads * s;
 }
 
-// dq (B,s,C) = dL/dq; every block's dkv (fp32) += dL/dk, dL/dv (a later segment's backward leaves the
-// gradient for earlier positions in their blocks), with the CPU kernel's formulas:
+// dq (B,s,C) = dL/dq; every block's dkv (fp32) += dL/dk, dL/dv (a later segment's backward leaves
+// the gradient for earlier positions in their blocks), with the CPU kernel's formulas:
 //   P = exp(q k^T / sqrt(d) - lse),  dP = dout v^T,  dS = P * (dP - D),  D = rowsum(dout * out),
 //   dq = dS k / sqrt(d),  dk += dS^T q / sqrt(d),  dv += P^T dout
 // (rowsum(P * dP) = rowsum(dout * out) since out = P v). Deterministic, without atomics: one

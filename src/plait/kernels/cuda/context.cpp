@@ -9,9 +9,9 @@ namespace plait::kernels::cuda {
 Context::Context(std::size_t gemm_workspace_bytes) : workspace_bytes_(gemm_workspace_bytes) {
   int device = 0;
   check_cuda(cudaGetDevice(&device), "Context: cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&max_shared_bytes_, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                    device),
-             "Context: cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+  check_cuda(
+      cudaDeviceGetAttribute(&max_shared_bytes_, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+      "Context: cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
   check_cuda(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device),
              "Context: cudaDeviceGetAttribute(MultiProcessorCount)");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "Context: stream");

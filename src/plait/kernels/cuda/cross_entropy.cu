@@ -36,8 +36,8 @@ __global__ void forward_backward_kernel(T* logits, float* losses, const std::int
     row[j] = from_float<T>(valid ? d : NAN);
   }
   if (threadIdx.x == 0) {
-    losses[blockIdx.x] = static_cast<float>(log(sum) + static_cast<double>(m) -
-                                            static_cast<double>(target_logit));
+    losses[blockIdx.x] =
+        static_cast<float>(log(sum) + static_cast<double>(m) - static_cast<double>(target_logit));
   }
 }
 

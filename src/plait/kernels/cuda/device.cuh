@@ -3,6 +3,7 @@
 // error check, fp32 <-> storage-type conversion, warp and block reductions, and the deterministic
 // column sums of the weight-gradient kernels. Every kernel computes in fp32 whatever its storage
 // type (llm.c's convention: floatX storage, float arithmetic).
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -19,7 +20,9 @@ inline constexpr int kWarp = 32;
 inline constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
-__host__ __device__ constexpr long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr long long ceil_div(long long a, long long b) {
+  return (a + b - 1) / b;
+}
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
@@ -28,50 +31,76 @@ __device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); 
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ bf16 from_float<bf16>(float x) { return __float2bfloat16(x); }
-
-// Butterfly reductions over the 32 lanes of a warp: every lane ends with the result, and the
-// order of the additions is fixed (deterministic). llm.c warpReduceSum / warpReduceMax.
-template <typename V>
-__device__ __forceinline__ V warp_sum(V v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
 }
-__device__ __forceinline__ float warp_max(float v) {
+template <>
+__device__ __forceinline__ bf16 from_float<bf16>(float x) {
+  return __float2bfloat16(x);
+}
+
+// Butterfly reduction over the 32 lanes of a warp: every lane ends with the result, and the
+// order of the operations is fixed (deterministic). llm.c warpReduceSum / warpReduceMax.
+template <typename V, typename Op>
+__device__ __forceinline__ V warp_reduce(V v, Op op) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   }
   return v;
 }
 
-// Sum over all threads of a one-dimensional block (blockDim.x a multiple of 32, at most 1024);
-// every thread gets the total. Two barriers: the first keeps a previous call's readers of
-// `partial` from seeing this call's writes. All threads of the block must call it.
-template <typename V>
-__device__ V block_sum(V v) {
-  __shared__ V partial[kWarp];
+// Reduction over all threads of a one-dimensional block (blockDim.x a multiple of 32, at most
+// 1024); every thread gets the result. `partial` is the caller's __shared__ scratch of 32 values
+// (one per instantiation: a kernel that reduces twice reuses it, which the first barrier makes
+// safe: no thread writes it before every thread has read the previous result). All threads of
+// the block must call it.
+template <typename V, typename Op>
+__device__ V block_reduce(V v, Op op, V identity, V (&partial)[kWarp]) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int warps = blockDim.x / kWarp;
-  v = warp_sum(v);
+  v = warp_reduce(v, op);
   __syncthreads();
   if (lane == 0) partial[warp] = v;
   __syncthreads();
-  v = lane < warps ? partial[lane] : V(0);
-  return warp_sum(v);
+  v = lane < warps ? partial[lane] : identity;
+  return warp_reduce(v, op);
+}
+
+struct Plus {
+  template <typename V>
+  __device__ V operator()(V a, V b) const {
+    return a + b;
+  }
+};
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <typename V>
+__device__ __forceinline__ V warp_sum(V v) {
+  return warp_reduce(v, Plus{});
+}
+
+template <typename V>
+__device__ V block_sum(V v) {
+  __shared__ V partial[kWarp];
+  return block_reduce(v, Plus{}, V(0), partial);
 }
 
 __device__ __forceinline__ float block_max(float v) {
   __shared__ float partial[kWarp];
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int warps = blockDim.x / kWarp;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  v = lane < warps ? partial[lane] : -INFINITY;
-  return warp_max(v);
+  return block_reduce(v, Max{}, -INFINITY, partial);
+}
+
+// One warp per row, kRowsPerBlock rows per block (llm.c layernorm_forward_kernel3): the lanes of
+// a warp stride over a row's columns, 32 consecutive elements at a time.
+inline constexpr int kRowsPerBlock = 8;
+inline constexpr int kRowThreads = kRowsPerBlock * kWarp;
+inline dim3 warp_per_row_grid(int rows) {
+  return dim3(static_cast<unsigned>(ceil_div(rows, kRowsPerBlock)));
+}
+__device__ __forceinline__ int warp_row() {
+  return blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
 }
 
 // Column sums for weight and bias gradients, deterministic (no atomics; the same bits on every

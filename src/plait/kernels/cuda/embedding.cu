@@ -44,20 +44,24 @@ __global__ void token_grad_kernel(float* dwte, const T* dout, const std::int32_t
   for (int i = 0; i < n; ++i) {
     const std::int32_t tok = tokens[i];
     if (tok < lo || tok >= hi) continue;
-    dwte[static_cast<std::size_t>(tok) * c + j] += to_float(dout[static_cast<std::size_t>(i) * c + j]);
+    dwte[static_cast<std::size_t>(tok) * c + j] +=
+        to_float(dout[static_cast<std::size_t>(i) * c + j]);
   }
 }
 
 // dwpe[pos0 + t, j] += dout[b, t, j] for b = 0, 1, ... in order (the CPU kernel's order).
 template <typename T>
-__global__ void position_grad_kernel(float* dwpe, const T* dout, int batch, int s, int c, int pos0) {
+__global__ void position_grad_kernel(float* dwpe, const T* dout, int batch, int s, int c,
+                                     int pos0) {
   const long long total = static_cast<long long>(s) * c;
   for (long long idx = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<long long>(gridDim.x) * blockDim.x) {
     const long long t = idx / c, j = idx % c;
     float* pe = dwpe + (pos0 + t) * c + j;
     float acc = *pe;
-    for (int b = 0; b < batch; ++b) acc += to_float(dout[(b * static_cast<long long>(s) + t) * c + j]);
+    for (int b = 0; b < batch; ++b) {
+      acc += to_float(dout[(b * static_cast<long long>(s) + t) * c + j]);
+    }
     *pe = acc;
   }
 }
@@ -88,8 +92,8 @@ void embedding_backward(float* dwte, float* dwpe, const T* dout, const std::int3
 
 template void embedding_forward<float>(float*, const std::int32_t*, const float*, const float*, int,
                                        int, int, int, int, const Context&);
-template void embedding_forward<bf16>(bf16*, const std::int32_t*, const bf16*, const bf16*, int, int,
-                                      int, int, int, const Context&);
+template void embedding_forward<bf16>(bf16*, const std::int32_t*, const bf16*, const bf16*, int,
+                                      int, int, int, int, const Context&);
 template void embedding_backward<float>(float*, float*, const float*, const std::int32_t*, int, int,
                                         int, int, int, const Context&);
 template void embedding_backward<bf16>(float*, float*, const bf16*, const std::int32_t*, int, int,

@@ -51,8 +51,7 @@ void gelu_backward(T* dinp, const T* inp, const T* dout, std::size_t n, const Co
 
 template void gelu_forward<float>(float*, const float*, std::size_t, const Context&);
 template void gelu_forward<bf16>(bf16*, const bf16*, std::size_t, const Context&);
-template void gelu_backward<float>(float*, const float*, const float*, std::size_t,
-                                   const Context&);
+template void gelu_backward<float>(float*, const float*, const float*, std::size_t, const Context&);
 template void gelu_backward<bf16>(bf16*, const bf16*, const bf16*, std::size_t, const Context&);
 
 }  // namespace plait::kernels::cuda

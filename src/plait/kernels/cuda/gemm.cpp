@@ -10,9 +10,13 @@ namespace {
 template <typename T>
 constexpr cudaDataType_t data_type();
 template <>
-constexpr cudaDataType_t data_type<float>() { return CUDA_R_32F; }
+constexpr cudaDataType_t data_type<float>() {
+  return CUDA_R_32F;
+}
 template <>
-constexpr cudaDataType_t data_type<bf16>() { return CUDA_R_16BF; }
+constexpr cudaDataType_t data_type<bf16>() {
+  return CUDA_R_16BF;
+}
 
 // The cuBLASLt descriptors of one call, destroyed on every path out.
 struct Descriptors {
@@ -56,29 +60,29 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const TI
   check_cublas(cublasLtMatmulDescCreate(&d.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
   const cublasOperation_t op_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A = our B
   const cublasOperation_t op_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B = our A
-  check_cublas(cublasLtMatmulDescSetAttribute(d.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &op_a,
-                                              sizeof(op_a)),
-               what);
-  check_cublas(cublasLtMatmulDescSetAttribute(d.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &op_b,
-                                              sizeof(op_b)),
-               what);
+  check_cublas(
+      cublasLtMatmulDescSetAttribute(d.matmul, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
+      what);
+  check_cublas(
+      cublasLtMatmulDescSetAttribute(d.matmul, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
+      what);
   // Our B is stored row-major (trans_b ? n : k) x (trans_b ? k : n): column-major swapped.
-  check_cublas(cublasLtMatrixLayoutCreate(&d.a, data_type<TIn>(), trans_b ? k : n,
-                                          trans_b ? n : k, ldb),
-               what + ": layout of B");
+  check_cublas(
+      cublasLtMatrixLayoutCreate(&d.a, data_type<TIn>(), trans_b ? k : n, trans_b ? n : k, ldb),
+      what + ": layout of B");
   // Our A is stored row-major (trans_a ? k : m) x (trans_a ? m : k).
-  check_cublas(cublasLtMatrixLayoutCreate(&d.b, data_type<TIn>(), trans_a ? m : k,
-                                          trans_a ? k : m, lda),
-               what + ": layout of A");
+  check_cublas(
+      cublasLtMatrixLayoutCreate(&d.b, data_type<TIn>(), trans_a ? m : k, trans_a ? k : m, lda),
+      what + ": layout of A");
   // Our C (m, n) row-major is the column-major (n, m).
   check_cublas(cublasLtMatrixLayoutCreate(&d.c, data_type<TOut>(), n, m, ldc),
                what + ": layout of C");
   check_cublas(cublasLtMatmulPreferenceCreate(&d.preference), what);
   const std::size_t workspace = ctx.gemm_workspace_bytes();
-  check_cublas(cublasLtMatmulPreferenceSetAttribute(d.preference,
-                                                    CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &workspace, sizeof(workspace)),
-               what);
+  check_cublas(
+      cublasLtMatmulPreferenceSetAttribute(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &workspace, sizeof(workspace)),
+      what);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   check_cublas(cublasLtMatmulAlgoGetHeuristic(ctx.blas(), d.matmul, d.a, d.b, d.c, d.c,
@@ -92,8 +96,8 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const TI
 
 template void gemm<float, float>(bool, bool, int, int, int, float, const float*, int, const float*,
                                  int, float, float*, int, const Context&);
-template void gemm<bf16, bf16>(bool, bool, int, int, int, float, const bf16*, int, const bf16*,
-                               int, float, bf16*, int, const Context&);
+template void gemm<bf16, bf16>(bool, bool, int, int, int, float, const bf16*, int, const bf16*, int,
+                               float, bf16*, int, const Context&);
 template void gemm<bf16, float>(bool, bool, int, int, int, float, const bf16*, int, const bf16*,
                                 int, float, float*, int, const Context&);
 

@@ -7,17 +7,10 @@
 namespace plait::kernels::cuda {
 namespace {
 
-// One warp per row (llm.c layernorm_forward_kernel3): lanes stride over the row's C columns, so a
-// warp reads 32 consecutive elements at a time.
-constexpr int kRowsPerBlock = 8;
-constexpr int kThreads = kRowsPerBlock * kWarp;
-
-dim3 row_grid(int n) { return dim3(static_cast<unsigned>(ceil_div(n, kRowsPerBlock))); }
-
 template <typename T>
 __global__ void forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight,
                                const T* bias, int n, int c, float eps) {
-  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
+  const int row = warp_row();
   const int lane = threadIdx.x % kWarp;
   if (row >= n) return;  // no barriers below: whole warps leave together
   const T* x = inp + static_cast<std::size_t>(row) * c;
@@ -46,7 +39,7 @@ template <typename T>
 __global__ void backward_input_kernel(T* dinp, const T* dresidual, const T* dout, const T* inp,
                                       const T* weight, const float* mean, const float* rstd, int n,
                                       int c) {
-  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
+  const int row = warp_row();
   const int lane = threadIdx.x % kWarp;
   if (row >= n) return;
   const std::size_t off = static_cast<std::size_t>(row) * c;
@@ -74,7 +67,7 @@ __global__ void backward_weight_kernel(float* dweight, float* dbias, const T* do
   float total[2];
   column_sums<2>(
       n, c,
-      [&](int i, int j, float (&t)[2]) {
+      [&](int i, int j, float(&t)[2]) {
         const std::size_t at = static_cast<std::size_t>(i) * c + j;
         const float dy = to_float(dout[at]);
         t[0] = dy * (to_float(inp[at]) - mean[i]) * rstd[i];
@@ -93,16 +86,16 @@ __global__ void backward_weight_kernel(float* dweight, float* dbias, const T* do
 template <typename T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
                        const T* bias, int n, int c, double eps, const Context& ctx) {
-  launch("layernorm_forward", forward_kernel<T>, row_grid(n), dim3(kThreads), 0, ctx, out, mean,
-         rstd, inp, weight, bias, n, c, static_cast<float>(eps));
+  launch("layernorm_forward", forward_kernel<T>, warp_per_row_grid(n), dim3(kRowThreads), 0, ctx,
+         out, mean, rstd, inp, weight, bias, n, c, static_cast<float>(eps));
 }
 
 template <typename T>
 void layernorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T* inp,
                               const T* weight, const float* mean, const float* rstd, int n, int c,
                               const Context& ctx) {
-  launch("layernorm_backward_input", backward_input_kernel<T>, row_grid(n), dim3(kThreads), 0,
-         ctx, dinp, dresidual, dout, inp, weight, mean, rstd, n, c);
+  launch("layernorm_backward_input", backward_input_kernel<T>, warp_per_row_grid(n),
+         dim3(kRowThreads), 0, ctx, dinp, dresidual, dout, inp, weight, mean, rstd, n, c);
 }
 
 template <typename T>
@@ -113,13 +106,12 @@ void layernorm_backward_weight(float* dweight, float* dbias, const T* dout, cons
          column_sums_block(), 0, ctx, dweight, dbias, dout, inp, mean, rstd, n, c);
 }
 
-#define PLAIT_INSTANTIATE(T)                                                                    \
-  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, \
-                                     double, const Context&);                                   \
-  template void layernorm_backward_input<T>(T*, const T*, const T*, const T*, const T*,         \
-                                            const float*, const float*, int, int,               \
-                                            const Context&);                                    \
-  template void layernorm_backward_weight<T>(float*, float*, const T*, const T*, const float*,  \
+#define PLAIT_INSTANTIATE(T)                                                                       \
+  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int,   \
+                                     double, const Context&);                                      \
+  template void layernorm_backward_input<T>(T*, const T*, const T*, const T*, const T*,            \
+                                            const float*, const float*, int, int, const Context&); \
+  template void layernorm_backward_weight<T>(float*, float*, const T*, const T*, const float*,     \
                                              const float*, int, int, const Context&);
 PLAIT_INSTANTIATE(float)
 PLAIT_INSTANTIATE(bf16)

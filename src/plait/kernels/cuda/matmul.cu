@@ -31,7 +31,9 @@ __global__ void bias_grad_kernel(float* dbias, const T* dout, int n, int oc) {
   float total[1];
   column_sums<1>(
       n, oc,
-      [&](int i, int j, float (&t)[1]) { t[0] = to_float(dout[static_cast<std::size_t>(i) * oc + j]); },
+      [&](int i, int j, float(&t)[1]) {
+        t[0] = to_float(dout[static_cast<std::size_t>(i) * oc + j]);
+      },
       total);
   const int j = blockIdx.x * kWarp + threadIdx.x;
   if (threadIdx.y == 0 && j < oc) dbias[j] += total[0];
@@ -60,20 +62,20 @@ void matmul_backward_input(T* dinp, const T* dout, const T* weight, int n, int c
 }
 
 template <typename T>
-void matmul_backward_weight(float* dweight, float* dbias, const T* dout, const T* inp, int n,
-                            int c, int oc, const Context& ctx) {
+void matmul_backward_weight(float* dweight, float* dbias, const T* dout, const T* inp, int n, int c,
+                            int oc, const Context& ctx) {
   gemm<T, float>(true, false, oc, c, n, 1.0f, dout, oc, inp, c, 1.0f, dweight, c, ctx);
   if (dbias == nullptr) return;
   launch("matmul_backward_weight: bias", bias_grad_kernel<T>, column_sums_grid(oc),
          column_sums_block(), 0, ctx, dbias, dout, n, oc);
 }
 
-#define PLAIT_INSTANTIATE(T)                                                                  \
-  template void matmul_forward<T>(T*, const T*, const T*, const T*, const T*, int, int, int,  \
-                                  const Context&);                                            \
-  template void matmul_backward_input<T>(T*, const T*, const T*, int, int, int, bool,         \
-                                         const Context&);                                     \
-  template void matmul_backward_weight<T>(float*, float*, const T*, const T*, int, int, int,  \
+#define PLAIT_INSTANTIATE(T)                                                                 \
+  template void matmul_forward<T>(T*, const T*, const T*, const T*, const T*, int, int, int, \
+                                  const Context&);                                           \
+  template void matmul_backward_input<T>(T*, const T*, const T*, int, int, int, bool,        \
+                                         const Context&);                                    \
+  template void matmul_backward_weight<T>(float*, float*, const T*, const T*, int, int, int, \
                                           const Context&);
 PLAIT_INSTANTIATE(float)
 PLAIT_INSTANTIATE(bf16)

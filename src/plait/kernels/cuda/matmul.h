@@ -24,7 +24,7 @@ void matmul_backward_input(T* dinp, const T* dout, const T* weight, int n, int c
 // dweight (OC,C) += dout (N,OC)^T @ inp (N,C); dbias (OC) += sum over rows of dout (dbias may be
 // null). The bias sums are deterministic (device.cuh column_sums).
 template <typename T>
-void matmul_backward_weight(float* dweight, float* dbias, const T* dout, const T* inp, int n,
-                            int c, int oc, const Context& ctx);
+void matmul_backward_weight(float* dweight, float* dbias, const T* dout, const T* inp, int n, int c,
+                            int oc, const Context& ctx);
 
 }  // namespace plait::kernels::cuda

@@ -7,16 +7,10 @@
 namespace plait::kernels::cuda {
 namespace {
 
-// One warp per row, as layernorm.cu.
-constexpr int kRowsPerBlock = 8;
-constexpr int kThreads = kRowsPerBlock * kWarp;
-
-dim3 row_grid(int n) { return dim3(static_cast<unsigned>(ceil_div(n, kRowsPerBlock))); }
-
 template <typename T>
 __global__ void forward_kernel(T* out, float* rstd, const T* inp, const T* weight, int n, int c,
                                float eps) {
-  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
+  const int row = warp_row();
   const int lane = threadIdx.x % kWarp;
   if (row >= n) return;
   const T* x = inp + static_cast<std::size_t>(row) * c;
@@ -27,7 +21,9 @@ __global__ void forward_kernel(T* out, float* rstd, const T* inp, const T* weigh
     sum_sq += v * v;
   }
   const float s = 1.0f / sqrtf(warp_sum(sum_sq) / c + eps);
-  for (int j = lane; j < c; j += kWarp) y[j] = from_float<T>(to_float(x[j]) * s * to_float(weight[j]));
+  for (int j = lane; j < c; j += kWarp) {
+    y[j] = from_float<T>(to_float(x[j]) * s * to_float(weight[j]));
+  }
   if (lane == 0) rstd[row] = s;
 }
 
@@ -35,7 +31,7 @@ __global__ void forward_kernel(T* out, float* rstd, const T* inp, const T* weigh
 template <typename T>
 __global__ void backward_input_kernel(T* dinp, const T* dresidual, const T* dout, const T* inp,
                                       const T* weight, const float* rstd, int n, int c) {
-  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
+  const int row = warp_row();
   const int lane = threadIdx.x % kWarp;
   if (row >= n) return;
   const std::size_t off = static_cast<std::size_t>(row) * c;
@@ -58,7 +54,7 @@ __global__ void backward_weight_kernel(float* dweight, const T* dout, const T* i
   float total[1];
   column_sums<1>(
       n, c,
-      [&](int i, int j, float (&t)[1]) {
+      [&](int i, int j, float(&t)[1]) {
         const std::size_t at = static_cast<std::size_t>(i) * c + j;
         t[0] = to_float(dout[at]) * to_float(inp[at]) * rstd[i];
       },
@@ -72,15 +68,15 @@ __global__ void backward_weight_kernel(float* dweight, const T* dout, const T* i
 template <typename T>
 void rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, int n, int c, double eps,
                      const Context& ctx) {
-  launch("rmsnorm_forward", forward_kernel<T>, row_grid(n), dim3(kThreads), 0, ctx, out, rstd, inp,
-         weight, n, c, static_cast<float>(eps));
+  launch("rmsnorm_forward", forward_kernel<T>, warp_per_row_grid(n), dim3(kRowThreads), 0, ctx, out,
+         rstd, inp, weight, n, c, static_cast<float>(eps));
 }
 
 template <typename T>
 void rmsnorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T* inp,
                             const T* weight, const float* rstd, int n, int c, const Context& ctx) {
-  launch("rmsnorm_backward_input", backward_input_kernel<T>, row_grid(n), dim3(kThreads), 0, ctx,
-         dinp, dresidual, dout, inp, weight, rstd, n, c);
+  launch("rmsnorm_backward_input", backward_input_kernel<T>, warp_per_row_grid(n),
+         dim3(kRowThreads), 0, ctx, dinp, dresidual, dout, inp, weight, rstd, n, c);
 }
 
 template <typename T>
@@ -91,7 +87,7 @@ void rmsnorm_backward_weight(float* dweight, const T* dout, const T* inp, const 
 }
 
 #define PLAIT_INSTANTIATE(T)                                                                   \
-  template void rmsnorm_forward<T>(T*, float*, const T*, const T*, int, int, double,            \
+  template void rmsnorm_forward<T>(T*, float*, const T*, const T*, int, int, double,           \
                                    const Context&);                                            \
   template void rmsnorm_backward_input<T>(T*, const T*, const T*, const T*, const T*,          \
                                           const float*, int, int, const Context&);             \

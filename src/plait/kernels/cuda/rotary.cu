@@ -47,12 +47,12 @@ void check_arguments(int batch, int s, int heads, int head_dim, int row_stride, 
   const bool ok = head_dim > 0 && head_dim % 2 == 0 && batch >= 0 && s >= 0 && heads > 0 &&
                   std::int64_t{heads} * head_dim <= row_stride && pos0 >= 0 && theta > 0;
   if (!ok) {
-    throw Error("rotary (CUDA): need an even head_dim > 0, batch and s >= 0, 0 < heads * "
-                "head_dim <= row_stride, pos0 >= 0 and theta > 0; got batch=" +
-                std::to_string(batch) + " s=" + std::to_string(s) + " heads=" +
-                std::to_string(heads) + " head_dim=" + std::to_string(head_dim) +
-                " row_stride=" + std::to_string(row_stride) + " pos0=" + std::to_string(pos0) +
-                " theta=" + std::to_string(theta));
+    throw Error(
+        "rotary (CUDA): need an even head_dim > 0, batch and s >= 0, 0 < heads * "
+        "head_dim <= row_stride, pos0 >= 0 and theta > 0; got batch=" +
+        std::to_string(batch) + " s=" + std::to_string(s) + " heads=" + std::to_string(heads) +
+        " head_dim=" + std::to_string(head_dim) + " row_stride=" + std::to_string(row_stride) +
+        " pos0=" + std::to_string(pos0) + " theta=" + std::to_string(theta));
   }
 }
 

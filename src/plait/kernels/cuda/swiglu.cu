@@ -56,8 +56,7 @@ void swiglu_backward(T* dgate_up, const T* dout, const T* gate_up, int n, int f,
 
 template void swiglu_forward<float>(float*, const float*, int, int, const Context&);
 template void swiglu_forward<bf16>(bf16*, const bf16*, int, int, const Context&);
-template void swiglu_backward<float>(float*, const float*, const float*, int, int,
-                                     const Context&);
+template void swiglu_backward<float>(float*, const float*, const float*, int, int, const Context&);
 template void swiglu_backward<bf16>(bf16*, const bf16*, const bf16*, int, int, const Context&);
 
 }  // namespace plait::kernels::cuda

@@ -1,9 +1,10 @@
 // The part of cuBLASLt that plait's gemm (src/plait/kernels/cuda/gemm.cpp) uses, emulated on the
 // CPU: descriptors that keep what they are told, the operand checks cuBLASLt makes (a layout
-// whose shape does not match op(A) (m,k), op(B) (k,n), C and D (m,n) is CUBLAS_STATUS_INVALID_VALUE),
-// and the column-major product D = alpha op(A) op(B) + beta C accumulated in double (C is not
-// read when beta is 0, as in cuBLAS). This checks the row-major to column-major mapping of
-// gemm.cpp against the CPU reference; cuBLASLt's own arithmetic is checked on a GPU.
+// whose shape does not match op(A) (m,k), op(B) (k,n), C and D (m,n) is
+// CUBLAS_STATUS_INVALID_VALUE), and the column-major product D = alpha op(A) op(B) + beta C
+// accumulated in double (C is not read when beta is 0, as in cuBLAS). This checks the row-major to
+// column-major mapping of gemm.cpp against the CPU reference; cuBLASLt's own arithmetic is checked
+// on a GPU.
 #include <cstdint>
 #include <cstring>
 
@@ -24,13 +25,10 @@ struct Layout {
   std::uint64_t rows, cols;
   std::int64_t ld;
 };
-static_assert(sizeof(MatmulDesc) <= sizeof(cublasLtMatmulDescOpaque_t));
-static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
-
-MatmulDesc& desc_of(cublasLtMatmulDesc_t d) { return *reinterpret_cast<MatmulDesc*>(d->data); }
-const Layout& layout_of(cublasLtMatrixLayout_t l) {
-  return *reinterpret_cast<const Layout*>(l->data);
-}
+// The handles are the emulation's own structs, cast to cuBLASLt's opaque pointer types (which are
+// never dereferenced as such).
+MatmulDesc& desc_of(cublasLtMatmulDesc_t d) { return *reinterpret_cast<MatmulDesc*>(d); }
+const Layout& layout_of(cublasLtMatrixLayout_t l) { return *reinterpret_cast<const Layout*>(l); }
 
 double load(const void* base, cudaDataType_t type, std::size_t index) {
   if (type == CUDA_R_32F) return static_cast<const float*>(base)[index];
@@ -66,12 +64,11 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
 
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
                                         cudaDataType_t scale) {
-  *desc = new cublasLtMatmulDescOpaque_t{};
-  desc_of(*desc) = MatmulDesc{compute, scale};
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new MatmulDesc{compute, scale});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
-  delete desc;
+  delete reinterpret_cast<MatmulDesc*>(desc);
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
@@ -91,12 +88,11 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
                                           uint64_t rows, uint64_t cols, int64_t ld) {
   if (ld < static_cast<int64_t>(rows) || ld <= 0) return CUBLAS_STATUS_INVALID_VALUE;
-  *layout = new cublasLtMatrixLayoutOpaque_t{};
-  *reinterpret_cast<Layout*>((*layout)->data) = Layout{type, rows, cols, ld};
+  *layout = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout{type, rows, cols, ld});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
-  delete layout;
+  delete reinterpret_cast<Layout*>(layout);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -137,11 +133,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t compute_des
   const MatmulDesc& op = desc_of(compute_desc);
   const Layout &la = layout_of(a_desc), &lb = layout_of(b_desc), &lc = layout_of(c_desc),
                &ld = layout_of(d_desc);
-  if (op.compute != CUBLAS_COMPUTE_32F || op.scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (op.compute != CUBLAS_COMPUTE_32F || op.scale != CUDA_R_32F)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   // The type combinations plait uses: all fp32, or bf16 A and B with a bf16 or fp32 C = D.
-  const bool types_ok = la.type == lb.type && lc.type == ld.type &&
-                        ((la.type == CUDA_R_32F && lc.type == CUDA_R_32F) ||
-                         (la.type == CUDA_R_16BF && (lc.type == CUDA_R_16BF || lc.type == CUDA_R_32F)));
+  const bool types_ok =
+      la.type == lb.type && lc.type == ld.type &&
+      ((la.type == CUDA_R_32F && lc.type == CUDA_R_32F) ||
+       (la.type == CUDA_R_16BF && (lc.type == CUDA_R_16BF || lc.type == CUDA_R_32F)));
   if (!types_ok) return CUBLAS_STATUS_NOT_SUPPORTED;
   // op(A) is (m, k), op(B) (k, n), C and D (m, n).
   const std::uint64_t m = op.trans_a == CUBLAS_OP_N ? la.rows : la.cols;

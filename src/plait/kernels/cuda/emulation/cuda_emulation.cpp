@@ -90,7 +90,7 @@ void to_scheduler(bool final) {
 #if defined(__SANITIZE_ADDRESS__)
   __sanitizer_finish_switch_fiber(f.fake_stack, &b.scheduler_bottom, &b.scheduler_size);
 #endif
-  (void)final;
+  (void) final;
 }
 
 void fiber_entry() {
@@ -177,8 +177,8 @@ void run_block(Block& b, const dim3& block_dim) {
 void run_grid(const char* name, dim3 grid, dim3 block_dim, std::size_t shared_bytes,
               const std::function<void()>& body) {
   const long long threads = static_cast<long long>(block_dim.x) * block_dim.y * block_dim.z;
-  if (threads <= 0 || threads > kMaxThreadsPerBlock || grid.x == 0 || grid.y == 0 ||
-      grid.z == 0 || grid.y > 65535 || grid.z > 65535) {
+  if (threads <= 0 || threads > kMaxThreadsPerBlock || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+      grid.y > 65535 || grid.z > 65535) {
     last_error = cudaErrorInvalidConfiguration;
     return;
   }
