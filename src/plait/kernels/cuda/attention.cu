@@ -148,6 +148,20 @@ __device__ void key_rows(const Shape<T>& g, int b, int j, int k0, int end, const
   }
 }
 
+// Loads the key tile starting at k0 (keys below `end`) of K/V head j, batch row b: its row
+// pointers (and, with dk_rows, those of its gradient), then K into ks and V into vs. Ends with
+// a barrier: the tiles are ready to read.
+template <int BC, int D, typename T>
+__device__ void load_key_tile(const Shape<T>& g, int b, int j, int k0, int end, const T** k_rows,
+                              float** dk_rows, float* ks, float* vs) {
+  key_rows<T, BC>(g, b, j, k0, end, k_rows, dk_rows);
+  __syncthreads();
+  load_tile<BC, D, T>(ks, [&](int t) { return k_rows[t]; }, g.d);
+  load_tile<BC, D, T>(
+      vs, [&](int t) -> const T* { return k_rows[t] ? k_rows[t] + g.ckv : nullptr; }, g.d);
+  __syncthreads();
+}
+
 template <int D>
 constexpr std::size_t forward_shared_bytes() {
   using Tl = Tiles<D>;
@@ -193,13 +207,7 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int k0 = 0; k0 < kmax; k0 += BC) {
     __syncthreads();  // the previous tile's readers of ks, vs, ps are done
-    key_rows<T, BC>(g, b, j, k0, kmax, k_rows, nullptr);
-    __syncthreads();
-    load_tile<BC, D, T>(
-        ks, [&](int t) { return k_rows[t]; }, g.d);
-    load_tile<BC, D, T>(
-        vs, [&](int t) -> const T* { return k_rows[t] ? k_rows[t] + g.ckv : nullptr; }, g.d);
-    __syncthreads();
+    load_key_tile<BC, D, T>(g, b, j, k0, kmax, k_rows, nullptr, ks, vs);
     float sc[RM][CN];
     dot_rows<RM, CN, D>(qs, ks, g.d, ty, tx, sc);
 #pragma unroll
@@ -302,12 +310,28 @@ __device__ void tile_probabilities(const float* qs, const float* dos, const floa
   }
 }
 
+// The backward kernels' shared memory, one layout for both (dq_kernel leaves ps unused): the
+// query side Q, dO (kBR rows) and its rows' lse and D, the key side K, V (kBC rows), and the
+// (kBR, kBC) tiles of P and dS.
 template <int D>
-constexpr std::size_t dq_shared_bytes() {
+struct BackwardTiles {
   using Tl = Tiles<D>;
-  return sizeof(float) *
-         (2 * (Tl::kBR + Tl::kBC) * Tl::kStride + Tl::kBR * Tl::kPStride + 2 * Tl::kBR);
-}
+  float *qs, *dos, *ks, *vs, *ps, *dss, *row_lse, *row_d;
+  __device__ explicit BackwardTiles(float* smem) {
+    qs = smem;
+    dos = qs + Tl::kBR * Tl::kStride;
+    ks = dos + Tl::kBR * Tl::kStride;
+    vs = ks + Tl::kBC * Tl::kStride;
+    ps = vs + Tl::kBC * Tl::kStride;
+    dss = ps + Tl::kBR * Tl::kPStride;
+    row_lse = dss + Tl::kBR * Tl::kPStride;
+    row_d = row_lse + Tl::kBR;
+  }
+  static constexpr std::size_t bytes() {
+    return sizeof(float) *
+           (2 * (Tl::kBR + Tl::kBC) * Tl::kStride + 2 * Tl::kBR * Tl::kPStride + 2 * Tl::kBR);
+  }
+};
 
 // Loads the query-side tiles of rows r0.. of head h: Q, dO, and the rows' lse and D (zero past
 // `rows`).
@@ -338,13 +362,9 @@ __global__ void __launch_bounds__(kThreads)
   using Tl = Tiles<D>;
   constexpr int BR = Tl::kBR, BC = Tl::kBC, RM = BR / kTy, CN = BC / kTx, DN = D / kTx;
   PLAIT_DYNAMIC_SHARED(float, smem);
-  float* qs = smem;
-  float* dos = qs + BR * Tl::kStride;
-  float* ks = dos + BR * Tl::kStride;
-  float* vs = ks + BC * Tl::kStride;
-  float* dss = vs + BC * Tl::kStride;
-  float* row_lse = dss + BR * Tl::kPStride;
-  float* row_d = row_lse + BR;
+  const BackwardTiles<D> t(smem);
+  float *qs = t.qs, *dos = t.dos, *ks = t.ks, *vs = t.vs, *dss = t.dss;
+  float *row_lse = t.row_lse, *row_d = t.row_d;
   __shared__ const T* k_rows[BC];
 
   const int r0 = blockIdx.x * BR, h = blockIdx.y, b = blockIdx.z;
@@ -358,13 +378,7 @@ __global__ void __launch_bounds__(kThreads)
   zero(acc);
   for (int k0 = 0; k0 < kmax; k0 += BC) {
     __syncthreads();
-    key_rows<T, BC>(g, b, j, k0, kmax, k_rows, nullptr);
-    __syncthreads();
-    load_tile<BC, D, T>(
-        ks, [&](int t) { return k_rows[t]; }, g.d);
-    load_tile<BC, D, T>(
-        vs, [&](int t) -> const T* { return k_rows[t] ? k_rows[t] + g.ckv : nullptr; }, g.d);
-    __syncthreads();
+    load_key_tile<BC, D, T>(g, b, j, k0, kmax, k_rows, nullptr, ks, vs);
     float p[RM][CN], ds[RM][CN];
     tile_probabilities<RM, CN, D>(qs, dos, ks, vs, row_lse, row_d, g.d, g.scale, g.q_start + r0,
                                   rows, k0, kmax, ty, tx, p, ds);
@@ -390,13 +404,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int D>
-constexpr std::size_t dkv_shared_bytes() {
-  using Tl = Tiles<D>;
-  return sizeof(float) *
-         (2 * (Tl::kBR + Tl::kBC) * Tl::kStride + 2 * Tl::kBR * Tl::kPStride + 2 * Tl::kBR);
-}
-
 template <int D, typename T>
 __global__ void __launch_bounds__(kThreads)
     dkv_kernel(const T* dout, const T* q, const float* lse, const float* dvec,
@@ -405,26 +412,16 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int BR = Tl::kBR, BC = Tl::kBC, RM = BR / kTy, CN = BC / kTx, DN = D / kTx;
   constexpr int KM = BC / kTy;  // key rows of the dK, dV accumulators per thread
   PLAIT_DYNAMIC_SHARED(float, smem);
-  float* ks = smem;
-  float* vs = ks + BC * Tl::kStride;
-  float* qs = vs + BC * Tl::kStride;
-  float* dos = qs + BR * Tl::kStride;
-  float* ps = dos + BR * Tl::kStride;
-  float* dss = ps + BR * Tl::kPStride;
-  float* row_lse = dss + BR * Tl::kPStride;
-  float* row_d = row_lse + BR;
+  const BackwardTiles<D> t(smem);
+  float *qs = t.qs, *dos = t.dos, *ks = t.ks, *vs = t.vs, *ps = t.ps, *dss = t.dss;
+  float *row_lse = t.row_lse, *row_d = t.row_d;
   __shared__ const T* k_rows[BC];
   __shared__ float* dk_rows[BC];
 
   const int k0 = blockIdx.x * BC, j = blockIdx.y, b = blockIdx.z;
   const int keys = g.e - k0 < BC ? g.e - k0 : BC;
   const int ty = threadIdx.x / kTx, tx = threadIdx.x % kTx;
-  key_rows<T, BC>(g, b, j, k0, g.e, k_rows, dk_rows);
-  __syncthreads();
-  load_tile<BC, D, T>(
-      ks, [&](int t) { return k_rows[t]; }, g.d);
-  load_tile<BC, D, T>(
-      vs, [&](int t) -> const T* { return k_rows[t] ? k_rows[t] + g.ckv : nullptr; }, g.d);
+  load_key_tile<BC, D, T>(g, b, j, k0, g.e, k_rows, dk_rows, ks, vs);
 
   float dk[KM][DN], dv[KM][DN];
   zero(dk);
@@ -528,12 +525,12 @@ void backward_with(T* dq, const T* dout, const T* q, const float* lse, const flo
                    const Shape<T>& g, const Context& ctx) {
   const dim3 q_grid(static_cast<unsigned>(ceil_div(g.s, Tiles<D>::kBR)),
                     static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch));
-  launch("attention_backward: dq", dq_kernel<D, T>, q_grid, dim3(kThreads), dq_shared_bytes<D>(),
+  launch("attention_backward: dq", dq_kernel<D, T>, q_grid, dim3(kThreads), BackwardTiles<D>::bytes(),
          ctx, dq, dout, q, lse, dvec, g);
   const dim3 kv_grid(static_cast<unsigned>(ceil_div(g.e, Tiles<D>::kBC)),
                      static_cast<unsigned>(g.kv_heads), static_cast<unsigned>(g.batch));
   launch("attention_backward: dk, dv", dkv_kernel<D, T>, kv_grid, dim3(kThreads),
-         dkv_shared_bytes<D>(), ctx, dout, q, lse, dvec, g);
+         BackwardTiles<D>::bytes(), ctx, dout, q, lse, dvec, g);
 }
 
 }  // namespace
