@@ -3,8 +3,8 @@
 # all cores, runs the GPU tests (every CUDA kernel against its CPU twin; NCCL), the same tests
 # under the CPU emulation as a cross-check, and the GPU benchmarks (copy bandwidth, the cuBLASLt
 # bf16 GEMM peak, each kernel's throughput), then prints a summary. Designed to finish well within
-# 8 minutes on one H200: every step has a time limit and the whole run a budget, after which the
-# remaining steps are skipped and said to be.
+# 8 minutes on one H200 (about 3 expected): every step has a time limit and the whole run a
+# budget, after which the remaining steps are skipped and said to be.
 #
 #   scripts/gpu-check.sh                  everything
 #   scripts/gpu-check.sh --build-only     configure and build only (works without a GPU)
@@ -17,10 +17,10 @@
 #                        present, else the bundle .gpu-deps/plait-gpu-deps.tar.xz (made here by
 #                        scripts/gpu-deps.sh; carry .gpu-deps); bundle: the bundle only, ignoring
 #                        the system's (to test the bundle on a machine that has everything)
-#   PLAIT_GPU_CHECK_BUDGET  seconds for all steps (default 420)
+#   PLAIT_GPU_CHECK_BUDGET  seconds for all steps (default 360)
 #
 # On the device machines (docs/engine.md gives the exact call):
-#   run(command="bash scripts/gpu-check.sh", carry=[".gpu-deps"], timeout_s=540)
+#   run(command="bash scripts/gpu-check.sh", carry=[".gpu-deps"], timeout_s=420)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PLAIT_GPU_BUILD_DIR:-$root/build-gpu}"
@@ -38,7 +38,7 @@ for arg in "$@"; do
 done
 
 start=$(date +%s)
-budget="${PLAIT_GPU_CHECK_BUDGET:-420}"
+budget="${PLAIT_GPU_CHECK_BUDGET:-360}"
 summary=()
 failed=0
 
