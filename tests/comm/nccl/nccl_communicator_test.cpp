@@ -95,6 +95,37 @@ TEST_F(NcclTest, AllreduceAndBroadcastOfDeviceBuffers) {
   for (float x : b.read()) ASSERT_EQ(x, static_cast<float>(n - 1));
 }
 
+// Blocks of uneven sizes, one empty: rank r's block ends holding the sum over ranks, then every
+// rank gets every block.
+TEST_F(NcclTest, ReduceScatterAndAllGatherOfUnevenBlocks) {
+  NcclCommunicator comm(world(), {}, compute_);
+  const int n = comm.size(), r = comm.rank();
+  std::vector<std::size_t> counts;
+  for (int k = 0; k < n; ++k) counts.push_back(k == 1 ? 0 : std::size_t(3 + k));
+  std::size_t total = 0, mine = 0;
+  for (int k = 0; k < n; ++k) {
+    if (k == r) mine = total;
+    total += counts[std::size_t(k)];
+  }
+  DeviceFloats x(std::vector<float>(total, static_cast<float>(r + 1)));
+  comm.ireduce_scatter(x.span(), counts, ReduceOp::kSum).wait();
+  const auto reduced = x.read();
+  for (std::size_t i = 0; i < counts[std::size_t(r)]; ++i) {
+    ASSERT_EQ(reduced[mine + i], static_cast<float>(n * (n + 1) / 2));
+  }
+  std::vector<float> own(total, -1.0f);
+  for (std::size_t i = 0; i < counts[std::size_t(r)]; ++i) own[mine + i] = static_cast<float>(r);
+  DeviceFloats y(own);
+  comm.iallgather(y.span(), counts).wait();
+  const auto gathered = y.read();
+  std::size_t at = 0;
+  for (int k = 0; k < n; ++k) {
+    for (std::size_t i = 0; i < counts[std::size_t(k)]; ++i) {
+      ASSERT_EQ(gathered[at++], static_cast<float>(k));
+    }
+  }
+}
+
 TEST_F(NcclTest, HostBuffersGoOverTheControlPlane) {
   NcclCommunicator comm(world(), {}, compute_);
   EXPECT_EQ(comm.allreduce(2.0, ReduceOp::kSum), 2.0 * comm.size());

@@ -361,6 +361,54 @@ Request NcclCommunicator::iallreduce(std::span<double> data, ReduceOp op) {
   return collective(data.data(), data.size(), ncclFloat64, "doubles", "allreduce", 0, to_nccl(op),
                     true);
 }
+Request NcclCommunicator::blocks_collective(std::span<float> data,
+                                            std::span<const std::size_t> counts,
+                                            const std::string& what, bool reduce,
+                                            ncclRedOp_t op) {
+  const std::string full = what + " of " + std::to_string(data.size()) + " floats in " +
+                           std::to_string(counts.size()) + " blocks over " + describe_members() +
+                           " (NCCL)";
+  if (counts.size() != static_cast<std::size_t>(size())) {
+    throw Error(full + ": expected one block count per rank (" + std::to_string(size()) +
+                "), found " + std::to_string(counts.size()));
+  }
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  if (total != data.size()) {
+    throw Error(full + ": the blocks hold " + std::to_string(total) +
+                " elements but the buffer has " + std::to_string(data.size()));
+  }
+  auto pending = std::make_unique<NcclOperation>(NcclOperation::Kind::kCollective, full, comm_);
+  follow_compute(stream_, full);
+  // One group: NCCL runs the per-block operations together (no ordering among them to deadlock).
+  check_nccl(ncclGroupStart(), full);
+  std::size_t offset = 0;
+  ncclResult_t result = ncclSuccess;
+  for (int r = 0; r < size() && result == ncclSuccess; ++r) {
+    const std::size_t n = counts[static_cast<std::size_t>(r)];
+    float* block = data.data() + offset;
+    offset += n;
+    if (n == 0) continue;
+    result = reduce ? ncclReduce(block, block, n, ncclFloat32, op, r, comm_, stream_)
+                    : ncclBroadcast(block, block, n, ncclFloat32, r, comm_, stream_);
+  }
+  const ncclResult_t ended = ncclGroupEnd();
+  check_nccl(result != ncclSuccess ? result : ended, full, comm_);
+  check_cuda_call(cudaEventRecord(pending->event(), stream_), full);
+  return Request(std::move(pending), policy_);
+}
+
+Request NcclCommunicator::ireduce_scatter(std::span<float> data,
+                                          std::span<const std::size_t> counts, ReduceOp op) {
+  if (!is_device_pointer(data.data())) return control_->ireduce_scatter(data, counts, op);
+  return blocks_collective(data, counts, "reduce-scatter", true, to_nccl(op));
+}
+
+Request NcclCommunicator::iallgather(std::span<float> data, std::span<const std::size_t> counts) {
+  if (!is_device_pointer(data.data())) return control_->iallgather(data, counts);
+  return blocks_collective(data, counts, "all-gather", false, ncclSum);
+}
+
 Request NcclCommunicator::ibroadcast(std::span<float> data, int root) {
   if (!is_device_pointer(data.data())) return control_->ibroadcast(data, root);
   return collective(data.data(), data.size(), ncclFloat32, "floats", "broadcast", root, ncclSum,
