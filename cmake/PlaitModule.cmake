@@ -18,9 +18,14 @@ function(plait_test name)
   target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   # tests/support/: header-only helpers every test may use ("support/temp_dir.h").
   target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  # The plait executable is absent from a PLAIT_KERNELS_ONLY build, whose tests never run it.
+  set(binary "")
+  if(TARGET plait)
+    set(binary $<TARGET_FILE:plait>)
+  endif()
   target_compile_definitions(test_${name} PRIVATE
     PLAIT_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     PLAIT_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
-    PLAIT_BINARY="$<TARGET_FILE:plait>")
+    PLAIT_BINARY="${binary}")
   gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name} ${ARG_PROPERTIES})
 endfunction()
