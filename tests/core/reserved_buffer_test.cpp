@@ -39,6 +39,30 @@ TEST(ReservedBuffer, StartsDecommittedWhenAskedAndCommitsWithinTheCapacity) {
   EXPECT_EQ(t.current(MemoryCategory::kGradients), 8000u);
 }
 
+TEST(ReservedBuffer, RetainKeepsARangeInPlaceAndCommitZeroFillsTheRest) {
+  MemoryTracker t;
+  const std::size_t n = 64 * 1024;  // 256 KiB: many pages
+  ReservedBuffer<float> b(t, MemoryCategory::kParameters, n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<float>(i);
+  const std::size_t first = 20000, count = 16000;
+  b.retain(first, count);
+  EXPECT_FALSE(b.committed());
+  EXPECT_EQ(t.current(MemoryCategory::kParameters), count * sizeof(float));
+  for (std::size_t i = first; i < first + count; ++i) ASSERT_EQ(b[i], static_cast<float>(i));
+  b[first] = -1.0f;  // still writable
+  b.commit();
+  EXPECT_EQ(t.current(MemoryCategory::kParameters), n * sizeof(float));
+  EXPECT_EQ(b[first], -1.0f);
+  for (std::size_t i = first + 1; i < first + count; ++i) ASSERT_EQ(b[i], static_cast<float>(i));
+  EXPECT_EQ(b[0], 0.0f);        // returned pages come back zero
+  EXPECT_EQ(b[n - 1], 0.0f);
+  b.retain(0, 0);
+  EXPECT_EQ(t.current(MemoryCategory::kParameters), 0u);
+  EXPECT_THROW(b.retain(0, 1), std::exception);  // only from fully committed
+  b.commit();
+  EXPECT_EQ(b[first + 5], 0.0f);
+}
+
 TEST(ReservedBuffer, MovingTransfersOwnership) {
   MemoryTracker t;
   ReservedBuffer<float> a(t, MemoryCategory::kParameters, 10);

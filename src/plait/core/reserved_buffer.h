@@ -8,7 +8,10 @@
 // pointers to parameters that ZeRO-3 releases after their last use and gathers again (and
 // gradients that ZeRO-2 frees once reduce-scattered). This is the CPU form of CUDA's virtual
 // memory management: cuMemAddressReserve once, cuMemCreate + cuMemMap on commit, cuMemUnmap +
-// cuMemRelease on decommit. Move-only; an empty ReservedBuffer owns nothing.
+// cuMemRelease on decommit. A committed buffer may also keep only a range resident (retain): the
+// rest goes back, the range keeps its contents and address, and commit() brings the rest back
+// zero-filled — a ZeRO-3 stage keeps its own shard of the weights in place between uses.
+// Move-only; an empty ReservedBuffer owns nothing.
 #include <cstddef>
 #include <span>
 #include <utility>
@@ -33,12 +36,19 @@ class ReservedBytes {
 
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
-  bool committed() const { return committed_; }
+  // All of it resident (after commit(), before any retain or decommit).
+  bool committed() const { return resident_ == bytes_; }
+  // Bytes charged to the tracker: all, the retained range, or none.
+  std::size_t resident_bytes() const { return resident_; }
   MemoryCategory category() const { return category_; }
-  // No-ops when already in that state. commit() throws OutOfMemoryError (and stays decommitted)
-  // when the tracker's capacity would be exceeded.
+  // No-ops when already in that state. commit() throws OutOfMemoryError (and stays as it was)
+  // when the tracker's capacity would be exceeded; from a retained range it keeps the range's
+  // contents and zero-fills the rest.
   void commit();
   void decommit();
+  // Keeps bytes [offset, offset + length) resident and charged (the whole pages around them stay
+  // mapped, the rest is returned and made inaccessible). Requires a committed buffer.
+  void retain(std::size_t offset, std::size_t length);
 
   void swap(ReservedBytes& other) noexcept {
     std::swap(tracker_, other.tracker_);
@@ -46,16 +56,18 @@ class ReservedBytes {
     std::swap(bytes_, other.bytes_);
     std::swap(mapped_, other.mapped_);
     std::swap(data_, other.data_);
-    std::swap(committed_, other.committed_);
+    std::swap(resident_, other.resident_);
   }
 
  private:
+  void unmap_pages(std::size_t begin, std::size_t end);
+
   MemoryTracker* tracker_ = nullptr;
   MemoryCategory category_ = MemoryCategory::kParameters;
   std::size_t bytes_ = 0;
   std::size_t mapped_ = 0;  // bytes rounded up to whole pages
   void* data_ = nullptr;
-  bool committed_ = false;
+  std::size_t resident_ = 0;  // bytes charged to the tracker
 };
 
 template <typename T>
@@ -77,8 +89,11 @@ class ReservedBuffer {
   std::span<const T> span() const { return {data(), count_}; }
   T& operator[](std::size_t i) { return data()[i]; }
   const T& operator[](std::size_t i) const { return data()[i]; }
+  std::size_t resident_bytes() const { return bytes_.resident_bytes(); }
   void commit() { bytes_.commit(); }
   void decommit() { bytes_.decommit(); }
+  // Keeps elements [first, first + count) resident (ReservedBytes::retain).
+  void retain(std::size_t first, std::size_t count) { bytes_.retain(first * sizeof(T), count * sizeof(T)); }
 
  private:
   ReservedBytes bytes_;
