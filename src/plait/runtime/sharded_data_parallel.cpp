@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "plait/core/error.h"
 #include "plait/schedule/blocking_execution.h"
@@ -167,9 +168,9 @@ void ShardedDataParallel::skip_update() {
 bool lazy_gathers_deadlock_free(const PipelinePlan& plan, const schedule::LoweredSchedule& lowered) {
   const schedule::Layout& layout = plan.schedule.layout;
   const int ranks = plan.num_ranks();
-  // Per rank: (action index, peer) of the synthetic sends before an action and receives before
-  // its compute.
-  std::vector<std::vector<std::pair<std::int32_t, int>>> sends(static_cast<std::size_t>(ranks)),
+  // Per rank: (action index, peer, stage) of the synthetic sends before an action and receives
+  // before its compute.
+  std::vector<std::vector<std::tuple<std::int32_t, int, int>>> sends(static_cast<std::size_t>(ranks)),
       receives(static_cast<std::size_t>(ranks));
   bool any = false;
   for (int v = 0; v < plan.num_vstages(); ++v) {
@@ -186,8 +187,8 @@ bool lazy_gathers_deadlock_free(const PipelinePlan& plan, const schedule::Lowere
       for (std::size_t b = 0; b < holders.size(); ++b) {
         if (a == b || uses[a].first < 0 || uses[b].first < 0) continue;
         any = true;
-        sends[static_cast<std::size_t>(holders[a])].push_back({uses[a].prefetch(), holders[b]});
-        receives[static_cast<std::size_t>(holders[b])].push_back({uses[b].first, holders[a]});
+        sends[static_cast<std::size_t>(holders[a])].push_back({uses[a].prefetch(), holders[b], v});
+        receives[static_cast<std::size_t>(holders[b])].push_back({uses[b].first, holders[a], v});
       }
     }
   }
@@ -198,36 +199,30 @@ bool lazy_gathers_deadlock_free(const PipelinePlan& plan, const schedule::Lowere
   augmented.num_vstages = lowered.num_vstages;
   augmented.messages = lowered.messages;
   augmented.programs.resize(static_cast<std::size_t>(ranks));
-  // Synthetic messages: (sender, action index) -> message ids, matched to receives by order per
-  // (sender, receiver) pair: the k-th send from a to b pairs with the k-th receive at b from a.
-  std::vector<std::vector<int>> old_to_new(static_cast<std::size_t>(ranks));
-  std::map<std::pair<int, int>, std::vector<std::int32_t>> pair_messages;
-  auto message_for = [&](int src, int dst, std::size_t k) -> std::int32_t {
-    auto& ids = pair_messages[{src, dst}];
-    while (ids.size() <= k) {
-      ids.push_back(static_cast<std::int32_t>(augmented.messages.size()));
+  // One synthetic message per (sender, receiver, stage): the sender's start of that stage's
+  // gather to the receiver's wait for it.
+  std::map<std::tuple<int, int, int>, std::int32_t> synthetic;
+  auto message_for = [&](int src, int dst, int vstage) -> std::int32_t {
+    auto [it, fresh] = synthetic.try_emplace({src, dst, vstage}, static_cast<std::int32_t>(augmented.messages.size()));
+    if (fresh) {
       schedule::Message m{};
       m.src_rank = src;
       m.dst_rank = dst;
       m.tag = -1;
       augmented.messages.push_back(m);
     }
-    return ids[k];
+    return it->second;
   };
-  std::map<std::pair<int, int>, std::size_t> sent_count, received_count;
   for (int r = 0; r < ranks; ++r) {
     const auto& ops = lowered.programs[static_cast<std::size_t>(r)];
     auto& out = augmented.programs[static_cast<std::size_t>(r)];
-    auto& map = old_to_new[static_cast<std::size_t>(r)];
-    map.assign(ops.size() + 1, 0);
     // The first op of each action's group (its receives, or the compute itself).
     std::int32_t group_start_action = -1;
     bool at_group_start = true;
-    std::int32_t last_post = 0;
     auto emit_sends = [&](std::int32_t action) {
-      for (const auto& [a, peer] : sends[static_cast<std::size_t>(r)]) {
+      for (const auto& [a, peer, v] : sends[static_cast<std::size_t>(r)]) {
         if (a != action) continue;
-        const std::int32_t id = message_for(r, peer, sent_count[{r, peer}]++);
+        const std::int32_t id = message_for(r, peer, v);
         out.push_back({schedule::OpKind::send, id});
       }
     };
@@ -241,30 +236,21 @@ bool lazy_gathers_deadlock_free(const PipelinePlan& plan, const schedule::Lowere
         at_group_start = false;
       }
       if (op.kind == schedule::OpKind::compute) {
-        for (const auto& [a, peer] : receives[static_cast<std::size_t>(r)]) {
+        for (const auto& [a, peer, v] : receives[static_cast<std::size_t>(r)]) {
           if (a != op.index) continue;
-          const std::int32_t id = message_for(peer, r, received_count[{peer, r}]++);
-          augmented.messages[static_cast<std::size_t>(id)].post_op = last_post;
+          const std::int32_t id = message_for(peer, r, v);
           out.push_back({schedule::OpKind::recv, id});
         }
         ++next_action;
         at_group_start = true;
       }
-      if (op.kind == schedule::OpKind::recv) {
-        last_post = std::max(last_post, lowered.messages[static_cast<std::size_t>(op.index)].post_op);
-      }
-      map[i] = static_cast<int>(out.size());
       out.push_back(op);
     }
-    map[ops.size()] = static_cast<int>(out.size());
   }
-  // Post positions of the real receives, and of the synthetic ones (recorded as old positions),
-  // in the new programs' numbering.
-  for (std::size_t id = 0; id < augmented.messages.size(); ++id) {
-    schedule::Message& m = augmented.messages[id];
-    const auto& map = old_to_new[static_cast<std::size_t>(m.dst_rank)];
-    m.post_op = map[static_cast<std::size_t>(std::clamp<std::int32_t>(m.post_op, 0, static_cast<std::int32_t>(map.size()) - 1))];
-  }
+  // The executor never waits on a send (nonblocking, completed lazily) and a gather's start
+  // never waits either, so every receive counts as posted from the start: only cycles of waits
+  // for messages and gathers can hang, which is what execute_blocking then finds.
+  for (schedule::Message& m : augmented.messages) m.post_op = 0;
   return schedule::execute_blocking(augmented).completed;
 }
 
