@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <set>
-#include <tuple>
 
 #include "plait/core/error.h"
-#include "plait/schedule/blocking_execution.h"
-#include "plait/schedule/chunk_uses.h"
+#include "plait/schedule/lazy_gathers.h"
 
 namespace plait::runtime {
 
@@ -166,92 +163,11 @@ void ShardedDataParallel::skip_update() {
 }
 
 bool lazy_gathers_deadlock_free(const PipelinePlan& plan, const schedule::LoweredSchedule& lowered) {
-  const schedule::Layout& layout = plan.schedule.layout;
-  const int ranks = plan.num_ranks();
-  // Per rank: (action index, peer, stage) of the synthetic sends before an action and receives
-  // before its compute.
-  std::vector<std::vector<std::tuple<std::int32_t, int, int>>> sends(static_cast<std::size_t>(ranks)),
-      receives(static_cast<std::size_t>(ranks));
-  bool any = false;
+  std::vector<bool> gathered;
   for (int v = 0; v < plan.num_vstages(); ++v) {
-    if (plan.vstage_shard.empty() || !plan.vstage_shard[static_cast<std::size_t>(v)].shards_parameters()) continue;
-    const std::vector<int> holders = plan.holders(v);
-    std::vector<schedule::ChunkUses> uses;
-    for (int r : holders) {
-      const auto& stages = layout.rank_vstages[static_cast<std::size_t>(r)];
-      const auto c = static_cast<std::int32_t>(std::find(stages.begin(), stages.end(), v) - stages.begin());
-      uses.push_back(schedule::chunk_uses(plan.schedule.ranks[static_cast<std::size_t>(r)],
-                                          layout.num_chunks(r))[static_cast<std::size_t>(c)]);
-    }
-    for (std::size_t a = 0; a < holders.size(); ++a) {
-      for (std::size_t b = 0; b < holders.size(); ++b) {
-        if (a == b || uses[a].first < 0 || uses[b].first < 0) continue;
-        any = true;
-        sends[static_cast<std::size_t>(holders[a])].push_back({uses[a].prefetch(), holders[b], v});
-        receives[static_cast<std::size_t>(holders[b])].push_back({uses[b].first, holders[a], v});
-      }
-    }
+    gathered.push_back(!plan.vstage_shard.empty() && plan.vstage_shard[static_cast<std::size_t>(v)].shards_parameters());
   }
-  if (!any) return true;
-
-  schedule::LoweredSchedule augmented;
-  augmented.num_segments = lowered.num_segments;
-  augmented.num_vstages = lowered.num_vstages;
-  augmented.messages = lowered.messages;
-  augmented.programs.resize(static_cast<std::size_t>(ranks));
-  // One synthetic message per (sender, receiver, stage): the sender's start of that stage's
-  // gather to the receiver's wait for it.
-  std::map<std::tuple<int, int, int>, std::int32_t> synthetic;
-  auto message_for = [&](int src, int dst, int vstage) -> std::int32_t {
-    auto [it, fresh] = synthetic.try_emplace({src, dst, vstage}, static_cast<std::int32_t>(augmented.messages.size()));
-    if (fresh) {
-      schedule::Message m{};
-      m.src_rank = src;
-      m.dst_rank = dst;
-      m.tag = -1;
-      augmented.messages.push_back(m);
-    }
-    return it->second;
-  };
-  for (int r = 0; r < ranks; ++r) {
-    const auto& ops = lowered.programs[static_cast<std::size_t>(r)];
-    auto& out = augmented.programs[static_cast<std::size_t>(r)];
-    // The first op of each action's group (its receives, or the compute itself).
-    std::int32_t group_start_action = -1;
-    bool at_group_start = true;
-    auto emit_sends = [&](std::int32_t action) {
-      for (const auto& [a, peer, v] : sends[static_cast<std::size_t>(r)]) {
-        if (a != action) continue;
-        const std::int32_t id = message_for(r, peer, v);
-        out.push_back({schedule::OpKind::send, id});
-      }
-    };
-    std::int32_t next_action = 0;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const schedule::Op op = ops[i];
-      if (at_group_start && op.kind != schedule::OpKind::send) {
-        // A new action's group begins here (its receives, then its compute).
-        group_start_action = next_action;
-        emit_sends(group_start_action);
-        at_group_start = false;
-      }
-      if (op.kind == schedule::OpKind::compute) {
-        for (const auto& [a, peer, v] : receives[static_cast<std::size_t>(r)]) {
-          if (a != op.index) continue;
-          const std::int32_t id = message_for(peer, r, v);
-          out.push_back({schedule::OpKind::recv, id});
-        }
-        ++next_action;
-        at_group_start = true;
-      }
-      out.push_back(op);
-    }
-  }
-  // The executor never waits on a send (nonblocking, completed lazily) and a gather's start
-  // never waits either, so every receive counts as posted from the start: only cycles of waits
-  // for messages and gathers can hang, which is what execute_blocking then finds.
-  for (schedule::Message& m : augmented.messages) m.post_op = 0;
-  return schedule::execute_blocking(augmented).completed;
+  return schedule::lazy_gathers_deadlock_free(plan.schedule, lowered, gathered);
 }
 
 }  // namespace plait::runtime

@@ -97,11 +97,9 @@ class ShardedDataParallel {
 };
 
 // Whether every rank may start its level-3 gathers lazily (before the action preceding each
-// chunk's first use) without a deadlock against the pipeline's messages: the lowered schedule
-// with each gather added as messages from every holder's prefetch point to every other holder's
-// first use runs to completion under the validator's blocking semantics
-// (schedule::execute_blocking). When it does not, the gathers start at the step's start, which
-// cannot deadlock (no rank waits before posting them).
+// chunk's first use) without a deadlock against the pipeline's messages
+// (schedule::lazy_gathers_deadlock_free over the plan's level-3 stages). When it does not, the
+// gathers start at the step's start, which cannot deadlock (no rank waits before posting them).
 bool lazy_gathers_deadlock_free(const PipelinePlan& plan, const schedule::LoweredSchedule& lowered);
 
 }  // namespace plait::runtime
