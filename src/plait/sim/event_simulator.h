@@ -19,6 +19,7 @@
 #include "plait/schedule/schedule.h"
 #include "plait/sim/cost_model.h"
 #include "plait/sim/memory_model.h"
+#include "plait/sim/sharded_memory.h"
 #include "plait/trace/event.h"
 
 namespace plait::sim {
@@ -26,6 +27,9 @@ namespace plait::sim {
 struct SimOptions {
   bool record_events = true;
   bool record_sends = true;
+  // Each rank's chunks under their stages' sharding (sharded_memory.h): with a memory model, the
+  // replay of weights, gradients and optimizer state joins the activations in RankResult::memory.
+  const ChunkStates* chunk_states = nullptr;
 };
 
 // A rank's activations and K/V as the engine allocates them, action by action from the exact
@@ -44,6 +48,9 @@ struct RankResult {
   double peak_activation_bytes = 0.0;
   double peak_in_flight = 0.0;         // micro-batches of activations
   AllocatedPeaks allocated;
+  // Peaks by category: activations and K/V as `allocated`; with SimOptions::chunk_states also the
+  // static categories, the device total with them and the host tier (sharded_memory.h).
+  CategoryPeaks memory;
 };
 
 struct SimResult {
