@@ -30,6 +30,7 @@
 #include "plait/runtime/measured_step.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/profile_cost_model.h"
+#include "plait/runtime/predicted_memory.h"
 #include "plait/runtime/profile_json.h"
 #include "plait/runtime/rank_gather.h"
 #include "plait/runtime/unit_profiler.h"
@@ -189,6 +190,81 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
     std::printf("Seq1F1B stage-0 peak / 1F1B stage-0 peak = %.4f (textbook (p+k-1)/(k*p) = %.4f; "
                 "limit x 1.1 = %.4f)\n",
                 find("seq1f1b") / find("1f1b"), bound, 1.1 * bound);
+  }
+}
+
+// Sharded data parallelism: 1F1B on one stage held by all p ranks (pp 1 x dp p), at levels 0-3
+// with and without offload; per rank every category's measured peak during a step (device
+// tracker, its host tier) against runtime::predicted_memory (the simulator's replay of
+// spec/sharded_state.h), and the weights resident between steps.
+void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  const int p = world.size();
+  const bool lead = world.rank() == 0;
+  if (p < 2) return;
+  const RandomTokens data(1 << 20);
+  static constexpr const char* kNames[] = {"weights", "grads", "optim", "activ", "kv", "host w", "host opt",
+                                           "host grad", "total"};
+  if (lead) {
+    std::printf("\nsharded data parallelism: 1f1b, pp 1 x dp %d (one stage, %d layers, on every rank), m = %d per "
+                "replica; per rank, each category's measured peak in MiB during step %d and its error against the "
+                "prediction (runtime::predicted_memory: the simulator's replay of spec/sharded_state.h); 'between' = "
+                "weights resident between steps\n",
+                p, o.layers, o.microbatches, o.steps);
+    std::printf("%-5s %-7s %4s", "level", "offload", "rank");
+    for (const char* n : kNames) std::printf(" %16s", n);
+    std::printf(" %12s\n", "between");
+  }
+  for (int level = 0; level <= 3; ++level) {
+    for (bool offload : {false, true}) {
+      runtime::JobConfig job = bench_job(o, "1f1b", 1);
+      job.parallel.dp = p;
+      job.parallel.shard = {level};
+      job.parallel.offload = {offload};
+      job.parallel.devices.resize(static_cast<std::size_t>(p));
+      for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
+      const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
+      const runtime::TrainConfig t = job.global_train();
+      const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
+      MemoryTracker tracker, buffers;
+      runtime::TrainerOptions options;
+      options.buffer_tracker = &buffers;
+      runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
+      for (int s = 0; s < o.steps; ++s) trainer.step(s, loader);
+      tracker.reset_peaks();
+      trainer.host_tracker().reset_peaks();
+      trainer.step(o.steps, loader);
+      const MemoryTracker& host = trainer.host_tracker();
+      const auto d = [&](MemoryCategory c) { return static_cast<double>(tracker.peak(c)); };
+      const auto h = [&](MemoryCategory c) { return static_cast<double>(host.peak(c)); };
+      const std::vector<double> mine = {d(MemoryCategory::kParameters), d(MemoryCategory::kGradients),
+                                        d(MemoryCategory::kOptimizerState), d(MemoryCategory::kActivations),
+                                        d(MemoryCategory::kKVCache), h(MemoryCategory::kParameters),
+                                        h(MemoryCategory::kOptimizerState), h(MemoryCategory::kGradients),
+                                        static_cast<double>(tracker.peak_total()),
+                                        static_cast<double>(tracker.current(MemoryCategory::kParameters))};
+      const auto all = runtime::gather_all(world, mine);
+      if (!lead) continue;
+      const std::vector<sim::CategoryPeaks> predicted = runtime::predicted_memory(plan);
+      for (int r = 0; r < p; ++r) {
+        const sim::CategoryPeaks& q = predicted[static_cast<std::size_t>(r)];
+        const double want[] = {q.parameters, q.gradients, q.optimizer, q.activations, q.kv_cache,
+                               q.host_parameters, q.host_optimizer, q.host_gradients, q.total};
+        std::printf("%-5d %-7s %4d", level, offload ? "yes" : "no", r);
+        for (std::size_t i = 0; i < 9; ++i) {
+          const double got = all[static_cast<std::size_t>(r)][i];
+          if (want[i] == 0 && got == 0) {
+            std::printf(" %16s", "0");
+          } else {
+            std::printf(" %8.2f %+6.1f%%", mib(got), want[i] > 0 ? 100 * (got - want[i]) / want[i] : 100.0);
+          }
+        }
+        std::printf(" %8.2f MiB\n", mib(all[static_cast<std::size_t>(r)][9]));
+      }
+    }
+  }
+  if (lead) {
+    std::printf("error = (measured - predicted) / predicted; the prediction leaves out what lives inside one action "
+                "(a layer's backward workspace), so activations and the total run slightly above it\n");
   }
 }
 
@@ -458,6 +534,7 @@ void run_bench(const BenchRuntimeOptions& o, bool speed) {
       run_speed(session.world(), o);
     } else {
       run_memory(session.world(), o);
+      run_shard_memory(session.world(), o);
     }
   } catch (const std::exception& e) {
     comm::abort_job(e.what());
