@@ -71,6 +71,8 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
   std::vector<double> now(ranks, 0.0), port_free(ranks, 0.0), activation(ranks, 0.0),
       in_flight(ranks, 0.0);
   std::vector<AllocatedLevels> allocated(ranks);
+  std::unique_ptr<CollectiveGates> gates;
+  if (options.data_parallel) gates = std::make_unique<CollectiveGates>(schedule, lowered, *options.data_parallel, cost);
   std::unique_ptr<StaticReplay> replay;
   if (memory && options.chunk_states) replay = std::make_unique<StaticReplay>(schedule, lowered, *options.chunk_states);
   std::vector<std::int32_t> pc(ranks, 0), waiting(ranks, -1);
@@ -94,6 +96,16 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
     RankResult& rr = result.ranks[r];
     while (pc[r] < static_cast<std::int32_t>(program.size())) {
       const schedule::Op op = program[pc[r]];
+      if (gates) {
+        for (int woken : gates->start_before(r, pc[r], now[r])) work.push_back(woken);
+        if (const int g = gates->wait_before(r, pc[r]); g >= 0) {
+          if (gates->completion(g) < 0) {
+            gates->waiting(r, g);
+            break;
+          }
+          now[r] = std::max(now[r], gates->completion(g));
+        }
+      }
       if (op.kind == OpKind::compute) {
         const schedule::Action& a = actions[op.index];
         const std::int32_t s = layout.vstage(r, a.chunk);
@@ -129,6 +141,7 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
         }
         rr.busy += end - start;
         now[r] = end;
+        if (gates) gates->start_after(r, pc[r], end);
         if (options.record_events) {
           trace::Event e;
           e.rank = r;
@@ -194,6 +207,13 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
       replay->host_peaks(r, m);
     }
     result.step_time = std::max(result.step_time, result.ranks[r].finish);
+  }
+  result.synchronized_step_time = result.step_time;
+  if (gates) {
+    std::vector<double> finish, ends;
+    for (const RankResult& rr : result.ranks) finish.push_back(rr.finish);
+    result.synchronized_step_time = gates->step_end(finish, ends);
+    for (int r = 0; r < ranks; ++r) result.ranks[r].step_end = ends[static_cast<std::size_t>(r)];
   }
   double busy = 0.0;
   for (const RankResult& rr : result.ranks) busy += rr.busy;
