@@ -26,6 +26,8 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/data/batch_loader.h"
+#include "plait/model/parameter_layout.h"
+#include "plait/runtime/data_parallel_model.h"
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/measured_step.h"
 #include "plait/runtime/pipeline_plan.h"
@@ -301,6 +303,18 @@ int peak_in_flight(const runtime::PipelinePlan& plan) {
   return static_cast<int>(std::ceil(peak - 1e-9));
 }
 
+// The link: latency from a one-float ping-pong, bandwidth from one of a segment's activations.
+sim::LinkProfile measure_link(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  const std::size_t big = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden;
+  const double small_t = one_way_seconds(world, 1, 200);
+  const double big_t = one_way_seconds(world, big, 50);
+  sim::LinkProfile link;
+  link.latency_seconds = small_t;
+  link.bandwidth_bytes_per_second =
+      big_t > small_t ? static_cast<double>(big * sizeof(float)) / (big_t - small_t) : 1e12;
+  return link;
+}
+
 runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime::PipelinePlan& plan,
                                         int repeats, int in_flight, bool recompute) {
   runtime::ProfileOptions options;
@@ -367,14 +381,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       comma_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
                                      : o.schedules);
   const RandomTokens data(1 << 20);
-  // The link: latency from a one-float ping-pong, bandwidth from one of a segment's activations.
-  const std::size_t big = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden;
-  const double small_t = one_way_seconds(world, 1, 200);
-  const double big_t = one_way_seconds(world, big, 50);
-  sim::LinkProfile link;
-  link.latency_seconds = small_t;
-  link.bandwidth_bytes_per_second =
-      big_t > small_t ? static_cast<double>(big * sizeof(float)) / (big_t - small_t) : 1e12;
+  const sim::LinkProfile link = measure_link(world, o);
   if (lead) {
     std::printf("plait bench runtime speed: p = %d ranks x 1 thread, model %d layers x hidden %d, %d "
                 "heads, seq %d, micro-batch %d, m = %d, k = %d (%s split) for sequence-level "
@@ -527,11 +534,112 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
               "simulated idle share; busy = the ranks' mean compute time (median over rounds) and simulated\n");
 }
 
+// Sharded data parallelism's time: 1F1B on one stage held by all p ranks (pp 1 x dp p) at levels
+// 0-3 with and without offload; per option the median step (barrier to the end of the update,
+// slowest rank) over the rounds against the simulator with the profiled units, the measured link
+// and this machine's AdamW and copy rates (sim/data_parallel_timing.h: gathers, reductions,
+// update, all-gathers), and the part after the pipeline (collectives and update) alike.
+void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  omp_set_num_threads(1);
+  const int p = world.size();
+  const bool lead = world.rank() == 0;
+  const RandomTokens data(1 << 20);
+  const sim::LinkProfile link = measure_link(world, o);
+  // This machine's update, copy, commit and collective rates at the stage's size, measured on
+  // every rank at once (the collectives over the data-parallel group: here every rank), averaged.
+  runtime::JobConfig probe = bench_job(o, "1f1b", 1);
+  probe.parallel.dp = p;
+  const runtime::PipelinePlan probe_plan = runtime::build_pipeline_plan(probe, p);
+  const std::size_t stage_elements =
+      model::layout_size(model::parameter_layout(probe_plan.model, probe_plan.vstage_specs.front()));
+  runtime::UpdateCosts costs = runtime::measure_update_costs(world, stage_elements);
+  {
+    const std::vector<double> mine = {costs.device_seconds_per_element, costs.copy_bytes_per_second,
+                                      costs.commit_bytes_per_second, costs.all_reduce_seconds_per_byte,
+                                      costs.reduce_scatter_seconds_per_byte, costs.all_gather_seconds_per_byte};
+    const auto all = runtime::gather_all(world, mine);
+    std::vector<double> mean(mine.size(), 0.0);
+    for (const auto& r : all) {
+      for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += r[i] / static_cast<double>(all.size());
+    }
+    costs = {mean[0], mean[0], mean[1], mean[2], mean[3], mean[4], mean[5]};
+  }
+  struct Run {
+    int level;
+    bool offload;
+    runtime::PipelinePlan plan;
+    std::unique_ptr<data::BatchLoader> loader;
+    std::unique_ptr<MemoryTracker> tracker;
+    std::unique_ptr<runtime::DistributedTrainer> trainer;
+    std::vector<double> steps, tails;
+  };
+  std::vector<Run> runs;
+  for (int level = 0; level <= 3; ++level) {
+    for (bool offload : {false, true}) {
+      Run run;
+      run.level = level;
+      run.offload = offload;
+      runtime::JobConfig job = bench_job(o, "1f1b", 1);
+      job.parallel.dp = p;
+      job.parallel.shard = {level};
+      job.parallel.offload = {offload};
+      job.parallel.devices.resize(static_cast<std::size_t>(p));
+      for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
+      run.plan = runtime::build_pipeline_plan(job, p);
+      const runtime::TrainConfig t = job.global_train();
+      run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
+      run.tracker = std::make_unique<MemoryTracker>();
+      run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
+      run.trainer->step(0, *run.loader);
+      runs.push_back(std::move(run));
+    }
+  }
+  std::vector<runtime::SegmentProfile> profiles;
+  for (int s = 1; s <= o.steps; ++s) {
+    if (s == 1 || o.profile.empty()) {
+      profiles.push_back(o.profile.empty() ? measure_profile(world, runs.front().plan, o.repeats, 1)
+                                           : runtime::read_segment_profile(o.profile));
+    }
+    for (Run& run : runs) {
+      const runtime::MeasuredStep m = runtime::gather_step(world, run.trainer->step(s, *run.loader));
+      run.steps.push_back(m.step_seconds);
+      run.tails.push_back(m.step_seconds - m.makespan());
+    }
+  }
+  if (!lead) return;
+  const double stage_bytes = 4.0 * static_cast<double>(stage_elements);
+  std::printf("\nsharded data parallelism: 1f1b, pp 1 x dp %d, %d rounds; measured here on the stage's %.1f MiB: AdamW "
+              "%.2f ns per element, copies %.2f GB/s, commit %.2f GB/s, all-reduce %.1f ms, reduce-scatter %.1f ms, "
+              "all-gather %.1f ms; step = barrier to the end of the update on the slowest rank (median over rounds), "
+              "after = the step past the pipeline's last compute (collectives and update)\n",
+              p, o.steps, mib(stage_bytes), 1e9 * costs.device_seconds_per_element, costs.copy_bytes_per_second / 1e9,
+              costs.commit_bytes_per_second / 1e9, 1e3 * costs.all_reduce_seconds_per_byte * stage_bytes,
+              1e3 * costs.reduce_scatter_seconds_per_byte * stage_bytes, 1e3 * costs.all_gather_seconds_per_byte * stage_bytes);
+  std::printf("%-5s %-7s | %10s %21s | %10s %7s | %9s %9s\n", "level", "offload", "measured", "(fastest - slowest)",
+              "simulated", "error", "after", "sim");
+  const runtime::SegmentProfile profile = combine(profiles);
+  for (const Run& run : runs) {
+    const runtime::ProfileCostModel cost(profile, run.plan, link);
+    const sim::DataParallelModel dp = runtime::data_parallel_model(run.plan, costs);
+    sim::SimOptions options{false, false, nullptr, &dp};
+    const sim::SimResult r = sim::simulate(run.plan.schedule, runtime::lower_plan(run.plan, INT32_MAX), cost, nullptr, options);
+    std::vector<double> sorted = run.steps, tails = run.tails;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(tails.begin(), tails.end());
+    const double median = sorted[sorted.size() / 2];
+    std::printf("%-5d %-7s | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.2f ms %6.2f ms\n", run.level,
+                run.offload ? "yes" : "no", 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(),
+                1e3 * r.synchronized_step_time, 100 * (r.synchronized_step_time - median) / median,
+                1e3 * tails[tails.size() / 2], 1e3 * (r.synchronized_step_time - r.step_time));
+  }
+}
+
 void run_bench(const BenchRuntimeOptions& o, bool speed) {
   comm::MpiSession session;
   try {
     if (speed) {
       run_speed(session.world(), o);
+      run_shard_speed(session.world(), o);
     } else {
       run_memory(session.world(), o);
       run_shard_memory(session.world(), o);

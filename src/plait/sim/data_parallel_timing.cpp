@@ -70,18 +70,25 @@ CollectiveGates::CollectiveGates(const schedule::Schedule& schedule, const sched
       }
     }
   }
+  const auto collective = [&](const std::vector<int>& holders, double bytes, Collective kind) {
+    return model.collective_seconds ? model.collective_seconds(holders, bytes, kind)
+                                    : ring_collective_seconds(cost, holders, bytes, kind);
+  };
+  const auto commit = [&](const std::vector<int>& holders, double bytes) {
+    return model.commit_seconds && !holders.empty() ? model.commit_seconds(holders.front(), bytes) : 0.0;
+  };
   reduction_of_stage_.assign(model.stages.size(), -1);
   std::vector<double> tied_post(static_cast<std::size_t>(ranks), -1);
   for (std::size_t v = 0; v < model.stages.size(); ++v) {
     const StageSync& s = model.stages[v];
     const double bytes = s.elements * s.bytes_per_element;
     const int gather = s.policy.shards_parameters()
-                           ? add_gate(s.holders, ring_collective_seconds(cost, s.holders, bytes, Collective::all_gather))
+                           ? add_gate(s.holders, commit(s.holders, bytes) + collective(s.holders, bytes, Collective::all_gather))
                            : -1;
     const int reduce = s.holders.size() > 1
-                           ? add_gate(s.holders, ring_collective_seconds(cost, s.holders, bytes,
-                                                                         s.policy.level == 0 ? Collective::all_reduce
-                                                                                             : Collective::reduce_scatter))
+                           ? add_gate(s.holders, collective(s.holders, bytes,
+                                                            s.policy.level == 0 ? Collective::all_reduce
+                                                                                : Collective::reduce_scatter))
                            : -1;
     reduction_of_stage_[v] = reduce;
     for (int r : s.holders) {
@@ -100,8 +107,7 @@ CollectiveGates::CollectiveGates(const schedule::Schedule& schedule, const sched
     }
   }
   if (model.tied_holders.size() > 1) {
-    tied_gate_ = add_gate(model.tied_holders, ring_collective_seconds(cost, model.tied_holders, model.tied_bytes,
-                                                                      Collective::all_reduce));
+    tied_gate_ = add_gate(model.tied_holders, collective(model.tied_holders, model.tied_bytes, Collective::all_reduce));
     const int V = layout.num_vstages;
     for (int r : model.tied_holders) {
       // After the rank's last W of the first or last stage, whichever comes later.
@@ -158,6 +164,9 @@ double CollectiveGates::step_end(const std::vector<double>& finish, std::vector<
       const int r = s.holders[h];
       const double shard = s.shard.empty() ? s.elements : s.shard[h];
       double t = model_.optimizer_seconds ? model_.optimizer_seconds(r, shard, s.policy.offload) : 0;
+      // Levels 2-3 commit the whole gradient buffer afresh each step (on the W's critical path;
+      // counted here).
+      if (s.policy.shards_gradients() && model_.commit_seconds) t += model_.commit_seconds(r, s.elements * 4);
       if (s.policy.offload && model_.copy_seconds) {
         t += model_.copy_seconds(r, shard * 4);                                       // gradients to the host
         if (!s.policy.shards_parameters()) t += model_.copy_seconds(r, shard * s.bytes_per_element);  // weights back
@@ -170,8 +179,9 @@ double CollectiveGates::step_end(const std::vector<double>& finish, std::vector<
     if (s.policy.level < 1 || s.policy.level > 2) continue;
     double latest = 0;
     for (int r : s.holders) latest = std::max(latest, update[static_cast<std::size_t>(r)]);
-    const double done = latest + ring_collective_seconds(cost_, s.holders, s.elements * s.bytes_per_element,
-                                                         Collective::all_gather);
+    const double bytes = s.elements * s.bytes_per_element;
+    const double done = latest + (model_.collective_seconds ? model_.collective_seconds(s.holders, bytes, Collective::all_gather)
+                                                            : ring_collective_seconds(cost_, s.holders, bytes, Collective::all_gather));
     for (int r : s.holders) rank_end[static_cast<std::size_t>(r)] = std::max(rank_end[static_cast<std::size_t>(r)], done);
   }
   double end = 0;

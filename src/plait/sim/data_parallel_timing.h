@@ -52,6 +52,11 @@ struct DataParallelModel {
   // `bytes` between the rank's device and host.
   std::function<double(int rank, double elements, bool host)> optimizer_seconds;
   std::function<double(int rank, double bytes)> copy_seconds;
+  // Optional: a collective's seconds as measured (instead of the ring over the cost model's
+  // links), and the seconds to commit `bytes` of fresh memory (levels 2-3 commit the gradient
+  // buffer every step, level 3 the gathered weights: zero-filled pages on first touch).
+  std::function<double(const std::vector<int>& holders, double bytes, Collective kind)> collective_seconds;
+  std::function<double(int rank, double bytes)> commit_seconds;
 };
 
 // The event simulator's bookkeeping of these collectives (event_simulator.cpp drives it): where
