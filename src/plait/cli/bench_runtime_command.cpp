@@ -57,6 +57,7 @@ struct BenchRuntimeOptions {
   // segments against few long ones), without recomputation; empty: none.
   std::string segment_counts;
   std::string segment_family = "seq1f1b";
+  std::string shard_schedule = "1f1b";  // the sharding rows' family (pp 1 x dp p)
 };
 
 // A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
@@ -195,7 +196,8 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   }
 }
 
-// Sharded data parallelism: 1F1B on one stage held by all p ranks (pp 1 x dp p), at levels 0-3
+// Sharded data parallelism: one stage held by all p ranks (pp 1 x dp p; 1F1B unless
+// --shard-schedule says otherwise), at levels 0-3
 // with and without offload; per rank every category's measured peak during a step (device
 // tracker, its host tier) against runtime::predicted_memory (the simulator's replay of
 // spec/sharded_state.h), and the weights resident between steps.
@@ -207,18 +209,18 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   static constexpr const char* kNames[] = {"weights", "grads", "optim", "activ", "kv", "host w", "host opt",
                                            "host grad", "total"};
   if (lead) {
-    std::printf("\nsharded data parallelism: 1f1b, pp 1 x dp %d (one stage, %d layers, on every rank), m = %d per "
+    std::printf("\nsharded data parallelism: %s, pp 1 x dp %d (one stage, %d layers, on every rank), m = %d per "
                 "replica; per rank, each category's measured peak in MiB during step %d and its error against the "
                 "prediction (runtime::predicted_memory: the simulator's replay of spec/sharded_state.h); 'between' = "
                 "weights resident between steps\n",
-                p, o.layers, o.microbatches, o.steps);
+                o.shard_schedule.c_str(), p, o.layers, o.microbatches, o.steps);
     std::printf("%-5s %-7s %4s", "level", "offload", "rank");
     for (const char* n : kNames) std::printf(" %16s", n);
     std::printf(" %12s\n", "between");
   }
   for (int level = 0; level <= 3; ++level) {
     for (bool offload : {false, true}) {
-      runtime::JobConfig job = bench_job(o, "1f1b", 1);
+      runtime::JobConfig job = bench_job(o, o.shard_schedule, 1);
       job.parallel.dp = p;
       job.parallel.shard = {level};
       job.parallel.offload = {offload};
@@ -547,7 +549,7 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const sim::LinkProfile link = measure_link(world, o);
   // This machine's update, copy, commit and collective rates at the stage's size, measured on
   // every rank at once (the collectives over the data-parallel group: here every rank), averaged.
-  runtime::JobConfig probe = bench_job(o, "1f1b", 1);
+  runtime::JobConfig probe = bench_job(o, o.shard_schedule, 1);
   probe.parallel.dp = p;
   const runtime::PipelinePlan probe_plan = runtime::build_pipeline_plan(probe, p);
   const std::size_t stage_elements =
@@ -579,7 +581,7 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       Run run;
       run.level = level;
       run.offload = offload;
-      runtime::JobConfig job = bench_job(o, "1f1b", 1);
+      runtime::JobConfig job = bench_job(o, o.shard_schedule, 1);
       job.parallel.dp = p;
       job.parallel.shard = {level};
       job.parallel.offload = {offload};
@@ -597,7 +599,7 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   std::vector<runtime::SegmentProfile> profiles;
   for (int s = 1; s <= o.steps; ++s) {
     if (s == 1 || o.profile.empty()) {
-      profiles.push_back(o.profile.empty() ? measure_profile(world, runs.front().plan, o.repeats, 1)
+      profiles.push_back(o.profile.empty() ? measure_profile(world, runs.front().plan, o.repeats, 1, false)
                                            : runtime::read_segment_profile(o.profile));
     }
     for (Run& run : runs) {
@@ -608,11 +610,11 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   }
   if (!lead) return;
   const double stage_bytes = 4.0 * static_cast<double>(stage_elements);
-  std::printf("\nsharded data parallelism: 1f1b, pp 1 x dp %d, %d rounds; measured here on the stage's %.1f MiB: AdamW "
+  std::printf("\nsharded data parallelism: %s, pp 1 x dp %d, %d rounds; measured here on the stage's %.1f MiB: AdamW "
               "%.2f ns per element, copies %.2f GB/s, commit %.2f GB/s, all-reduce %.1f ms, reduce-scatter %.1f ms, "
               "all-gather %.1f ms; step = barrier to the end of the update on the slowest rank (median over rounds), "
               "after = the step past the pipeline's last compute (collectives and update)\n",
-              p, o.steps, mib(stage_bytes), 1e9 * costs.device_seconds_per_element, costs.copy_bytes_per_second / 1e9,
+              o.shard_schedule.c_str(), p, o.steps, mib(stage_bytes), 1e9 * costs.device_seconds_per_element, costs.copy_bytes_per_second / 1e9,
               costs.commit_bytes_per_second / 1e9, 1e3 * costs.all_reduce_seconds_per_byte * stage_bytes,
               1e3 * costs.reduce_scatter_seconds_per_byte * stage_bytes, 1e3 * costs.all_gather_seconds_per_byte * stage_bytes);
   std::printf("%-5s %-7s | %10s %21s | %10s %7s | %9s %9s\n", "level", "offload", "measured", "(fastest - slowest)",
@@ -667,6 +669,7 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
                   "parallel.recompute values to run each schedule with: none, full, N or n0,n1,...")
       ->expected(1, 16)
       ->capture_default_str();
+  cmd->add_option("--shard-schedule", o.shard_schedule, "Family of the sharding rows (pp 1 x dp p)")->capture_default_str();
 }
 
 void register_bench_runtime(CLI::App& app) {
