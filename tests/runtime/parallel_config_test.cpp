@@ -31,6 +31,16 @@ std::string error_of(const std::string& parallel, int world) {
   return "(no error)";
 }
 
+// The InputError of reading a section (the plan is not built).
+std::string parse_error(const std::string& parallel) {
+  try {
+    job(parallel);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 TEST(ParallelConfig, GeneratedFormDefaultsAndGlobalBatch) {
   const JobConfig j = job(R"({"schedule": "seq1f1b", "pp": 2, "dp": 3})");
   EXPECT_EQ(j.parallel.form, ParallelConfig::Form::generated);
@@ -136,14 +146,6 @@ TEST(ParallelConfig, BadLayoutsAreOneLineNamingFileAndField) {
 }
 
 TEST(ParallelConfig, BadSectionsAreInputErrors) {
-  auto parse_error = [](const std::string& parallel) {
-    try {
-      job(parallel);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   EXPECT_EQ(parse_error(R"({"pp": 2, "pipeline": 2})"), "p.json: parallel.pipeline: unknown field");
   EXPECT_TRUE(parse_error(R"({"schedule": "2f2b"})")
                   .starts_with("p.json: parallel.schedule: unknown schedule '2f2b'; expected one of gpipe"));
@@ -210,14 +212,6 @@ TEST(ParallelConfig, ShardingIsReadPerStageAndCheckedAgainstTheLayout) {
   EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 1, "dp": 2, "shard": 1, "shard_shares": "memory"})", 2),
             "p.json: parallel.shard_shares: shards proportional to memory need every holder's memory_bytes; rank 0 "
             "(virtual stage 0) has none");
-  auto parse_error = [](const std::string& parallel) {
-    try {
-      job(parallel);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   EXPECT_EQ(parse_error(R"({"dp": 2, "shard": 4})"),
             "p.json: parallel.shard: expected a ZeRO level 0, 1, 2 or 3 (or a list with one per virtual stage), found 4");
   EXPECT_EQ(parse_error(R"({"dp": 2, "offload": "yes"})"),

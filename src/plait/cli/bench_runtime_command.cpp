@@ -110,6 +110,28 @@ struct CategoryBytes {
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0, kv = 0, units = 0, comm = 0;
 };
 
+// A trainer for `job` with comm buffers on their own tracker, after `warm_up` steps, its peaks
+// (device and host tier) reset: the next step is the measured one.
+struct MeasuredTrainer {
+  runtime::PipelinePlan plan;
+  runtime::TrainConfig train;
+  data::BatchLoader loader;
+  MemoryTracker tracker, buffers;
+  std::unique_ptr<runtime::DistributedTrainer> trainer;
+
+  MeasuredTrainer(comm::Communicator& world, const runtime::JobConfig& job, const RandomTokens& data, int warm_up)
+      : plan(runtime::build_pipeline_plan(job, world.size())),
+        train(job.global_train()),
+        loader(data.tokens, train.seq, train.microbatch_size, train.microbatches, 1) {
+    runtime::TrainerOptions options;
+    options.buffer_tracker = &buffers;
+    trainer = std::make_unique<runtime::DistributedTrainer>(plan, train, world, tracker, options);
+    for (int s = 0; s < warm_up; ++s) trainer->step(s, loader);
+    tracker.reset_peaks();
+    trainer->host_tracker().reset_peaks();
+  }
+};
+
 void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const bool lead = world.rank() == 0;
@@ -226,18 +248,11 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
       job.parallel.offload = {offload};
       job.parallel.devices.resize(static_cast<std::size_t>(p));
       for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
-      const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
-      const runtime::TrainConfig t = job.global_train();
-      const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
-      MemoryTracker tracker, buffers;
-      runtime::TrainerOptions options;
-      options.buffer_tracker = &buffers;
-      runtime::DistributedTrainer trainer(plan, t, world, tracker, options);
-      for (int s = 0; s < o.steps; ++s) trainer.step(s, loader);
-      tracker.reset_peaks();
-      trainer.host_tracker().reset_peaks();
-      trainer.step(o.steps, loader);
-      const MemoryTracker& host = trainer.host_tracker();
+      MeasuredTrainer run(world, job, data, o.steps);
+      const runtime::PipelinePlan& plan = run.plan;
+      const MemoryTracker& tracker = run.tracker;
+      run.trainer->step(o.steps, run.loader);
+      const MemoryTracker& host = run.trainer->host_tracker();
       const auto d = [&](MemoryCategory c) { return static_cast<double>(tracker.peak(c)); };
       const auto h = [&](MemoryCategory c) { return static_cast<double>(host.peak(c)); };
       const std::vector<double> mine = {d(MemoryCategory::kParameters), d(MemoryCategory::kGradients),

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "plait/comm/backoff.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
@@ -122,7 +123,14 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
   if (s.input_message >= 0) {
     if (!state_->posted.contains(s.input_message)) post(s.input_message);
     auto it = state_->posted.find(s.input_message);
-    it->second.request.wait();
+    // Waiting keeps the rank's own sends, reductions, gathers and copies moving (OpenMPI
+    // advances collectives only inside MPI calls; a reduced chunk's host copy and early update
+    // are this rank's to start).
+    comm::Backoff backoff(it->second.request.backoff_policy());
+    while (!it->second.request.test()) {
+      poll();
+      backoff.pause();
+    }
     model::PooledBuffer buffer = std::move(it->second.buffer);
     state_->posted.erase(it);
     return buffer;

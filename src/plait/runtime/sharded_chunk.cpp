@@ -111,15 +111,17 @@ void ShardedChunk::begin_step(double lr, bool early_update) {
 }
 
 void ShardedChunk::start_gather() {
-  if (!s_.policy.shards_parameters() || gathered_ || gather_collective_started_ || gather_copy_) return;
+  if (!s_.policy.shards_parameters() || gathered_ || gather_collective_started_) return;
   model_.parameter_storage().commit();
   if (s_.policy.offload) {
-    // The parked shard comes in from the host first; the collective starts once it is there.
-    gather_copy_ = copies_->submit(model_.parameters().data() + begin_, master_.data(),
-                                   master_.size() * sizeof(float));
-  } else {
-    start_weight_gather();
+    // The parked shard comes in from the host first. The collective must start here, where
+    // every holder (and the deadlock check, lazy_gathers_deadlock_free) counts on it: a holder
+    // blocked on a pipeline message polls nothing, so a start deferred to its next poll could
+    // leave the others waiting for it in a cycle. So the copy is waited for now.
+    copies_->wait(copies_->submit(model_.parameters().data() + begin_, master_.data(),
+                                  master_.size() * sizeof(float)));
   }
+  start_weight_gather();
 }
 
 void ShardedChunk::start_weight_gather() {
@@ -133,11 +135,6 @@ void ShardedChunk::start_weight_gather() {
 void ShardedChunk::wait_gathered() {
   if (!s_.policy.shards_parameters() || gathered_) return;
   start_gather();
-  if (gather_copy_) {
-    copies_->wait(*gather_copy_);
-    gather_copy_.reset();
-    start_weight_gather();
-  }
   comm::wait_all(gather_);
   gather_.clear();
   gathered_ = true;
@@ -179,10 +176,6 @@ void ShardedChunk::tied_written() {
 }
 
 void ShardedChunk::poll() {
-  if (gather_copy_ && copies_->ready(*gather_copy_)) {
-    gather_copy_.reset();
-    start_weight_gather();
-  }
   if (!gather_.empty() && comm::test_all(gather_)) {
     gather_.clear();
     gathered_ = true;

@@ -145,7 +145,6 @@ class ShardedChunk {
   double lr_ = 0;
   bool early_update_ = false;
   bool gathered_ = false, gather_collective_started_ = false;
-  std::optional<CopyEvent> gather_copy_;
   std::vector<comm::Request> gather_;
   bool reduction_started_ = false, tied_done_ = false, reduced_ = false;
   std::vector<comm::Request> reduction_;

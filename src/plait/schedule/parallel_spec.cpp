@@ -116,36 +116,38 @@ void parse_explicit(const JsonFields& p, ParallelSpec& c) {
   c.schedule_name = p.string("schedule_name", "explicit");
 }
 
+// One value for every virtual stage, or a list with one per stage: `read` checks and converts
+// each (failing with `what` on the field `key`).
+template <typename T, typename Read>
+void per_stage_values(const JsonFields& p, const std::string& key, const std::string& what, Read read,
+                      std::vector<T>& out) {
+  if (!p.has(key)) return;
+  const nlohmann::json& v = p.raw(key);
+  const auto one = [&](const nlohmann::json& x) -> T {
+    const std::optional<T> value = read(x);
+    if (!value) p.fail(key, "expected " + what + " (or a list with one per virtual stage), found " + x.dump());
+    return *value;
+  };
+  if (!v.is_array()) {
+    out.push_back(one(v));
+    return;
+  }
+  if (v.empty()) p.fail(key, "expected one value per virtual stage, found an empty list");
+  for (const nlohmann::json& x : v) out.push_back(one(x));
+}
+
 // "shard": 2 or [0, 1, 2, 3]; "offload": true or [false, true]; "shard_shares": "equal" | "memory".
 void parse_sharding(const JsonFields& p, ParallelSpec& c) {
-  if (p.has("shard")) {
-    const nlohmann::json& v = p.raw("shard");
-    const auto level = [&](const nlohmann::json& x) {
-      if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 3) {
-        p.fail("shard", "expected a ZeRO level 0, 1, 2 or 3 (or a list with one per virtual stage), found " + x.dump());
-      }
-      return x.get<int>();
-    };
-    if (v.is_array()) {
-      if (v.empty()) p.fail("shard", "expected one level per virtual stage, found an empty list");
-      for (const nlohmann::json& x : v) c.shard.push_back(level(x));
-    } else {
-      c.shard.push_back(level(v));
-    }
-  }
-  if (p.has("offload")) {
-    const nlohmann::json& v = p.raw("offload");
-    const auto flag = [&](const nlohmann::json& x) {
-      if (!x.is_boolean()) p.fail("offload", "expected true or false (or a list with one per virtual stage), found " + x.dump());
-      return x.get<bool>();
-    };
-    if (v.is_array()) {
-      if (v.empty()) p.fail("offload", "expected one flag per virtual stage, found an empty list");
-      for (const nlohmann::json& x : v) c.offload.push_back(flag(x));
-    } else {
-      c.offload.push_back(flag(v));
-    }
-  }
+  per_stage_values<int>(p, "shard", "a ZeRO level 0, 1, 2 or 3", [](const nlohmann::json& x) -> std::optional<int> {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 3) return std::nullopt;
+    return x.get<int>();
+  }, c.shard);
+  std::vector<bool> offload;
+  per_stage_values<bool>(p, "offload", "true or false", [](const nlohmann::json& x) -> std::optional<bool> {
+    if (!x.is_boolean()) return std::nullopt;
+    return x.get<bool>();
+  }, offload);
+  c.offload = offload;
   const std::string shares = p.string("shard_shares", "equal");
   if (shares != "equal" && shares != "memory") {
     p.fail("shard_shares", "expected \"equal\" or \"memory\" (shards proportional to the devices' memory_bytes), found \"" +
