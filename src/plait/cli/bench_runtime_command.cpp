@@ -92,6 +92,18 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   return job;
 }
 
+// The sharding rows' job: --shard-schedule on one stage held by all p ranks (pp 1 x dp p) at
+// `level`, offloaded or not (every rank with a host tier of 1 TiB).
+runtime::JobConfig shard_job(const BenchRuntimeOptions& o, int p, int level, bool offload) {
+  runtime::JobConfig job = bench_job(o, o.shard_schedule, 1);
+  job.parallel.dp = p;
+  job.parallel.shard = {level};
+  job.parallel.offload = {offload};
+  job.parallel.devices.resize(static_cast<std::size_t>(p));
+  for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
+  return job;
+}
+
 // Random tokens (the benchmarks time the engine, not the data).
 struct RandomTokens {
   explicit RandomTokens(std::size_t n) : tokens(n) {
@@ -242,12 +254,7 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   }
   for (int level = 0; level <= 3; ++level) {
     for (bool offload : {false, true}) {
-      runtime::JobConfig job = bench_job(o, o.shard_schedule, 1);
-      job.parallel.dp = p;
-      job.parallel.shard = {level};
-      job.parallel.offload = {offload};
-      job.parallel.devices.resize(static_cast<std::size_t>(p));
-      for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
+      const runtime::JobConfig job = shard_job(o, p, level, offload);
       MeasuredTrainer run(world, job, data, o.steps);
       const runtime::PipelinePlan& plan = run.plan;
       const MemoryTracker& tracker = run.tracker;
@@ -584,41 +591,24 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   struct Run {
     int level;
     bool offload;
-    runtime::PipelinePlan plan;
-    std::unique_ptr<data::BatchLoader> loader;
-    std::unique_ptr<MemoryTracker> tracker;
-    std::unique_ptr<runtime::DistributedTrainer> trainer;
+    std::unique_ptr<MeasuredTrainer> measured;  // after one warm-up step
     std::vector<double> steps, tails;
   };
   std::vector<Run> runs;
   for (int level = 0; level <= 3; ++level) {
     for (bool offload : {false, true}) {
-      Run run;
-      run.level = level;
-      run.offload = offload;
-      runtime::JobConfig job = bench_job(o, o.shard_schedule, 1);
-      job.parallel.dp = p;
-      job.parallel.shard = {level};
-      job.parallel.offload = {offload};
-      job.parallel.devices.resize(static_cast<std::size_t>(p));
-      for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
-      run.plan = runtime::build_pipeline_plan(job, p);
-      const runtime::TrainConfig t = job.global_train();
-      run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
-      run.tracker = std::make_unique<MemoryTracker>();
-      run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
-      run.trainer->step(0, *run.loader);
-      runs.push_back(std::move(run));
+      const runtime::JobConfig job = shard_job(o, p, level, offload);
+      runs.push_back({level, offload, std::make_unique<MeasuredTrainer>(world, job, data, 1), {}, {}});
     }
   }
   std::vector<runtime::SegmentProfile> profiles;
   for (int s = 1; s <= o.steps; ++s) {
     if (s == 1 || o.profile.empty()) {
-      profiles.push_back(o.profile.empty() ? measure_profile(world, runs.front().plan, o.repeats, 1, false)
+      profiles.push_back(o.profile.empty() ? measure_profile(world, runs.front().measured->plan, o.repeats, 1, false)
                                            : runtime::read_segment_profile(o.profile));
     }
     for (Run& run : runs) {
-      const runtime::MeasuredStep m = runtime::gather_step(world, run.trainer->step(s, *run.loader));
+      const runtime::MeasuredStep m = runtime::gather_step(world, run.measured->trainer->step(s, run.measured->loader));
       run.steps.push_back(m.step_seconds);
       run.tails.push_back(m.step_seconds - m.makespan());
     }
@@ -636,10 +626,11 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
               "simulated", "error", "after", "sim");
   const runtime::SegmentProfile profile = combine(profiles);
   for (const Run& run : runs) {
-    const runtime::ProfileCostModel cost(profile, run.plan, link);
-    const sim::DataParallelModel dp = runtime::data_parallel_model(run.plan, costs);
+    const runtime::PipelinePlan& plan = run.measured->plan;
+    const runtime::ProfileCostModel cost(profile, plan, link);
+    const sim::DataParallelModel dp = runtime::data_parallel_model(plan, costs);
     sim::SimOptions options{false, false, nullptr, &dp};
-    const sim::SimResult r = sim::simulate(run.plan.schedule, runtime::lower_plan(run.plan, INT32_MAX), cost, nullptr, options);
+    const sim::SimResult r = sim::simulate(plan.schedule, runtime::lower_plan(plan, INT32_MAX), cost, nullptr, options);
     std::vector<double> sorted = run.steps, tails = run.tails;
     std::sort(sorted.begin(), sorted.end());
     std::sort(tails.begin(), tails.end());

@@ -113,6 +113,15 @@ JobConfig job(const SharedDir& dir, const std::string& schedule, int pp, int dp,
   return j;
 }
 
+// Every tensor name of the whole model with its two AdamW moments: what a checkpoint holds once.
+std::set<std::string> expected_tensor_names(const spec::ModelSpec& model) {
+  std::set<std::string> expected;
+  for (const model::NamedTensor& t : model::parameter_layout(model, model::StageSpec::whole_model(model))) {
+    for (const char* suffix : {"", ".adam_m", ".adam_v"}) expected.insert(t.name + suffix);
+  }
+  return expected;
+}
+
 struct Outcome {
   std::map<std::int64_t, double> loss, val_loss;
   std::vector<std::vector<float>> state;  // per chunk: parameters, then both moments
@@ -268,10 +277,7 @@ TEST(CheckpointFiles, NameEveryTensorOnceAndOpenWithAnIndependentReader) {
   }
   ASSERT_EQ(saved, dir / "ckpt/step_00000002");
   const checkpoint::CheckpointReader reader(saved);
-  std::set<std::string> expected;
-  for (const model::NamedTensor& t : model::parameter_layout(j.run.model, model::StageSpec::whole_model(j.run.model))) {
-    for (const char* suffix : {"", ".adam_m", ".adam_v"}) expected.insert(t.name + suffix);
-  }
+  const std::set<std::string> expected = expected_tensor_names(j.run.model);
   const std::vector<std::string> names = reader.tensor_names();
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), expected);
   std::size_t listed = 0;
@@ -365,12 +371,8 @@ TEST(CheckpointResume, AShardedCheckpointLoadsIntoOtherLayoutsAndLevels) {
   const Outcome reference = run(source, world());
   {
     const checkpoint::CheckpointReader reader(dir / "ckpt/step_00000002");
-    std::set<std::string> expected;
-    for (const model::NamedTensor& t : model::parameter_layout(source.run.model, model::StageSpec::whole_model(source.run.model))) {
-      for (const char* suffix : {"", ".adam_m", ".adam_v"}) expected.insert(t.name + suffix);
-    }
     const std::vector<std::string> names = reader.tensor_names();
-    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), expected);
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), expected_tensor_names(source.run.model));
   }
   for (const Layout& l : {Layout{"seq1f1b", 4, 1, 4, 2, 0}, Layout{"seq1f1b", 1, 4, 1, 2, 0, 1, false},
                           Layout{"seq1f1b", 2, 2, 2, 2, 0, 2, false}}) {
