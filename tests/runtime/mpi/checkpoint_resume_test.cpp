@@ -462,51 +462,58 @@ TEST(Evaluation, ForwardOnlyPipelineGivesTheTrainingLossOfTheSameBatch) {
   }
 }
 
+// With data parallelism the same at level 3 with offload: the norm and the flag come from the
+// shards (each rank checks the part it holds reduced), the skip leaves every shard untouched.
 TEST(NonFinite, AStepWithANanAbortsOnEveryRankOrIsSkippedOnEveryRank) {
   const int n = world().size();
   SharedDir dir("nonfinite");
   write_shards(dir);
-  JobConfig j = n == 2 ? job(dir, "seq1f1b", 2, 1, 4, 2) : job(dir, "seq1f1b", n / 2, 2, 2, 2);
-  j.run.checkpoint.reset();
-  j.run.train.eval_every = 0;
-  const PipelinePlan plan = build_pipeline_plan(j, n);
-  for (const FailureInjection::Kind kind : {FailureInjection::Kind::kNanLoss, FailureInjection::Kind::kNanGradient}) {
-    const int culprit = kind == FailureInjection::Kind::kNanLoss ? n - 1 : 0;  // a head / an embedding rank
-    TrainingRunOptions options;
-    options.trainer.failure = {culprit, 1, kind};
-    {
-      MemoryTracker tracker;
-      TrainingRun r(j, plan, world(), tracker, options);
-      r.next();
-      try {
+  for (const bool sharded : {false, true}) {
+    if (sharded && n < 4) continue;
+    SCOPED_TRACE(sharded ? "level 3, offload" : "not sharded");
+    JobConfig j = n == 2 ? job(dir, "seq1f1b", 2, 1, 4, 2) : job(dir, "seq1f1b", n / 2, 2, 2, 2);
+    if (sharded) apply_sharding(j, {"seq1f1b", n / 2, 2, 2, 2, 0, 3, true});
+    j.run.checkpoint.reset();
+    j.run.train.eval_every = 0;
+    const PipelinePlan plan = build_pipeline_plan(j, n);
+    for (const FailureInjection::Kind kind : {FailureInjection::Kind::kNanLoss, FailureInjection::Kind::kNanGradient}) {
+      const int culprit = kind == FailureInjection::Kind::kNanLoss ? n - 1 : 0;  // a head / an embedding rank
+      TrainingRunOptions options;
+      options.trainer.failure = {culprit, 1, kind};
+      {
+        MemoryTracker tracker;
+        TrainingRun r(j, plan, world(), tracker, options);
         r.next();
-        ADD_FAILURE() << "step 1 should have stopped";
-      } catch (const NonFiniteStepError& e) {
-        const std::string text = e.what();
-        EXPECT_NE(text.find("step 1: "), std::string::npos) << text;
-        if (kind == FailureInjection::Kind::kNanLoss) {
-          EXPECT_NE(text.find("non-finite loss (NaN or infinite) on rank " + std::to_string(culprit)), std::string::npos) << text;
-        } else {
-          EXPECT_NE(text.find("NaN gradient in wte on stage 0"), std::string::npos) << text;
+        try {
+          r.next();
+          ADD_FAILURE() << "step 1 should have stopped";
+        } catch (const NonFiniteStepError& e) {
+          const std::string text = e.what();
+          EXPECT_NE(text.find("step 1: "), std::string::npos) << text;
+          if (kind == FailureInjection::Kind::kNanLoss) {
+            EXPECT_NE(text.find("non-finite loss (NaN or infinite) on rank " + std::to_string(culprit)), std::string::npos) << text;
+          } else {
+            EXPECT_NE(text.find("NaN gradient in wte on stage 0"), std::string::npos) << text;
+          }
         }
       }
+      JobConfig skipping = j;
+      skipping.run.train.on_nonfinite = TrainConfig::OnNonFinite::kSkip;
+      MemoryTracker tracker;
+      TrainingRun r(skipping, plan, world(), tracker, options);
+      r.next();
+      const std::vector<std::vector<float>> before = r.trainer().gather_parameters();
+      const TrainingStep skipped = r.next();
+      ASSERT_TRUE(skipped.result);
+      EXPECT_TRUE(skipped.result->skipped);
+      EXPECT_FALSE(skipped.result->nonfinite.empty());
+      EXPECT_EQ(r.trainer().optimizer_steps(), 1);
+      EXPECT_EQ(r.trainer().gather_parameters(), before);
+      const TrainingStep after = r.next();  // training goes on
+      EXPECT_FALSE(after.result->skipped);
+      EXPECT_TRUE(std::isfinite(after.result->loss));
+      EXPECT_EQ(r.trainer().optimizer_steps(), 2);
     }
-    JobConfig skipping = j;
-    skipping.run.train.on_nonfinite = TrainConfig::OnNonFinite::kSkip;
-    MemoryTracker tracker;
-    TrainingRun r(skipping, plan, world(), tracker, options);
-    r.next();
-    std::vector<float> before(r.trainer().chunk(0).parameters().begin(), r.trainer().chunk(0).parameters().end());
-    const TrainingStep skipped = r.next();
-    ASSERT_TRUE(skipped.result);
-    EXPECT_TRUE(skipped.result->skipped);
-    EXPECT_FALSE(skipped.result->nonfinite.empty());
-    EXPECT_EQ(r.trainer().optimizer_steps(), 1);
-    EXPECT_EQ(std::memcmp(before.data(), r.trainer().chunk(0).parameters().data(), before.size() * 4), 0);
-    const TrainingStep after = r.next();  // training goes on
-    EXPECT_FALSE(after.result->skipped);
-    EXPECT_TRUE(std::isfinite(after.result->loss));
-    EXPECT_EQ(r.trainer().optimizer_steps(), 2);
   }
 }
 
