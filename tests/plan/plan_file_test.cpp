@@ -184,9 +184,10 @@ namespace plait::plan {
 namespace {
 
 // share/clusters/cpu4-sharded.json at most two stages deep: four 40.96 MiB devices with host
-// tiers. No layout fits with the fp32 default (nothing sharded); the planner offloads the optimizer
-// state of its 3-device stage, writes the choice into the plan file per virtual stage with the
-// devices' host tiers, and the runtime's reader and plan builder accept the file as it is.
+// tiers. No layout fits with the fp32 default (nothing sharded) and no recomputation; the planner
+// offloads the optimizer state of a stage group, writes the choice into the plan file per virtual
+// stage with the devices' host tiers, and the runtime's reader and plan builder accept the file
+// as it is.
 TEST(PlanFile, CarriesTheShardChoiceAndTheRuntimeAcceptsIt) {
   const std::string base = shared_cluster("cpu4-base.json");
   const PlanningProblem problem =
@@ -197,6 +198,7 @@ TEST(PlanFile, CarriesTheShardChoiceAndTheRuntimeAcceptsIt) {
   o.top = 1;
   PlannerOptions unsharded = o;
   unsharded.shard = false;
+  unsharded.recompute = false;
   try {
     plan_cluster(problem, unsharded);
     FAIL() << "a plan fitted without sharding";
