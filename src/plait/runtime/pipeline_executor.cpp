@@ -126,10 +126,14 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
     // Waiting keeps the rank's own sends, reductions, gathers and copies moving (OpenMPI
     // advances collectives only inside MPI calls; a reduced chunk's host copy and early update
     // are this rank's to start).
-    comm::Backoff backoff(it->second.request.backoff_policy());
-    while (!it->second.request.test()) {
-      poll();
-      backoff.pause();
+    if (!it->second.request.test()) {
+      note_waiting(it->second.request.describe());  // for the stall watchdog, as Request::wait
+      comm::Backoff backoff(it->second.request.backoff_policy());
+      do {
+        poll();
+        backoff.pause();
+      } while (!it->second.request.test());
+      note_wait_over();
     }
     model::PooledBuffer buffer = std::move(it->second.buffer);
     state_->posted.erase(it);
