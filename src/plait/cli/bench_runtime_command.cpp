@@ -289,8 +289,8 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
     }
   }
   if (lead) {
-    std::printf("error = (measured - predicted) / predicted; the prediction leaves out what lives inside one action "
-                "(a layer's backward workspace), so activations and the total run slightly above it\n");
+    std::printf("error = (measured - predicted) / predicted; the prediction replays the engine's allocations action by "
+                "action (sim RankResult::allocated) with each chunk's sharded state (spec/sharded_state.h)\n");
   }
 }
 
