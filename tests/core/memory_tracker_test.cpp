@@ -23,6 +23,19 @@ TEST(MemoryTracker, TracksCurrentAndPeakPerCategory) {
   EXPECT_EQ(t.peak_total(), 80u);
 }
 
+TEST(MemoryTracker, TheHostTierNamesItselfWhenFull) {
+  MemoryTracker host(100, MemoryTier::kHost);
+  EXPECT_EQ(host.tier(), MemoryTier::kHost);
+  try {
+    host.allocate(MemoryCategory::kOptimizerState, 200);
+    FAIL() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("of optimizer_state with 0 B in use exceeds the 100 B host capacity"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(MemoryTracker, CapacityErrorNamesCategoryAndSizes) {
   MemoryTracker t(1000);
   t.allocate(MemoryCategory::kParameters, 600);

@@ -179,3 +179,65 @@ TEST(PlanFile, ErrorsNameFileAndField) {
 
 }  // namespace
 }  // namespace plait::plan
+
+namespace plait::plan {
+namespace {
+
+// share/clusters/cpu4-sharded.json at most two stages deep: four 40.96 MiB devices with host
+// tiers. No layout fits with the fp32 default (nothing sharded) and no recomputation; the planner
+// offloads the optimizer state of a stage group, writes the choice into the plan file per virtual
+// stage with the devices' host tiers, and the runtime's reader and plan builder accept the file
+// as it is.
+TEST(PlanFile, CarriesTheShardChoiceAndTheRuntimeAcceptsIt) {
+  const std::string base = shared_cluster("cpu4-base.json");
+  const PlanningProblem problem =
+      make_problem(read_cluster_spec(shared_cluster("cpu4-sharded.json")), spec::resolve_model(base, 256), 32, 256);
+  PlannerOptions o;
+  o.max_groups = 2;
+  o.simulate = 4;
+  o.top = 1;
+  PlannerOptions unsharded = o;
+  unsharded.shard = false;
+  unsharded.recompute = false;
+  try {
+    plan_cluster(problem, unsharded);
+    FAIL() << "a plan fitted without sharding";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot plan: no layout fits in memory"), std::string::npos) << e.what();
+  }
+  const PlannerResult r = plan_cluster(problem, o);
+  const Plan& plan = r.plans.at(0);
+  ASSERT_FALSE(plan.choice.shard.empty()) << plan.choice.summary(problem.cluster);
+  bool offloads = false;
+  for (const spec::ShardPolicy& s : plan.choice.shard) offloads = offloads || s.offload;
+  EXPECT_TRUE(offloads) << plan.choice.summary(problem.cluster);
+  for (const DevicePrediction& d : plan.prediction.devices) {
+    EXPECT_LE(d.total_bytes(), d.capacity_bytes);
+    EXPECT_LE(d.host_bytes, d.host_capacity_bytes);
+  }
+
+  const nlohmann::json doc = plan_file_json(problem, plan, nullptr);
+  const std::string path = test_file("sharded-plan.json");
+  write_json_file(path, doc);
+  const runtime::JobConfig job = runtime::load_job_config(path);
+  const runtime::PipelinePlan built = runtime::build_pipeline_plan(job, 4);
+  for (int g = 0; g < plan.choice.num_groups(); ++g) {
+    for (std::int32_t v : plan.choice.group_vstages(g)) {
+      EXPECT_EQ(built.vstage_shard[static_cast<std::size_t>(v)], plan.choice.shard[static_cast<std::size_t>(g)]) << v;
+    }
+  }
+  for (const runtime::DeviceEmulation& d : job.parallel.devices) {
+    EXPECT_EQ(d.host_memory_bytes.value(), static_cast<std::size_t>(problem.cluster.types[0].host_memory_bytes));
+  }
+  const LoadedPlan loaded = read_plan_file(path, problem.cluster);
+  EXPECT_EQ(loaded.choice.shard, plan.choice.shard);
+  const PlanPrediction again = simulate_plan(problem, loaded.choice, loaded.schedule);
+  EXPECT_DOUBLE_EQ(again.step_seconds, plan.prediction.step_seconds);
+  for (std::size_t i = 0; i < again.devices.size(); ++i) {
+    EXPECT_DOUBLE_EQ(again.devices[i].total_bytes(), plan.prediction.devices[i].total_bytes());
+    EXPECT_DOUBLE_EQ(again.devices[i].host_bytes, plan.prediction.devices[i].host_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace plait::plan

@@ -31,6 +31,16 @@ std::string error_of(const std::string& parallel, int world) {
   return "(no error)";
 }
 
+// The InputError of reading a section (the plan is not built).
+std::string parse_error(const std::string& parallel) {
+  try {
+    job(parallel);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 TEST(ParallelConfig, GeneratedFormDefaultsAndGlobalBatch) {
   const JobConfig j = job(R"({"schedule": "seq1f1b", "pp": 2, "dp": 3})");
   EXPECT_EQ(j.parallel.form, ParallelConfig::Form::generated);
@@ -136,14 +146,6 @@ TEST(ParallelConfig, BadLayoutsAreOneLineNamingFileAndField) {
 }
 
 TEST(ParallelConfig, BadSectionsAreInputErrors) {
-  auto parse_error = [](const std::string& parallel) {
-    try {
-      job(parallel);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   EXPECT_EQ(parse_error(R"({"pp": 2, "pipeline": 2})"), "p.json: parallel.pipeline: unknown field");
   EXPECT_TRUE(parse_error(R"({"schedule": "2f2b"})")
                   .starts_with("p.json: parallel.schedule: unknown schedule '2f2b'; expected one of gpipe"));
@@ -176,6 +178,49 @@ TEST(ParallelConfig, BadSectionsAreInputErrors) {
     EXPECT_STREQ(e.what(), "p.json: parallel.split: applies when train.segments is a count; "
                            "train.segments gives the lengths");
   }
+}
+
+// parallel.shard / offload / shard_shares: read, written back, resolved per virtual stage, and
+// every bad combination one line naming the file and field.
+TEST(ParallelConfig, ShardingIsReadPerStageAndCheckedAgainstTheLayout) {
+  const JobConfig j = job(R"({"schedule": "seq1f1b", "pp": 2, "dp": 2, "shard": [3, 1], "offload": [true, false],
+    "shard_shares": "memory", "devices": [{"memory_bytes": 100000000, "host_memory_bytes": 1000000000},
+      {"memory_bytes": 100000000}, {"memory_bytes": 300000000, "host_memory_bytes": 1000000000},
+      {"memory_bytes": 100000000}]})");
+  EXPECT_EQ(to_json(j.parallel)["shard"], nlohmann::json::parse("[3, 1]"));
+  EXPECT_EQ(to_json(j.parallel)["offload"], nlohmann::json::parse("[true, false]"));
+  EXPECT_EQ(to_json(j.parallel)["shard_shares"], "memory");
+  EXPECT_EQ(to_json(j.parallel)["devices"][0]["host_memory_bytes"], 1000000000);
+  const PipelinePlan plan = build_pipeline_plan(j, 4);
+  EXPECT_EQ(plan.vstage_shard, (std::vector<spec::ShardPolicy>{{3, true}, {1, false}}));
+  // Stage 0 on ranks 0 and 2, shares 1 : 3 of their memory.
+  EXPECT_EQ(plan.shard_bounds(0, 1000), (std::vector<std::int64_t>{0, 240, 1000}));
+  EXPECT_EQ(job(R"({"pp": 2, "dp": 2, "shard": 2, "offload": false})").parallel.shard_level(1), 2);
+
+  EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 2, "shard": 1})", 2),
+            "p.json: parallel.shard: virtual stage 0 is held by one rank, so there is no data-parallel group to "
+            "shard it over (level 1); give it 0 (a list with one level per virtual stage)");
+  EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 2, "dp": 2, "shard": [1, 2, 3]})", 4),
+            "p.json: parallel.shard: expected one shard level per virtual stage (2), found 3");
+  EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 1, "dp": 2, "offload": true})", 2),
+            "p.json: parallel.offload: virtual stage 0 is offloaded but rank 0 has no host memory tier; give its "
+            "device a host_memory_bytes capacity");
+  EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 1, "dp": 2, "offload": true,
+                        "devices": [{"host_memory_bytes": 1000}, {}]})", 2),
+            "p.json: parallel.devices[1].host_memory_bytes: virtual stage 0 is offloaded but rank 1 has no host "
+            "memory tier; give its device a host_memory_bytes capacity");
+  EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 1, "dp": 2, "shard": 1, "shard_shares": "memory"})", 2),
+            "p.json: parallel.shard_shares: shards proportional to memory need every holder's memory_bytes; rank 0 "
+            "(virtual stage 0) has none");
+  EXPECT_EQ(parse_error(R"({"dp": 2, "shard": 4})"),
+            "p.json: parallel.shard: expected a ZeRO level 0, 1, 2 or 3 (or a list with one per virtual stage), found 4");
+  EXPECT_EQ(parse_error(R"({"dp": 2, "offload": "yes"})"),
+            "p.json: parallel.offload: expected true or false (or a list with one per virtual stage), found \"yes\"");
+  EXPECT_EQ(parse_error(R"({"dp": 2, "shard_shares": "big"})"),
+            "p.json: parallel.shard_shares: expected \"equal\" or \"memory\" (shards proportional to the devices' "
+            "memory_bytes), found \"big\"");
+  EXPECT_EQ(parse_error(R"({"devices": [{"host_memory_bytes": 0}]})"),
+            "p.json: parallel.devices[0].host_memory_bytes: expected an integer in [1, 9223372036854775807], found 0");
 }
 
 TEST(ParallelConfig, TheShippedConfigsParseAndPlan) {

@@ -9,6 +9,8 @@
 
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/sharded_data_parallel.h"
+#include "plait/schedule/blocking_execution.h"
 
 namespace plait::runtime {
 namespace {
@@ -73,6 +75,61 @@ TEST(RankProgram, ReceivesArePostedInTheirWindow) {
     }
   }
   EXPECT_THROW(make_rank_program(plan, lower_plan(plan, 1), 0, 3), Error);  // tags beyond 3
+}
+
+}  // namespace
+}  // namespace plait::runtime
+
+namespace plait::runtime {
+namespace {
+
+// Level-3 gathers are collectives among a stage's holders: started one action before each
+// chunk's first use, they must not wait on each other in a cycle through the pipeline. Ranks 0
+// and 1 hold stages 0 and 2 (both level 3), rank 2 stage 1, forward only: rank 0 uses stage 0
+// first and stage 2 from its third action, rank 1 the other way round. Rank 0's first action
+// needs stage 0 gathered, which needs rank 1 to reach its second action, which needs stage 2
+// gathered, which needs rank 0 to reach its second action: a deadlock the check must see.
+TEST(RankProgram, LazyGathersThatWouldDeadlockAreFound) {
+  JobConfig job;
+  job.run.source = "test";
+  job.run.model = spec::gpt2_model(3, 32, 4, 64, 32);
+  job.run.train.steps = 1;
+  job.run.train.seq = 16;
+  job.run.train.microbatch_size = 1;
+  job.run.train.microbatches = 4;
+  PipelinePlan plan = build_pipeline_plan(job, 1);
+  schedule::Schedule& s = plan.schedule;
+  s.layout.rank_vstages = {{0, 2}, {0, 2}, {1}};
+  s.layout.num_vstages = 3;
+  using schedule::Action;
+  const auto F = [](int mb, int chunk) { return Action{schedule::ActionKind::F, mb, 0, chunk}; };
+  s.ranks = {{F(0, 0), F(2, 0), F(1, 1), F(3, 1)}, {F(0, 1), F(2, 1), F(1, 0), F(3, 0)}, {F(0, 0), F(2, 0), F(1, 0), F(3, 0)}};
+  plan.vstage_layers = {1, 1, 1};
+  plan.devices.resize(3);
+  plan.vstage_shard = {{3, false}, {0, false}, {3, false}};
+  const schedule::LoweredSchedule lowered = lower_plan(plan, INT32_MAX);
+  // Without the gathers the programs finish.
+  ASSERT_TRUE(schedule::execute_blocking(lowered).completed);
+  EXPECT_FALSE(lazy_gathers_deadlock_free(plan, lowered));
+  // Stage 0 alone sharded: rank 0 waits for rank 1 to start its gather before rank 1's second
+  // action, which needs stage 1's output of micro-batch 0, which needs rank 0's first action: a
+  // deadlock too.
+  plan.vstage_shard[2] = {};
+  EXPECT_FALSE(lazy_gathers_deadlock_free(plan, lowered));
+  // Stage 2 alone sharded: rank 1 waits at its first action for rank 0 to start the gather
+  // before its second, which rank 0 reaches without waiting (stage 0 is not gathered).
+  plan.vstage_shard[0] = {};
+  plan.vstage_shard[2] = {3, false};
+  EXPECT_TRUE(lazy_gathers_deadlock_free(plan, lowered));
+}
+
+// The generated layouts are replicas running the same program, so their gathers line up.
+TEST(RankProgram, GeneratedLayoutsGatherLazily) {
+  for (const auto& [schedule, pp, chunks] : {std::tuple{"zb-v", 2, 0}, std::tuple{"interleaved", 2, 2}, std::tuple{"1f1b", 1, 0}}) {
+    PipelinePlan plan = plan_for(schedule, pp, 2, chunks);
+    plan.vstage_shard.assign(static_cast<std::size_t>(plan.num_vstages()), {3, false});
+    EXPECT_TRUE(lazy_gathers_deadlock_free(plan, lower_plan(plan, 1))) << schedule;
+  }
 }
 
 }  // namespace

@@ -71,6 +71,18 @@ TEST_F(TrainCommand, BadConfigsExitWithOneLineNamingFileAndField) {
   recompute = config(kModel, kTrain);
   recompute.insert(recompute.size() - 1, R"(, "parallel": {"recompute": "most"})");
   expect_one_line_error(recompute, "parallel.recompute: expected \"none\", \"full\"");
+  // Sharding where there is no data-parallel group, offload without a host tier.
+  auto with_parallel = [&](const std::string& parallel) {
+    std::string text = config(kModel, kTrain);
+    text.insert(text.size() - 1, ", \"parallel\": " + parallel);
+    return text;
+  };
+  expect_one_line_error(with_parallel(R"({"schedule": "1f1b", "shard": 2})"),
+                        "parallel.shard: virtual stage 0 is held by one rank, so there is no data-parallel group");
+  expect_one_line_error(with_parallel(R"({"schedule": "1f1b", "offload": true})"),
+                        "parallel.offload: virtual stage 0 is offloaded but rank 0 has no host memory tier");
+  const Result r = run("train --config " + write("shard.json", with_parallel(R"({"schedule": "1f1b", "shard": 2})")).string());
+  EXPECT_EQ(r.status, 1) << r.err;
 }
 
 // The LLaMA family's shape errors: one line naming the file and field, exit 1.

@@ -26,10 +26,13 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/data/batch_loader.h"
+#include "plait/model/parameter_layout.h"
+#include "plait/runtime/data_parallel_model.h"
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/measured_step.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/profile_cost_model.h"
+#include "plait/runtime/predicted_memory.h"
 #include "plait/runtime/profile_json.h"
 #include "plait/runtime/rank_gather.h"
 #include "plait/runtime/unit_profiler.h"
@@ -54,6 +57,7 @@ struct BenchRuntimeOptions {
   // segments against few long ones), without recomputation; empty: none.
   std::string segment_counts;
   std::string segment_family = "seq1f1b";
+  std::string shard_schedule = "1f1b";  // the sharding rows' family (pp 1 x dp p)
 };
 
 // A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
@@ -88,6 +92,18 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   return job;
 }
 
+// The sharding rows' job: --shard-schedule on one stage held by all p ranks (pp 1 x dp p) at
+// `level`, offloaded or not (every rank with a host tier of 1 TiB).
+runtime::JobConfig shard_job(const BenchRuntimeOptions& o, int p, int level, bool offload) {
+  runtime::JobConfig job = bench_job(o, o.shard_schedule, 1);
+  job.parallel.dp = p;
+  job.parallel.shard = {level};
+  job.parallel.offload = {offload};
+  job.parallel.devices.resize(static_cast<std::size_t>(p));
+  for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
+  return job;
+}
+
 // Random tokens (the benchmarks time the engine, not the data).
 struct RandomTokens {
   explicit RandomTokens(std::size_t n) : tokens(n) {
@@ -104,6 +120,28 @@ double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 // current bytes, the peaks of the others, and the peak of activations + K/V together.
 struct CategoryBytes {
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0, kv = 0, units = 0, comm = 0;
+};
+
+// A trainer for `job` with comm buffers on their own tracker, after `warm_up` steps, its peaks
+// (device and host tier) reset: the next step is the measured one.
+struct MeasuredTrainer {
+  runtime::PipelinePlan plan;
+  runtime::TrainConfig train;
+  data::BatchLoader loader;
+  MemoryTracker tracker, buffers;
+  std::unique_ptr<runtime::DistributedTrainer> trainer;
+
+  MeasuredTrainer(comm::Communicator& world, const runtime::JobConfig& job, const RandomTokens& data, int warm_up)
+      : plan(runtime::build_pipeline_plan(job, world.size())),
+        train(job.global_train()),
+        loader(data.tokens, train.seq, train.microbatch_size, train.microbatches, 1) {
+    runtime::TrainerOptions options;
+    options.buffer_tracker = &buffers;
+    trainer = std::make_unique<runtime::DistributedTrainer>(plan, train, world, tracker, options);
+    for (int s = 0; s < warm_up; ++s) trainer->step(s, loader);
+    tracker.reset_peaks();
+    trainer->host_tracker().reset_peaks();
+  }
 };
 
 void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
@@ -192,6 +230,70 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   }
 }
 
+// Sharded data parallelism: one stage held by all p ranks (pp 1 x dp p; 1F1B unless
+// --shard-schedule says otherwise), at levels 0-3
+// with and without offload; per rank every category's measured peak during a step (device
+// tracker, its host tier) against runtime::predicted_memory (the simulator's replay of
+// spec/sharded_state.h), and the weights resident between steps.
+void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  const int p = world.size();
+  const bool lead = world.rank() == 0;
+  if (p < 2) return;
+  const RandomTokens data(1 << 20);
+  static constexpr const char* kNames[] = {"weights", "grads", "optim", "activ", "kv", "host w", "host opt",
+                                           "host grad", "total"};
+  if (lead) {
+    std::printf("\nsharded data parallelism: %s, pp 1 x dp %d (one stage, %d layers, on every rank), m = %d per "
+                "replica; per rank, each category's measured peak in MiB during step %d and its error against the "
+                "prediction (runtime::predicted_memory: the simulator's replay of spec/sharded_state.h); 'between' = "
+                "weights resident between steps\n",
+                o.shard_schedule.c_str(), p, o.layers, o.microbatches, o.steps);
+    std::printf("%-5s %-7s %4s", "level", "offload", "rank");
+    for (const char* n : kNames) std::printf(" %16s", n);
+    std::printf(" %12s\n", "between");
+  }
+  for (int level = 0; level <= 3; ++level) {
+    for (bool offload : {false, true}) {
+      const runtime::JobConfig job = shard_job(o, p, level, offload);
+      MeasuredTrainer run(world, job, data, o.steps);
+      const runtime::PipelinePlan& plan = run.plan;
+      const MemoryTracker& tracker = run.tracker;
+      run.trainer->step(o.steps, run.loader);
+      const MemoryTracker& host = run.trainer->host_tracker();
+      const auto d = [&](MemoryCategory c) { return static_cast<double>(tracker.peak(c)); };
+      const auto h = [&](MemoryCategory c) { return static_cast<double>(host.peak(c)); };
+      const std::vector<double> mine = {d(MemoryCategory::kParameters), d(MemoryCategory::kGradients),
+                                        d(MemoryCategory::kOptimizerState), d(MemoryCategory::kActivations),
+                                        d(MemoryCategory::kKVCache), h(MemoryCategory::kParameters),
+                                        h(MemoryCategory::kOptimizerState), h(MemoryCategory::kGradients),
+                                        static_cast<double>(tracker.peak_total()),
+                                        static_cast<double>(tracker.current(MemoryCategory::kParameters))};
+      const auto all = runtime::gather_all(world, mine);
+      if (!lead) continue;
+      const std::vector<sim::CategoryPeaks> predicted = runtime::predicted_memory(plan);
+      for (int r = 0; r < p; ++r) {
+        const sim::CategoryPeaks& q = predicted[static_cast<std::size_t>(r)];
+        const double want[] = {q.parameters, q.gradients, q.optimizer, q.activations, q.kv_cache,
+                               q.host_parameters, q.host_optimizer, q.host_gradients, q.total};
+        std::printf("%-5d %-7s %4d", level, offload ? "yes" : "no", r);
+        for (std::size_t i = 0; i < 9; ++i) {
+          const double got = all[static_cast<std::size_t>(r)][i];
+          if (want[i] == 0 && got == 0) {
+            std::printf(" %16s", "0");
+          } else {
+            std::printf(" %8.2f %+6.1f%%", mib(got), want[i] > 0 ? 100 * (got - want[i]) / want[i] : 100.0);
+          }
+        }
+        std::printf(" %8.2f MiB\n", mib(all[static_cast<std::size_t>(r)][9]));
+      }
+    }
+  }
+  if (lead) {
+    std::printf("error = (measured - predicted) / predicted; the prediction replays the engine's allocations action by "
+                "action (sim RankResult::allocated) with each chunk's sharded state (spec/sharded_state.h)\n");
+  }
+}
+
 // Half the round-trip time of `floats` floats between ranks 0 and 1, best of `trips`, with
 // plait's own waits (the latency the pipeline's messages see).
 double one_way_seconds(comm::Communicator& world, std::size_t floats, int trips) {
@@ -223,6 +325,18 @@ int peak_in_flight(const runtime::PipelinePlan& plan) {
   double peak = 1;
   for (const sim::RankResult& rank : r.ranks) peak = std::max(peak, rank.peak_in_flight);
   return static_cast<int>(std::ceil(peak - 1e-9));
+}
+
+// The link: latency from a one-float ping-pong, bandwidth from one of a segment's activations.
+sim::LinkProfile measure_link(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  const std::size_t big = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden;
+  const double small_t = one_way_seconds(world, 1, 200);
+  const double big_t = one_way_seconds(world, big, 50);
+  sim::LinkProfile link;
+  link.latency_seconds = small_t;
+  link.bandwidth_bytes_per_second =
+      big_t > small_t ? static_cast<double>(big * sizeof(float)) / (big_t - small_t) : 1e12;
+  return link;
 }
 
 runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime::PipelinePlan& plan,
@@ -291,14 +405,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       comma_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
                                      : o.schedules);
   const RandomTokens data(1 << 20);
-  // The link: latency from a one-float ping-pong, bandwidth from one of a segment's activations.
-  const std::size_t big = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden;
-  const double small_t = one_way_seconds(world, 1, 200);
-  const double big_t = one_way_seconds(world, big, 50);
-  sim::LinkProfile link;
-  link.latency_seconds = small_t;
-  link.bandwidth_bytes_per_second =
-      big_t > small_t ? static_cast<double>(big * sizeof(float)) / (big_t - small_t) : 1e12;
+  const sim::LinkProfile link = measure_link(world, o);
   if (lead) {
     std::printf("plait bench runtime speed: p = %d ranks x 1 thread, model %d layers x hidden %d, %d "
                 "heads, seq %d, micro-batch %d, m = %d, k = %d (%s split) for sequence-level "
@@ -451,13 +558,99 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
               "simulated idle share; busy = the ranks' mean compute time (median over rounds) and simulated\n");
 }
 
+// Sharded data parallelism's time: 1F1B on one stage held by all p ranks (pp 1 x dp p) at levels
+// 0-3 with and without offload; per option the median step (barrier to the end of the update,
+// slowest rank) over the rounds against the simulator with the profiled units, the measured link
+// and this machine's AdamW and copy rates (sim/data_parallel_timing.h: gathers, reductions,
+// update, all-gathers), and the part after the pipeline (collectives and update) alike.
+void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  omp_set_num_threads(1);
+  const int p = world.size();
+  const bool lead = world.rank() == 0;
+  const RandomTokens data(1 << 20);
+  const sim::LinkProfile link = measure_link(world, o);
+  // This machine's update, copy, commit and collective rates at the stage's size, measured on
+  // every rank at once (the collectives over the data-parallel group: here every rank), averaged.
+  runtime::JobConfig probe = bench_job(o, o.shard_schedule, 1);
+  probe.parallel.dp = p;
+  const runtime::PipelinePlan probe_plan = runtime::build_pipeline_plan(probe, p);
+  const std::size_t stage_elements =
+      model::layout_size(model::parameter_layout(probe_plan.model, probe_plan.vstage_specs.front()));
+  runtime::UpdateCosts costs = runtime::measure_update_costs(world, stage_elements);
+  {
+    const std::vector<double> mine = {costs.device_seconds_per_element, costs.copy_bytes_per_second,
+                                      costs.commit_bytes_per_second, costs.all_reduce_seconds_per_byte,
+                                      costs.reduce_scatter_seconds_per_byte, costs.all_gather_seconds_per_byte};
+    const auto all = runtime::gather_all(world, mine);
+    std::vector<double> mean(mine.size(), 0.0);
+    for (const auto& r : all) {
+      for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += r[i] / static_cast<double>(all.size());
+    }
+    costs = {mean[0], mean[0], mean[1], mean[2], mean[3], mean[4], mean[5]};
+  }
+  struct Run {
+    int level;
+    bool offload;
+    std::unique_ptr<MeasuredTrainer> measured;  // after one warm-up step
+    std::vector<double> steps, tails;
+  };
+  std::vector<Run> runs;
+  for (int level = 0; level <= 3; ++level) {
+    for (bool offload : {false, true}) {
+      const runtime::JobConfig job = shard_job(o, p, level, offload);
+      runs.push_back({level, offload, std::make_unique<MeasuredTrainer>(world, job, data, 1), {}, {}});
+    }
+  }
+  std::vector<runtime::SegmentProfile> profiles;
+  for (int s = 1; s <= o.steps; ++s) {
+    if (s == 1 || o.profile.empty()) {
+      profiles.push_back(o.profile.empty() ? measure_profile(world, runs.front().measured->plan, o.repeats, 1, false)
+                                           : runtime::read_segment_profile(o.profile));
+    }
+    for (Run& run : runs) {
+      const runtime::MeasuredStep m = runtime::gather_step(world, run.measured->trainer->step(s, run.measured->loader));
+      run.steps.push_back(m.step_seconds);
+      run.tails.push_back(m.step_seconds - m.makespan());
+    }
+  }
+  if (!lead) return;
+  const double stage_bytes = 4.0 * static_cast<double>(stage_elements);
+  std::printf("\nsharded data parallelism: %s, pp 1 x dp %d, %d rounds; measured here on the stage's %.1f MiB: AdamW "
+              "%.2f ns per element, copies %.2f GB/s, commit %.2f GB/s, all-reduce %.1f ms, reduce-scatter %.1f ms, "
+              "all-gather %.1f ms; step = barrier to the end of the update on the slowest rank (median over rounds), "
+              "after = the step past the pipeline's last compute (collectives and update)\n",
+              o.shard_schedule.c_str(), p, o.steps, mib(stage_bytes), 1e9 * costs.device_seconds_per_element, costs.copy_bytes_per_second / 1e9,
+              costs.commit_bytes_per_second / 1e9, 1e3 * costs.all_reduce_seconds_per_byte * stage_bytes,
+              1e3 * costs.reduce_scatter_seconds_per_byte * stage_bytes, 1e3 * costs.all_gather_seconds_per_byte * stage_bytes);
+  std::printf("%-5s %-7s | %10s %21s | %10s %7s | %9s %9s\n", "level", "offload", "measured", "(fastest - slowest)",
+              "simulated", "error", "after", "sim");
+  const runtime::SegmentProfile profile = combine(profiles);
+  for (const Run& run : runs) {
+    const runtime::PipelinePlan& plan = run.measured->plan;
+    const runtime::ProfileCostModel cost(profile, plan, link);
+    const sim::DataParallelModel dp = runtime::data_parallel_model(plan, costs);
+    sim::SimOptions options{false, false, nullptr, &dp};
+    const sim::SimResult r = sim::simulate(plan.schedule, runtime::lower_plan(plan, INT32_MAX), cost, nullptr, options);
+    std::vector<double> sorted = run.steps, tails = run.tails;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(tails.begin(), tails.end());
+    const double median = sorted[sorted.size() / 2];
+    std::printf("%-5d %-7s | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.2f ms %6.2f ms\n", run.level,
+                run.offload ? "yes" : "no", 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(),
+                1e3 * r.synchronized_step_time, 100 * (r.synchronized_step_time - median) / median,
+                1e3 * tails[tails.size() / 2], 1e3 * (r.synchronized_step_time - r.step_time));
+  }
+}
+
 void run_bench(const BenchRuntimeOptions& o, bool speed) {
   comm::MpiSession session;
   try {
     if (speed) {
       run_speed(session.world(), o);
+      run_shard_speed(session.world(), o);
     } else {
       run_memory(session.world(), o);
+      run_shard_memory(session.world(), o);
     }
   } catch (const std::exception& e) {
     comm::abort_job(e.what());
@@ -482,6 +675,7 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
                   "parallel.recompute values to run each schedule with: none, full, N or n0,n1,...")
       ->expected(1, 16)
       ->capture_default_str();
+  cmd->add_option("--shard-schedule", o.shard_schedule, "Family of the sharding rows (pp 1 x dp p)")->capture_default_str();
 }
 
 void register_bench_runtime(CLI::App& app) {

@@ -30,7 +30,7 @@ struct PlanOptions {
   std::string top = "5";
   std::string devices_of_type, schedule, microbatch_size;
   std::string max_stages = "16", simulate = "16", min_unit_tokens;
-  bool no_segments = false, no_recompute = false, even = false, verbose = false;
+  bool no_segments = false, no_recompute = false, no_shard = false, even = false, verbose = false;
   std::string evaluate, profile_model;
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
 };
@@ -98,6 +98,7 @@ void run_plan(const PlanOptions& o) {
     options.min_unit_tokens = o.min_unit_tokens == "0" ? 0 : positive_flag("--min-unit-tokens", o.min_unit_tokens, std::int64_t{1} << 40);
   }
   options.recompute = !o.no_recompute;
+  options.shard = !o.no_shard;
   options.even = o.even;
   nlohmann::json base;
   if (!o.config.empty()) {
@@ -164,6 +165,9 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--min-unit-tokens", o->min_unit_tokens,
                   "Segment sequences only where each unit (micro-batch size x shortest segment) has at least this "
                   "many tokens; 0: no limit (default: the shortest sequence the devices' measured profiles cover)");
+  cmd->add_flag("--no-shard", o->no_shard,
+                "Keep the precision's default sharding (mixed16: optimizer state over each stage's group; fp32: "
+                "none) instead of choosing a level or offload per stage");
   cmd->add_flag("--no-recompute", o->no_recompute,
                 "Never plan activation recomputation (by default a stage recomputes the fewest layers that make\n"
                 "it fit, when it does not fit otherwise)");

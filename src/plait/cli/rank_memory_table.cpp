@@ -25,4 +25,26 @@ void print_rank_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
   }
 }
 
+void print_host_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
+                             const std::vector<MemoryReport>& reports) {
+  bool used = false;
+  for (const MemoryReport& r : reports) used = used || r.peak_total > 0;
+  if (!used) return;
+  constexpr MemoryCategory kHostCategories[] = {MemoryCategory::kParameters, MemoryCategory::kOptimizerState,
+                                                MemoryCategory::kGradients};
+  std::fprintf(out, "host tier peak by rank and category (measured; offloaded state):\n");
+  std::fprintf(out, "  %-5s", "rank");
+  for (MemoryCategory c : kHostCategories) std::fprintf(out, " %15s", std::string(name_of(c)).c_str());
+  std::fprintf(out, " %12s  %s\n", "total", "capacity");
+  for (std::size_t r = 0; r < reports.size(); ++r) {
+    std::fprintf(out, "  %-5zu", r);
+    for (MemoryCategory c : kHostCategories) {
+      std::fprintf(out, " %15s", format_bytes(reports[r].peak[static_cast<std::size_t>(c)]).c_str());
+    }
+    const auto& capacity = plan.devices[r].host_memory_bytes;
+    std::fprintf(out, " %12s  %s\n", format_bytes(reports[r].peak_total).c_str(),
+                 capacity ? format_bytes(*capacity).c_str() : "-");
+  }
+}
+
 }  // namespace plait::cli

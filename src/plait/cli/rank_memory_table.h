@@ -12,5 +12,9 @@ namespace plait::cli {
 
 void print_rank_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
                              const std::vector<MemoryReport>& reports);
+// The host tier's peaks (offloaded optimizer state, master weights, staged gradients) of every
+// rank, against its host_memory_bytes; nothing when no rank used its host tier.
+void print_host_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
+                             const std::vector<MemoryReport>& reports);
 
 }  // namespace plait::cli

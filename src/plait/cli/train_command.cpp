@@ -363,6 +363,7 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   }
   const double secs = monotonic_seconds() - start;
   const std::vector<MemoryReport> memory = runtime::gather_memory_reports(world, tracker.report());
+  const std::vector<MemoryReport> host = runtime::gather_memory_reports(world, run->trainer().host_tracker().report());
   if (!lead) return;
   progress->finish();
   if (steps == 0) {
@@ -381,6 +382,7 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
                 makespan_sum / measured_steps, 100 * bubble_sum / measured_steps);
   }
   print_rank_memory_table(stdout, plan, memory);
+  print_host_memory_table(stdout, plan, host);
   write_timelines(args, plan, traced, trace_step);
 }
 

@@ -24,4 +24,12 @@ constexpr std::string_view name_of(MemoryCategory c) {
   return kMemoryCategoryNames[static_cast<std::size_t>(c)];
 }
 
+// Where memory lives: the device's own memory (an accelerator's, or a CPU rank's emulated
+// device) or the host tier beside it, which holds offloaded optimizer state and ZeRO-3's parked
+// parameter shards and is reached through a CopyEngine (copy_engine.h). Each tier has its own
+// MemoryTracker, capacity and categories.
+enum class MemoryTier : int { kDevice = 0, kHost };
+
+constexpr std::string_view name_of(MemoryTier tier) { return tier == MemoryTier::kDevice ? "device" : "host"; }
+
 }  // namespace plait

@@ -13,17 +13,17 @@ void raise_to(std::atomic<std::size_t>& peak, std::size_t value) {
 }
 
 std::string oom_message(MemoryCategory category, std::size_t requested, std::size_t in_use,
-                        std::size_t capacity) {
+                        std::size_t capacity, MemoryTier tier) {
   return "out of memory: allocating " + format_bytes(requested) + " of " +
          std::string(name_of(category)) + " with " + format_bytes(in_use) + " in use exceeds the " +
-         format_bytes(capacity) + " capacity";
+         format_bytes(capacity) + (tier == MemoryTier::kHost ? " host" : "") + " capacity";
 }
 
 }  // namespace
 
 OutOfMemoryError::OutOfMemoryError(MemoryCategory category, std::size_t requested,
-                                   std::size_t in_use, std::size_t capacity)
-    : Error(oom_message(category, requested, in_use, capacity)), category_(category) {}
+                                   std::size_t in_use, std::size_t capacity, MemoryTier tier)
+    : Error(oom_message(category, requested, in_use, capacity, tier)), category_(category) {}
 
 HostOutOfMemoryError::HostOutOfMemoryError(MemoryCategory category, std::size_t requested,
                                            std::size_t held)
@@ -32,15 +32,15 @@ HostOutOfMemoryError::HostOutOfMemoryError(MemoryCategory category, std::size_t 
             std::string(name_of(category)) + " (" + format_bytes(held) +
             " already held); the model or batch needs more memory than the machine has") {}
 
-MemoryTracker::MemoryTracker(std::optional<std::size_t> capacity_bytes)
-    : capacity_(capacity_bytes) {}
+MemoryTracker::MemoryTracker(std::optional<std::size_t> capacity_bytes, MemoryTier tier)
+    : capacity_(capacity_bytes), tier_(tier) {}
 
 void MemoryTracker::allocate(MemoryCategory category, std::size_t bytes) {
   const auto i = static_cast<std::size_t>(category);
   std::size_t total = total_.load();
   do {
     if (capacity_ && total + bytes > *capacity_) {
-      throw OutOfMemoryError(category, bytes, total, *capacity_);
+      throw OutOfMemoryError(category, bytes, total, *capacity_, tier_);
     }
   } while (!total_.compare_exchange_weak(total, total + bytes));
   raise_to(peak_total_, total + bytes);

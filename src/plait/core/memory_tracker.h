@@ -1,6 +1,7 @@
 #pragma once
 // Memory accounting by category: current and peak bytes, and an optional capacity (a device's
-// memory) beyond which an allocation fails with OutOfMemoryError naming the category and sizes.
+// memory, or its host tier's) beyond which an allocation fails with OutOfMemoryError naming the
+// category and sizes (and the tier, when it is the host's).
 // Thread-safe: the runtime's communication thread allocates receive buffers concurrently.
 #include <array>
 #include <atomic>
@@ -17,7 +18,7 @@ namespace plait {
 class OutOfMemoryError : public Error {
  public:
   OutOfMemoryError(MemoryCategory category, std::size_t requested, std::size_t in_use,
-                   std::size_t capacity);
+                   std::size_t capacity, MemoryTier tier = MemoryTier::kDevice);
   MemoryCategory category() const { return category_; }
 
  private:
@@ -41,7 +42,8 @@ struct MemoryReport {
 
 class MemoryTracker {
  public:
-  explicit MemoryTracker(std::optional<std::size_t> capacity_bytes = std::nullopt);
+  explicit MemoryTracker(std::optional<std::size_t> capacity_bytes = std::nullopt,
+                         MemoryTier tier = MemoryTier::kDevice);
   MemoryTracker(const MemoryTracker&) = delete;
   MemoryTracker& operator=(const MemoryTracker&) = delete;
 
@@ -54,6 +56,7 @@ class MemoryTracker {
   std::size_t current_total() const { return total_.load(); }
   std::size_t peak_total() const { return peak_total_.load(); }
   std::optional<std::size_t> capacity() const { return capacity_; }
+  MemoryTier tier() const { return tier_; }
   void set_capacity(std::optional<std::size_t> capacity_bytes) { capacity_ = capacity_bytes; }
 
   // Peaks restart from the current values (e.g. to measure one training step).
@@ -62,6 +65,7 @@ class MemoryTracker {
 
  private:
   std::optional<std::size_t> capacity_;
+  MemoryTier tier_;
   std::array<std::atomic<std::size_t>, kMemoryCategoryCount> current_{};
   std::array<std::atomic<std::size_t>, kMemoryCategoryCount> peak_{};
   std::atomic<std::size_t> total_{0};

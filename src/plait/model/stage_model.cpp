@@ -71,6 +71,7 @@ void StageModel::init_parameters(std::uint64_t seed) {
 }
 
 void StageModel::zero_gradients() {
+  if (!gradients_.committed()) return;
   float* g = gradients_.data();
   const auto n = static_cast<std::int64_t>(gradients_.size());
   constexpr std::int64_t kChunk = std::int64_t{1} << 20;

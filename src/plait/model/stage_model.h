@@ -11,7 +11,9 @@
 // micro-batches may interleave arbitrarily; the batch size (rows) is per micro-batch.
 //
 // Memory: parameters and gradients are one contiguous buffer each (categories parameters,
-// gradients); a unit's saved activations (activations) and its K/V and dK/dV (kv_cache) live in
+// gradients), each a ReservedBuffer whose memory the runtime may release and commit again
+// around uses (ZeRO-3's parameters, ZeRO-2's gradients; runtime/sharded_chunk.h) while the
+// layers' pointers into it stay valid; a unit's saved activations (activations) and its K/V and dK/dV (kv_cache) live in
 // a TensorPool and are released as soon as their last use is done. spec/unit_memory.h gives the
 // exact bytes; docs/engine.md explains them.
 //
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "plait/core/buffer.h"
+#include "plait/core/reserved_buffer.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/model/block.h"
 #include "plait/model/parameter_layout.h"
@@ -59,9 +62,14 @@ class StageModel {
   const std::vector<NamedTensor>& tensors() const { return tensors_; }
   std::span<float> parameter(std::string_view name);
   std::span<float> gradient(std::string_view name);
+  // The storage behind parameters() and gradients(), for the runtime to decommit while a stage's
+  // parameters or gradients are sharded elsewhere and commit (zero-filled) before their use.
+  ReservedBuffer<float>& parameter_storage() { return parameters_; }
+  ReservedBuffer<float>& gradient_storage() { return gradients_; }
 
   // The family's initialisation, deterministic per tensor name (parameter_init.h).
   void init_parameters(std::uint64_t seed);
+  // Zeroes the gradient buffer (nothing to do while it is decommitted: it commits zero-filled).
   void zero_gradients();
 
   // F on a stage without the head. in: (batch, s, C) activations from the previous stage
@@ -136,8 +144,8 @@ class StageModel {
   StageSpec spec_;
   MemoryTracker& tracker_;
   std::vector<NamedTensor> tensors_;
-  FloatBuffer parameters_;
-  FloatBuffer gradients_;
+  ReservedBuffer<float> parameters_;
+  ReservedBuffer<float> gradients_;
   TensorPool pool_;
   std::vector<std::unique_ptr<Block>> blocks_;
   // Pointers to the embedding and head tensors (null when the stage or family lacks them).

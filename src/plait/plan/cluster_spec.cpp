@@ -78,6 +78,12 @@ DeviceType parse_type(const JsonFields& f, const std::string& name, const std::s
   if (!(t.slowdown >= 1.0)) f.fail("slowdown", "expected a slow-down factor >= 1");
   t.action_overhead_seconds = f.number("action_overhead_us", 0.0) * 1e-6;
   if (!(t.action_overhead_seconds >= 0)) f.fail("action_overhead_us", "expected microseconds >= 0");
+  if (f.has("host_memory_gib")) {
+    t.host_memory_bytes = f.number("host_memory_gib") * kGiB;
+    if (!(t.host_memory_bytes > 0)) f.fail("host_memory_gib", "expected a positive host memory size in GiB");
+  }
+  t.host_bytes_per_second = f.number("host_gbyte_per_s", 16.0) * 1e9;
+  if (!(t.host_bytes_per_second > 0)) f.fail("host_gbyte_per_s", "expected a positive bandwidth in GB/s");
   f.check_no_unknown_fields();
   return t;
 }

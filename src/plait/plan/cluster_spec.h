@@ -14,7 +14,7 @@
 //       "a100": {"profile": "zorse:a100x40", "memory_gib": 40},
 //       "cpu":  {"profile": "cpu-profile.json", "profile_device": "cpu", "memory_gib": 2,
 //                "slowdown": 2},
-//       "fast": {"tflops": 120, "memory_gib": 24}
+//       "fast": {"tflops": 120, "memory_gib": 24, "host_memory_gib": 64, "host_gbyte_per_s": 25}
 //     },
 //     "machines": [
 //       {"name": "n0", "devices": [{"type": "a100", "count": 8}],
@@ -29,7 +29,9 @@
 // A device type's speed is a profile ("zorse:<gpu>" from the shipped Zorse table, or a latency
 // file in Zorse's model_latencies.json shape, e.g. what `plait profile` writes; a relative path
 // is relative to the cluster file) or a sustained "tflops" figure. "slowdown" (>= 1) makes an
-// emulated device that many times slower (every compute time is multiplied by it). Link speeds
+// emulated device that many times slower (every compute time is multiplied by it).
+// "host_memory_gib" gives the device a host memory tier the planner may offload optimizer state
+// to (none without it), reached at "host_gbyte_per_s" (default 16: PCIe 4 x16's order). Link speeds
 // take exactly one of gbit_per_s (network convention, 25 Gb/s = 3.125 GB/s) or gbyte_per_s.
 // Devices are numbered in file order, machine by machine ("n0:3" is device 3 of machine n0).
 // Every error is an InputError naming the file and the field.
@@ -55,6 +57,8 @@ struct DeviceType {
   double memory_bytes = 0;
   double slowdown = 1.0;
   double action_overhead_seconds = 0;  // fixed seconds per compute action (DeviceProfile's)
+  double host_memory_bytes = 0;             // 0: no host tier (no offload)
+  double host_bytes_per_second = 16e9;      // device <-> host copies
 };
 
 struct ClusterDevice {

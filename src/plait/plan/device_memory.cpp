@@ -24,7 +24,11 @@ DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice&
   p.group = group;
   p.microbatches = g.microbatches[index];
   p.capacity_bytes = problem.cluster.type_of(p.device).memory_bytes;
-  p.static_bytes = policy.static_bytes(parameters, static_cast<int>(g.devices.size()));
+  p.host_capacity_bytes = problem.cluster.type_of(p.device).host_memory_bytes;
+  p.shard = choice.shard_of(group, policy.precision);
+  const double fraction = choice.shard_fraction(problem.cluster, group, index, policy.precision);
+  p.static_bytes = policy.static_bytes(parameters, fraction, p.shard);
+  p.host_bytes = policy.host_bytes(parameters, fraction, p.shard);
   p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
                     policy.working_bytes(problem.model.model, choice.microbatch_size, partition,
                                          {1, embedding, head, recomputes ? 1 : 0});

@@ -12,8 +12,9 @@
 namespace plait::plan {
 
 // Device `index` of stage group `group`, running as `rank`: which device, its micro-batches and
-// capacity, its static bytes (the parameters of the group's virtual stages under `policy`, the
-// optimizer state sharded over the group's width where the policy shards it) and its reserve (the
+// capacity, its static bytes (the parameters of the group's virtual stages under the group's
+// sharding policy, PlanChoice::shard_of, and the device's share; the host tier's bytes beside
+// them when the policy offloads) and its reserve (the
 // policy's reserve plus the working set of the partition's longest unit, with the head's when the
 // group holds the last virtual stage). busy_seconds and activation_bytes are left 0.
 DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice& choice, const MemoryPolicy& policy,

@@ -24,10 +24,25 @@ std::vector<double> group_sync_seconds(const PlanningProblem& problem, const Pla
   const int groups = choice.num_groups();
   std::vector<double> out(groups, 0.0);
   const double per_parameter = policy.sync_bytes_per_parameter();
+  const spec::ParameterBytes bytes = spec::parameter_bytes(policy.precision);
   for (int g = 0; g < groups; ++g) {
     std::int64_t parameters = 0;
     for (std::int32_t s : choice.group_vstages(g)) parameters += memory.parameter_count(s);
-    out[g] = ring_sync_seconds(problem.cluster, choice.groups[g].devices, per_parameter * static_cast<double>(parameters));
+    const spec::ShardPolicy shard = choice.shard_of(g, policy.precision);
+    const double p = static_cast<double>(parameters);
+    out[g] = ring_sync_seconds(problem.cluster, choice.groups[g].devices, policy.sync_bytes_per_parameter(shard) * p);
+    if (shard.offload) {
+      // The reduced gradient shard to the host and (below level 3) the updated weights back, over
+      // the slowest device's host link (data_parallel_timing.h's update).
+      double worst = 0;
+      for (std::size_t i = 0; i < choice.groups[g].devices.size(); ++i) {
+        const int d = choice.groups[g].devices[i];
+        const double moved = p * choice.shard_fraction(problem.cluster, g, i, policy.precision) *
+                             (bytes.gradients + (shard.shards_parameters() ? 0.0 : bytes.parameters));
+        worst = std::max(worst, moved / problem.cluster.type_of(d).host_bytes_per_second);
+      }
+      out[g] += worst;
+    }
   }
   if (problem.model.model.tie_embeddings && groups > 1) {
     // The group holding the last virtual stage has the LM head's copy of the embedding.

@@ -4,8 +4,9 @@
 // devices in device order (machine by machine, so it leaves each machine once), as Zorse's
 // planner models collectives (benson-guo/zorse, zorse_planner: 1.15 x the sum over ring steps of
 // the slowest neighbour transfer of S/n bytes): 2(n-1) steps of S/n bytes at the ring's slowest
-// link, plus a latency per step. S is the bytes per parameter the precision's collectives move
-// (MemoryPolicy::sync_bytes_per_parameter) times the stage's parameters. A tied embedding adds
+// link, plus a latency per step. S is the bytes per parameter the group's collectives move under
+// its sharding policy (MemoryPolicy::sync_bytes_per_parameter) times the stage's parameters; an
+// offloaded group adds its shard's copies to and from the host tier. A tied embedding adds
 // one more synchronisation of its V x H gradient across the first and last stages' devices.
 #include <vector>
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plait/plan/plan.h"
+
 namespace plait::plan {
 
 namespace {
@@ -9,10 +11,23 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 }
 
 double MemoryPolicy::static_bytes(std::int64_t parameters, int group_size) const {
-  const double p = static_cast<double>(parameters);
-  const spec::ParameterBytes bytes = spec::parameter_bytes(precision);
-  const double optimizer = bytes.optimizer * p / (shards_optimizer() ? group_size : 1);
-  return (bytes.parameters + bytes.gradients) * p + optimizer;
+  return static_bytes(parameters, 1.0 / group_size, default_shard(precision, group_size));
+}
+
+namespace {
+spec::ShardedStateBytes state(std::int64_t parameters, double shard_fraction, const spec::ShardPolicy& shard,
+                              Precision precision) {
+  const auto shard_elements = static_cast<std::int64_t>(static_cast<double>(parameters) * shard_fraction);
+  return spec::sharded_state_bytes(parameters, shard_elements, shard, precision);
+}
+}  // namespace
+
+double MemoryPolicy::static_bytes(std::int64_t parameters, double shard_fraction, const spec::ShardPolicy& shard) const {
+  return state(parameters, shard_fraction, shard, precision).device_peak();
+}
+
+double MemoryPolicy::host_bytes(std::int64_t parameters, double shard_fraction, const spec::ShardPolicy& shard) const {
+  return state(parameters, shard_fraction, shard, precision).host_peak();
 }
 
 double MemoryPolicy::reserve_bytes(double capacity) const {
@@ -20,7 +35,12 @@ double MemoryPolicy::reserve_bytes(double capacity) const {
 }
 
 double MemoryPolicy::sync_bytes_per_parameter() const {
-  return precision == Precision::bf16 ? 4.0 + 2.0 : 4.0 + 4.0;
+  return sync_bytes_per_parameter(default_shard(precision, 2));
+}
+
+double MemoryPolicy::sync_bytes_per_parameter(const spec::ShardPolicy& shard) const {
+  const spec::ParameterBytes bytes = spec::parameter_bytes(precision);
+  return shard.level == 0 ? 2 * bytes.gradients : bytes.gradients + bytes.parameters;
 }
 
 double MemoryPolicy::working_bytes(const spec::ModelSpec& model, int microbatch_size,
@@ -47,12 +67,14 @@ double MemoryPolicy::working_bytes(const spec::ModelSpec& model, int microbatch_
 
 std::string MemoryPolicy::describe() const {
   if (precision == Precision::fp32) {
-    return std::string("fp32 (plait's CPU engine): 4 B weights + 4 B gradients + 8 B AdamW state per parameter on "
-                       "every rank; activations by the engine's unit table (spec/unit_memory.h)") +
+    return std::string("fp32 (plait's CPU engine): 4 B weights + 4 B gradients + 8 B AdamW state per parameter, sharded "
+                       "over a stage's group or offloaded where the plan's shard choice says (spec/sharded_state.h); "
+                       "activations by the engine's unit table (spec/unit_memory.h)") +
            (recompute.any() ? ", recomputing " + recompute.describe() : "") + "; 10% reserve";
   }
   return std::string("bf16 mixed precision: 2 B weights + 4 B fp32 gradients per parameter, 12 B optimizer "
-                     "state sharded over the stage's data-parallel group; activations by the unit table "
+                     "state sharded over the stage's data-parallel group (or as the plan's shard choice says); "
+                     "activations by the unit table "
                      "(spec/unit_memory.h)") +
          (recompute.any() ? ", recomputing " + recompute.describe() + " (layer inputs and K/V kept)" : "") +
          "; 2 GiB reserve";

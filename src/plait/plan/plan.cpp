@@ -29,6 +29,24 @@ std::vector<std::int32_t> PlanChoice::group_vstages(int group) const {
   return out;
 }
 
+spec::ShardPolicy default_shard(Precision precision, int group_size) {
+  return {precision == Precision::bf16 && group_size > 1 ? 1 : 0, false};
+}
+
+spec::ShardPolicy PlanChoice::shard_of(int group, Precision precision) const {
+  if (!shard.empty()) return shard[static_cast<std::size_t>(group)];
+  return default_shard(precision, static_cast<int>(groups[static_cast<std::size_t>(group)].devices.size()));
+}
+
+double PlanChoice::shard_fraction(const ClusterSpec& cluster, int group, std::size_t index, Precision precision) const {
+  const StageGroup& g = groups[static_cast<std::size_t>(group)];
+  if (shard_of(group, precision).level == 0) return 1.0;
+  if (!memory_shares) return 1.0 / static_cast<double>(g.devices.size());
+  double total = 0;
+  for (int d : g.devices) total += cluster.type_of(d).memory_bytes;
+  return cluster.type_of(g.devices[index]).memory_bytes / total;
+}
+
 std::string bytes_text(double bytes) {
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   char buf[32];
@@ -78,6 +96,13 @@ std::string PlanChoice::summary(const ClusterSpec& cluster) const {
   if (recomputes()) {
     out += ", recompute ";
     for (std::size_t i = 0; i < recompute_layers.size(); ++i) out += (i ? "," : "") + std::to_string(recompute_layers[i]);
+  }
+  if (!shard.empty()) {
+    out += ", shard ";
+    for (std::size_t g = 0; g < shard.size(); ++g) {
+      out += (g ? "," : "") + std::to_string(shard[g].level) + (shard[g].offload ? "+offload" : "");
+    }
+    if (memory_shares) out += " (memory shares)";
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "plait/spec/sequence_partition.h"
 #include "plait/sim/device_profile.h"
 #include "plait/spec/model_presets.h"
+#include "plait/spec/sharded_state.h"
 
 namespace plait::plan {
 
@@ -54,6 +55,11 @@ struct PlanChoice {
   // The virtual stages each group holds, when read from a plan file whose layout is neither
   // interleaved nor a V; empty: as the family places them.
   std::vector<std::vector<std::int32_t>> held;
+  // Sharded data parallelism of each group's stages (spec/sharded_state.h); empty: the
+  // precision's default (default_shard); memory_shares: shards proportional to the devices'
+  // memory rather than equal.
+  std::vector<spec::ShardPolicy> shard;
+  bool memory_shares = false;
 
   int num_groups() const { return static_cast<int>(groups.size()); }
   bool recomputes() const {
@@ -72,7 +78,16 @@ struct PlanChoice {
   // "seq1f1b k=4 (flops) b=2 M=512, 4 stages [8|16|16|24 devices], layers 11,7,9,5" (and
   // "recompute 2,0,0,1" when it recomputes)
   std::string summary(const ClusterSpec& cluster) const;
+  // Group g's policy: shard[g], or the default for the precision and the group's width.
+  spec::ShardPolicy shard_of(int group, Precision precision) const;
+  // The share of a group's stages device `index` of it holds under its policy: 1 at level 0,
+  // 1/n for equal shares, memory / (the group's memory) for memory shares.
+  double shard_fraction(const ClusterSpec& cluster, int group, std::size_t index, Precision precision) const;
 };
+
+// What plans assumed before the planner chose sharding: bf16 shards the optimizer state over the
+// stage's group (level 1, as Megatron-LM's distributed optimizer), fp32 nothing (level 0).
+spec::ShardPolicy default_shard(Precision precision, int group_size);
 
 struct DevicePrediction {
   int device = 0;
@@ -81,6 +96,10 @@ struct DevicePrediction {
   int microbatches = 0;
   double busy_seconds = 0;
   double static_bytes = 0, activation_bytes = 0, reserve_bytes = 0, capacity_bytes = 0;
+  // The host tier: offloaded optimizer state, master weights and staged gradients, and its
+  // capacity (0: none).
+  double host_bytes = 0, host_capacity_bytes = 0;
+  spec::ShardPolicy shard;
   double total_bytes() const { return static_bytes + activation_bytes + reserve_bytes; }
 };
 

@@ -38,7 +38,21 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
     parallel.cluster_devices.push_back(problem.cluster.device_name(d));
     if (!problem.cluster.emulated) continue;
     const DeviceType& t = problem.cluster.type_of(d);
-    parallel.devices.push_back({t.name, t.slowdown, static_cast<std::size_t>(t.memory_bytes)});
+    schedule::DeviceEmulation e{t.name, t.slowdown, static_cast<std::size_t>(t.memory_bytes), {}};
+    if (t.host_memory_bytes > 0) e.host_memory_bytes = static_cast<std::size_t>(t.host_memory_bytes);
+    parallel.devices.push_back(std::move(e));
+  }
+  // The planner's sharding choice, per virtual stage (each stage is its group's).
+  if (!choice.shard.empty()) {
+    parallel.shard.assign(choice.vstage_layers.size(), 0);
+    parallel.offload.assign(choice.vstage_layers.size(), false);
+    for (int g = 0; g < choice.num_groups(); ++g) {
+      for (std::int32_t v : choice.group_vstages(g)) {
+        parallel.shard[static_cast<std::size_t>(v)] = choice.shard[static_cast<std::size_t>(g)].level;
+        parallel.offload[static_cast<std::size_t>(v)] = choice.shard[static_cast<std::size_t>(g)].offload;
+      }
+    }
+    if (choice.memory_shares) parallel.shard_shares = schedule::ParallelSpec::Shares::memory;
   }
   doc["parallel"] = schedule::to_json(parallel);
   return doc;
@@ -137,6 +151,14 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
     g.microbatches.push_back(static_cast<int>(std::count_if(s.ranks[r].begin(), s.ranks[r].end(), [](const auto& a) {
       return a.kind == schedule::ActionKind::F && a.segment == 0 && a.chunk == 0;
     })));
+  }
+  // The sharding the file asks for, per group (its stages share one policy: the first's).
+  if (!parallel.shard.empty() || !parallel.offload.empty()) {
+    for (const auto& held : keys) {
+      const int v = *std::min_element(held.begin(), held.end());
+      choice.shard.push_back({parallel.shard_level(v), parallel.offloaded(v)});
+    }
+    choice.memory_shares = parallel.shard_shares == schedule::ParallelSpec::Shares::memory;
   }
   choice.chunks = s.layout.max_chunks();
   choice.num_microbatches = s.layout.num_microbatches;

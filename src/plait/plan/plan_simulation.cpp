@@ -12,6 +12,13 @@ void check_memory(const ClusterSpec& cluster, PlanPrediction& prediction) {
   prediction.fits = true;
   prediction.over_memory.clear();
   for (const DevicePrediction& d : prediction.devices) {
+    if (d.host_bytes > d.host_capacity_bytes) {
+      prediction.fits = false;
+      prediction.over_memory = cluster.device_name(d.device) + " (" + cluster.type_of(d.device).name + ") needs " +
+                               bytes_text(d.host_bytes) + " of host memory for its offloaded state; its host tier has " +
+                               bytes_text(d.host_capacity_bytes);
+      return;
+    }
     if (d.total_bytes() <= d.capacity_bytes) continue;
     prediction.fits = false;
     prediction.over_memory = cluster.device_name(d.device) + " (" + cluster.type_of(d.device).name + ") needs " +

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <limits>
 #include <set>
 
 #include "plait/core/error.h"
@@ -73,6 +74,43 @@ namespace {
 // micro-batch sizes, segment options, recomputation), the speeds to plan for, then per
 // micro-batch size a coarse pass over the groupings and a fine pass over every schedule option
 // on the best of them, and last the simulation of the best estimates.
+// A group's sharding options, cheapest in time first (docs/planner.md, "Sharding and offload"):
+// the precision's default, level 1 where the group has data parallelism (moments sharded: a
+// reduce-scatter and an all-gather move what an all-reduce moves), then each offloaded when every
+// device of the group has a host tier (the copies cost time). Levels 2 and 3 are not tried: in
+// plait's pipelines a stage's whole gradient buffer is in use from its first W to its last and its
+// weights from its first use to its last, so neither lowers a device's peak below level 1's
+// (spec/sharded_state.h), while both cost time. `choose` false: the default only (--no-shard).
+std::vector<spec::ShardPolicy> shard_options(const ClusterSpec& cluster, const std::vector<int>& devices, bool choose) {
+  const int n = static_cast<int>(devices.size());
+  std::vector<spec::ShardPolicy> options = {default_shard(cluster.precision, n)};
+  if (!choose) return options;
+  if (n > 1 && options.front().level < 1) options.push_back({1, false});
+  const bool host = std::all_of(devices.begin(), devices.end(), [&](int d) { return cluster.type_of(d).host_memory_bytes > 0; });
+  if (host) {
+    const std::size_t plain = options.size();
+    for (std::size_t i = 0; i < plain; ++i) options.push_back({options[i].level, true});
+  }
+  return options;
+}
+
+// Whether a group's devices differ in memory (then its shards follow the memory).
+bool mixed_memory(const ClusterSpec& cluster, const std::vector<int>& devices) {
+  return std::any_of(devices.begin(), devices.end(), [&](int d) {
+    return cluster.type_of(d).memory_bytes != cluster.type_of(devices.front()).memory_bytes;
+  });
+}
+
+// Device `i`'s share of a group's stages under `shard` (PlanChoice::shard_fraction's rule).
+double share_of(const ClusterSpec& cluster, const std::vector<int>& devices, std::size_t i, const spec::ShardPolicy& shard,
+                bool memory_shares) {
+  if (shard.level == 0) return 1.0;
+  if (!memory_shares) return 1.0 / static_cast<double>(devices.size());
+  double total = 0;
+  for (int d : devices) total += cluster.type_of(d).memory_bytes;
+  return cluster.type_of(devices[i]).memory_bytes / total;
+}
+
 class PlanSearch {
  public:
   PlanSearch(const PlanningProblem& real, const PlannerOptions& o)
@@ -275,10 +313,18 @@ class PlanSearch {
         }
         return t;
       };
+      const bool memory_shares = o_.shard && std::any_of(groups.begin(), groups.end(),
+                                                         [&](const auto& g) { return mixed_memory(cluster_, g); });
       auto fits = [&](int g, int l) {
-        const double need = static_policy.static_bytes(params_of(l, g == 0, g == P - 1),
-                                                       static_cast<int>(groups[g].size()));
-        for (int d : groups[g]) {
+        const std::int64_t params = params_of(l, g == 0, g == P - 1);
+        // Static memory under the group's most memory-saving option (the fine pass picks).
+        const std::vector<spec::ShardPolicy> options = shard_options(cluster_, groups[g], o_.shard);
+        for (std::size_t i = 0; i < groups[g].size(); ++i) {
+          const int d = groups[g][i];
+          double need = std::numeric_limits<double>::infinity();
+          for (const spec::ShardPolicy& option : options) {
+            need = std::min(need, static_policy.static_bytes(params, share_of(cluster_, groups[g], i, option, memory_shares), option));
+          }
           const double cap = cluster_.type_of(d).memory_bytes;
           if (need + static_policy.reserve_bytes(cap) > cap) {
             closest_static_.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
@@ -364,25 +410,41 @@ class PlanSearch {
     // With the B/W split a recomputed layer's units hold, between B and W, what W needs (as
     // without recomputation): the larger of that and the kept input and K/V.
     const double recomputed_unit = f.split_backward ? std::max(act.recomputed, act.after_b) : act.recomputed;
-    // The fewest of its l layers group g must recompute to fit on every device (each one keeps its
-    // input and K/V instead of its state, and the group then needs one layer's rebuild as working
-    // set), or -1 if even all of them do not make it fit.
-    auto recompute_needed = [&](int g, int l) {
-      if (l > cap[g]) return -1;
+    // How group g keeps l layers within every device's memory (and host tier): the first sharding
+    // option (shard_options: cheapest in time first) and the fewest recomputed layers that fit
+    // (each one keeps its input and K/V instead of its state, and the group then needs one layer's
+    // rebuild as working set), preferring any sharding option to recomputing a layer (offload
+    // copies a stage's shard once per step; recomputation re-runs a layer's forward for every
+    // micro-batch). {-1, -1} when nothing fits.
+    const bool memory_shares = o_.shard && std::any_of(gc.groups.begin(), gc.groups.end(),
+                                                       [&](const auto& g) { return mixed_memory(cluster_, g); });
+    struct Keeping {
+      int shard = -1, recompute = -1;
+    };
+    auto keeping = [&](int g, int l) -> Keeping {
+      if (l > cap[g]) return {};
       const bool last = g == P - 1;
       const int most = *std::max_element(gc.counts[g].begin(), gc.counts[g].end());
-      const double fixed = policy.static_bytes(params_of(l, g == 0, last), static_cast<int>(gc.groups[g].size()));
+      const std::int64_t params = params_of(l, g == 0, last);
+      const std::vector<spec::ShardPolicy> options = shard_options(cluster_, gc.groups[g], o_.shard);
       for (int r = 0; r <= (o_.recompute ? l : 0); ++r) {
-        const double need = fixed + in_flight(g, most) * ((l - r) * act.layer + r * recomputed_unit + (last ? act.head : 0.0)) +
-                            policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0});
-        const bool fits_all = std::all_of(gc.groups[g].begin(), gc.groups[g].end(), [&](int d) {
-          const double capacity = cluster_.type_of(d).memory_bytes;
-          return need + policy.reserve_bytes(capacity) <= capacity;
-        });
-        if (fits_all) return r;
+        const double dynamic = in_flight(g, most) * ((l - r) * act.layer + r * recomputed_unit + (last ? act.head : 0.0)) +
+                               policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0});
+        for (std::size_t k = 0; k < options.size(); ++k) {
+          bool ok = true;
+          for (std::size_t i = 0; i < gc.groups[g].size() && ok; ++i) {
+            const int d = gc.groups[g][i];
+            const double share = share_of(cluster_, gc.groups[g], i, options[k], memory_shares);
+            const double capacity = cluster_.type_of(d).memory_bytes;
+            ok = policy.static_bytes(params, share, options[k]) + dynamic + policy.reserve_bytes(capacity) <= capacity &&
+                 policy.host_bytes(params, share, options[k]) <= cluster_.type_of(d).host_memory_bytes;
+          }
+          if (ok) return {static_cast<int>(k), r};
+        }
       }
-      return -1;
+      return {};
     };
+    auto recompute_needed = [&](int g, int l) { return keeping(g, l).recompute; };
     auto per_mb = [&](int type, int l, int recomputed, bool last) {
       double t = 0;
       for (int j = 0; j < so.k; ++j) {
@@ -400,7 +462,7 @@ class PlanSearch {
       }
       return t;
     };
-    auto fits = [&](int g, int l) { return recompute_needed(g, l) >= 0; };
+    auto fits = [&](int g, int l) { return keeping(g, l).shard >= 0; };
     for (int attempt = 0; attempt < 4; ++attempt) {
       const std::vector<int> layers = balance_layers(L_, P, time, fits, v);
       if (layers.empty()) break;
@@ -413,6 +475,22 @@ class PlanSearch {
       ch.microbatch_size = b;
       ch.num_microbatches = M;
       for (int g = 0; g < P; ++g) ch.groups.push_back({gc.groups[g], gc.counts[g]});
+      // Each group's cheapest sharding option that fits its layers; recorded when one differs
+      // from the precision's default or shards follow the devices' memory, so plans that need
+      // neither read as before.
+      ch.memory_shares = memory_shares;
+      bool recorded = false;
+      for (int g = 0; g < P; ++g) {
+        const spec::ShardPolicy chosen = shard_options(cluster_, gc.groups[g], o_.shard)[static_cast<std::size_t>(
+            std::max(0, keeping(g, layers[g]).shard))];
+        ch.shard.push_back(chosen);
+        recorded = recorded || !(chosen == default_shard(cluster_.precision, static_cast<int>(gc.groups[g].size()))) ||
+                   (memory_shares && chosen.level > 0);
+      }
+      if (!recorded) {
+        ch.shard.clear();
+        ch.memory_shares = false;
+      }
       ch.vstage_layers.assign(static_cast<std::size_t>(P) * v, 0);
       ch.recompute_layers.assign(static_cast<std::size_t>(P) * v, 0);
       for (int g = 0; g < P; ++g) {

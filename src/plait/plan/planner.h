@@ -31,6 +31,7 @@ struct PlannerOptions {
   std::int64_t min_unit_tokens = -1;
   std::vector<int> microbatch_sizes;      // empty: 1, 2, 4, ..., 64 where they divide the batch
   bool recompute = true;                  // may plan recomputation (per stage, where memory needs it)
+  bool shard = true;                      // may shard a stage's state over its group or offload it
   bool even = false;                      // plan as if every device were alike, stages of
                                           // equal width (a pp x dp baseline)
   int max_groups = 16;                    // pipeline stages at most

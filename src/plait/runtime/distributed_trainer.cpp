@@ -13,22 +13,6 @@
 namespace plait::runtime {
 namespace {
 
-// 0: all finite; else 1 + index of the first tensor holding a NaN (odd codes) or an infinity.
-double first_nonfinite(const model::StageModel& m, int& kind) {
-  const std::span<const float> g = m.gradients();
-  const auto& tensors = m.tensors();
-  for (std::size_t t = 0; t < tensors.size(); ++t) {
-    for (std::size_t i = 0; i < tensors[t].numel; ++i) {
-      const float v = g[tensors[t].offset + i];
-      if (!std::isfinite(v)) {
-        kind = std::isnan(v) ? 1 : 2;
-        return static_cast<double>(t) + 1;
-      }
-    }
-  }
-  return 0;
-}
-
 const char* kind_name(int kind) { return kind == 1 ? "NaN" : "infinite"; }
 
 }  // namespace
@@ -58,24 +42,27 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
   MemoryTracker& buffers = options.buffer_tracker ? *options.buffer_tracker : tracker;
   buffers_ = &buffers;
 
+  host_ = std::make_unique<MemoryTracker>(device.host_memory_bytes, MemoryTier::kHost);
+
   std::vector<model::StageModel*> chunks;
+  bool offloads = false;
   for (std::int32_t v : plan_.schedule.layout.rank_vstages[static_cast<std::size_t>(rank_)]) {
     auto m = std::make_unique<model::StageModel>(plan_.model, plan_.vstage_specs[static_cast<std::size_t>(v)],
                                                  tracker);
     // Initialisation is a function of (seed, tensor name), so every holder of a stage, and the
     // single-process reference, start from the same parameters.
     m->init_parameters(train.seed);
-    optimizers_.push_back(std::make_unique<optim::AdamW>(
-        m->parameters(), optim::param_ranges(m->tensors()),
-        optim::AdamWConfig{train.beta1, train.beta2, train.eps, train.weight_decay}, tracker));
+    offloads = offloads || (!plan_.vstage_shard.empty() && plan_.vstage_shard[static_cast<std::size_t>(v)].offload);
     chunks.push_back(m.get());
     models_.push_back(std::move(m));
   }
+  if (offloads) copies_ = std::make_unique<ThreadCopyEngine>();
   lowered_ = lower_plan(plan_, options.recv_lookahead);
-  reducer_ = std::make_unique<GradientReducer>(plan_, rank_, world, chunks, options.bucket_floats, buffers);
+  dp_ = std::make_unique<ShardedDataParallel>(plan_, rank_, world, chunks,
+                                              optim::AdamWConfig{train.beta1, train.beta2, train.eps, train.weight_decay},
+                                              options.bucket_floats, buffers, host_.get(), copies_.get());
   executor_ = std::make_unique<PipelineExecutor>(
-      plan_, make_rank_program(plan_, lowered_, rank_, world.max_tag()), world, chunks, *reducer_,
-      buffers);
+      plan_, make_rank_program(plan_, lowered_, rank_, world.max_tag()), world, chunks, *dp_, buffers);
 }
 
 DistributedTrainer::~DistributedTrainer() = default;
@@ -89,7 +76,12 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
                 std::to_string(plan_.global_microbatches()) + " of " +
                 std::to_string(plan_.microbatch_size) + " x " + std::to_string(plan_.seq));
   }
-  for (auto& m : models_) m->zero_gradients();
+  for (auto& m : models_) m->zero_gradients();  // (level 2-3 buffers commit zero-filled instead)
+  const double lr = schedule_.at(static_cast<int>(step));
+  // A level-3 chunk may take its AdamW step as soon as its gradients are reduced only when the
+  // update depends on no other chunk: no clipping by the global norm, and a non-finite step
+  // stops the job rather than skipping the update everywhere.
+  dp_->begin_step(lr, train_.grad_clip <= 0 && train_.on_nonfinite == TrainConfig::OnNonFinite::kAbort);
   note_progress("step " + std::to_string(step) + ": the barrier that starts it");
   // A common time origin for the step's timeline (the ranks' clocks are the host's monotonic
   // clock on one machine; across machines each rank's origin is its own barrier exit).
@@ -97,12 +89,12 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   const double start = monotonic_seconds();
   ExecutedStep executed = executor_->run(step, batches, start, options_.record_events, options_.failure);
   note_progress("step " + std::to_string(step) + ": finishing the gradient reductions, then the loss and norm");
-  reducer_->finish();
+  dp_->finish();
 
   DistributedStepResult r;
   // One reduction for the loss, the squared norm and a flag of this rank's non-finite values.
   // The decision below depends only on the reduced values, so every rank takes the same one.
-  const double owned_sq = reducer_->owned_sum_of_squares();
+  const double owned_sq = dp_->owned_sum_of_squares();
   const bool local_loss_bad = !std::isfinite(executed.loss);
   double sums[3] = {executed.loss, owned_sq, local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0};
   world_.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
@@ -111,7 +103,7 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   const optim::ClipResult clip = optim::clip_by_global_norm({&sum_sq, 1}, train_.grad_clip);
   r.grad_norm = clip.norm;
   r.clip_factor = clip.factor;
-  r.lr = schedule_.at(static_cast<int>(step));
+  r.lr = lr;
   if (sums[2] != 0 || !std::isfinite(sums[0]) || !std::isfinite(sums[1])) {
     r.nonfinite = describe_nonfinite(step, local_loss_bad);
     if (train_.on_nonfinite == TrainConfig::OnNonFinite::kAbort) {
@@ -119,10 +111,9 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
                                "skips such steps' updates)");
     }
     r.skipped = true;
+    dp_->skip_update();
   } else {
-    for (std::size_t c = 0; c < models_.size(); ++c) {
-      optimizers_[c]->step(models_[c]->gradients(), r.lr, clip.factor);
-    }
+    dp_->update(r.lr, clip.factor);
   }
   r.step_seconds = monotonic_seconds() - start;
   r.pipeline_seconds = executed.finish_seconds;
@@ -133,14 +124,15 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
 
 std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local_loss_bad) {
   // Per rank: [loss not finite, then per chunk: virtual stage, 1 + first bad tensor (0: none),
-  // kind]. Gradients are compared after their reduction, so a bad one shows on every holder of
-  // its stage; the stage and tensor say where it is.
+  // kind]. Gradients are compared after their reduction, in the part of the stage the rank
+  // holds reduced (all of it at level 0, its shard above), so a bad one shows on a holder of its
+  // stage; the stage and tensor say where it is.
   std::vector<double> mine = {local_loss_bad ? 1.0 : 0.0};
-  for (std::size_t c = 0; c < models_.size(); ++c) {
+  for (int c = 0; c < dp_->num_chunks(); ++c) {
     int kind = 0;
-    const double bad = first_nonfinite(*models_[c], kind);
+    const std::optional<std::size_t> bad = dp_->chunk(c).first_nonfinite(kind);
     mine.push_back(static_cast<double>(c));
-    mine.push_back(bad);
+    mine.push_back(bad ? static_cast<double>(*bad) + 1 : 0.0);
     mine.push_back(kind);
   }
   const std::vector<std::vector<double>> all = gather_all(world_, mine);
@@ -193,8 +185,9 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
     for (auto& m : models_) chunks.push_back(m.get());
     eval_executor_ = std::make_unique<PipelineExecutor>(
         eval_plan_, make_rank_program(eval_plan_, eval_lowered_, rank_, world_.max_tag()), world_,
-        chunks, *reducer_, *buffers_, ExecutorMode::kEvaluate);
+        chunks, *dp_, *buffers_, ExecutorMode::kEvaluate);
   }
+  dp_->begin_step(0, false);
   FailureInjection failure;
   if (options_.failure.at(rank_, step, FailureInjection::Kind::kKillInEval)) {
     failure = {rank_, step, FailureInjection::Kind::kKill};
@@ -211,11 +204,32 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
 }
 
 int DistributedTrainer::optimizer_steps() const {
-  return optimizers_.empty() ? 0 : optimizers_.front()->steps_taken();
+  return dp_->num_chunks() == 0 ? 0 : dp_->chunk(0).optimizer().steps_taken();
 }
 
 void DistributedTrainer::set_optimizer_steps(int steps) {
-  for (auto& o : optimizers_) o->set_steps_taken(steps);
+  for (int c = 0; c < dp_->num_chunks(); ++c) dp_->chunk(c).optimizer().set_steps_taken(steps);
+}
+
+std::vector<std::vector<float>> DistributedTrainer::gather_parameters() {
+  std::vector<std::vector<float>> full(models_.size());
+  std::vector<comm::Request> pending;
+  for (int c = 0; c < dp_->num_chunks(); ++c) {
+    ShardedChunk& chunk = dp_->chunk(c);
+    std::vector<float>& out = full[static_cast<std::size_t>(c)];
+    out.resize(chunk.model().parameters().size());
+    if (!chunk.policy().shards_parameters() && !chunk.policy().offload) {
+      const std::span<const float> p = chunk.model().parameters();
+      std::copy(p.begin(), p.end(), out.begin());
+      continue;
+    }
+    // The rank's shard where the optimizer keeps it, then every holder's block in place.
+    const std::span<const float> shard = chunk.shard_parameters();
+    std::copy(shard.begin(), shard.end(), out.begin() + chunk.shard_begin());
+    if (chunk.policy().level > 0) pending.push_back(dp_->group(c)->iallgather(out, chunk.block_counts()));
+  }
+  comm::wait_all(pending);
+  return full;
 }
 
 }  // namespace plait::runtime

@@ -1,10 +1,12 @@
 #pragma once
-// One rank of a pipeline x data-parallel training job. It holds one StageModel and one AdamW per
-// chunk (virtual stage) the plan gives the rank, and runs optimizer steps:
-//   barrier -> PipelineExecutor (the rank's actions; gradient reductions start as chunks finish)
-//   -> GradientReducer::finish -> loss, squared norm and a non-finite flag all-reduced over the
-//   job -> (non-finite: stop or skip, train.on_nonfinite) -> clip factor -> AdamW with the
-//   warm-up + cosine learning rate.
+// One rank of a pipeline x data-parallel training job. It holds one StageModel per chunk
+// (virtual stage) the plan gives the rank, each with its AdamW state under its stage's sharding
+// policy (ShardedDataParallel, ShardedChunk), and runs optimizer steps:
+//   barrier -> PipelineExecutor (the rank's actions; level-3 gathers before each chunk's first
+//   use; gradient reductions start as chunks finish) -> ShardedDataParallel::finish -> loss,
+//   squared norm and a non-finite flag all-reduced over the job -> (non-finite: stop or skip,
+//   train.on_nonfinite) -> clip factor -> AdamW on each rank's part with the warm-up + cosine
+//   learning rate, updated weights all-gathered where sharded.
 // and forward-only evaluations (validation loss) through the same pipeline.
 // Every rank of the job constructs one with the same plan (construction is collective: it makes
 // the stage groups). The result equals runtime::LocalTrainer on the same global batch within
@@ -21,7 +23,8 @@
 #include "plait/optim/adamw.h"
 #include "plait/optim/lr_schedule.h"
 #include "plait/runtime/collective_error.h"
-#include "plait/runtime/gradient_reducer.h"
+#include "plait/core/thread_copy_engine.h"
+#include "plait/runtime/sharded_data_parallel.h"
 #include "plait/runtime/pipeline_executor.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/train_config.h"
@@ -75,7 +78,8 @@ class NonFiniteStepError : public CollectiveError {
 class DistributedTrainer {
  public:
   // `train` is the global train config (JobConfig::global_train()). The tracker's capacity is set
-  // from the rank's emulated device when the plan gives one.
+  // from the rank's emulated device when the plan gives one; the rank's host tier (host_tracker)
+  // gets the device's host_memory_bytes.
   DistributedTrainer(const PipelinePlan& plan, const TrainConfig& train, comm::Communicator& world,
                      MemoryTracker& tracker, const TrainerOptions& options = {});
   ~DistributedTrainer();
@@ -101,7 +105,15 @@ class DistributedTrainer {
   const PipelinePlan& plan() const { return plan_; }
   int num_chunks() const { return static_cast<int>(models_.size()); }
   model::StageModel& chunk(int c) { return *models_[static_cast<std::size_t>(c)]; }
-  optim::AdamW& optimizer(int c) { return *optimizers_[static_cast<std::size_t>(c)]; }
+  // Chunk c's AdamW: over the rank's shard of it (the whole chunk at level 0), its moments the
+  // shard's.
+  optim::AdamW& optimizer(int c) { return dp_->chunk(c).optimizer(); }
+  ShardedDataParallel& data_parallel() { return *dp_; }
+  // The rank's host memory tier (offloaded optimizer state, parked level-3 weights).
+  MemoryTracker& host_tracker() { return *host_; }
+  // Every chunk's full weights, gathered from the shards where they are sharded (collective
+  // over each chunk's stage group: every holder calls it), in chunk order.
+  std::vector<std::vector<float>> gather_parameters();
   const schedule::LoweredSchedule& lowered() const { return lowered_; }
 
  private:
@@ -112,9 +124,10 @@ class DistributedTrainer {
   TrainerOptions options_;
   optim::LRSchedule schedule_;
   std::vector<std::unique_ptr<model::StageModel>> models_;
-  std::vector<std::unique_ptr<optim::AdamW>> optimizers_;
+  std::unique_ptr<MemoryTracker> host_;
+  std::unique_ptr<ThreadCopyEngine> copies_;  // only when a chunk offloads
   schedule::LoweredSchedule lowered_;
-  std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<ShardedDataParallel> dp_;
   std::unique_ptr<PipelineExecutor> executor_;
   // Evaluation: built on first use.
   PipelinePlan eval_plan_;

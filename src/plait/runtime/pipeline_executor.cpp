@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "plait/comm/backoff.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
@@ -46,18 +47,19 @@ namespace {
 
 PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program,
                                    comm::Communicator& world, std::vector<model::StageModel*> chunks,
-                                   GradientReducer& reducer, MemoryTracker& buffers,
+                                   ShardedDataParallel& data_parallel, MemoryTracker& buffers,
                                    ExecutorMode mode)
     : plan_(plan),
       program_(std::move(program)),
       world_(world),
       chunks_(std::move(chunks)),
-      reducer_(reducer),
+      dp_(data_parallel),
       mode_(mode),
       pool_(buffers),
       device_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
       data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
       state_(std::make_unique<State>()) {
+  lazy_gathers_ = !plan.sharded() || lazy_gathers_deadlock_free(plan, *program_.lowered);
   for (const ComputeStep& s : program_.steps) {
     const model::StageSpec& spec = chunks_[static_cast<std::size_t>(s.action.chunk)]->spec();
     if (s.action.kind == schedule::ActionKind::F && (spec.has_embedding || spec.has_head)) {
@@ -104,7 +106,7 @@ void PipelineExecutor::poll() {
       ++i;
     }
   }
-  reducer_.poll();
+  dp_.poll();
 }
 
 void PipelineExecutor::post(std::int32_t id) {
@@ -121,7 +123,18 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
   if (s.input_message >= 0) {
     if (!state_->posted.contains(s.input_message)) post(s.input_message);
     auto it = state_->posted.find(s.input_message);
-    it->second.request.wait();
+    // Waiting keeps the rank's own sends, reductions, gathers and copies moving (OpenMPI
+    // advances collectives only inside MPI calls; a reduced chunk's host copy and early update
+    // are this rank's to start).
+    if (!it->second.request.test()) {
+      note_waiting(it->second.request.describe());  // for the stall watchdog, as Request::wait
+      comm::Backoff backoff(it->second.request.backoff_policy());
+      do {
+        poll();
+        backoff.pause();
+      } while (!it->second.request.test());
+      note_wait_over();
+    }
     model::PooledBuffer buffer = std::move(it->second.buffer);
     state_->posted.erase(it);
     return buffer;
@@ -230,7 +243,13 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     for (std::int32_t id : program_.posts[i]) {
       if (!st.posted.contains(id)) post(id);
     }
+    if (lazy_gathers_) {
+      for (std::int32_t c : s.prefetch) dp_.prefetch(c);
+    } else if (i == 0) {
+      for (std::size_t c = 0; c < chunks_.size(); ++c) dp_.prefetch(static_cast<int>(c));
+    }
     model::PooledBuffer input = take_input(s);
+    dp_.before_compute(s);
     model::PooledBuffer output;
     if (s.output_floats > 0) {
       output = pool_.acquire(MemoryCategory::kCommBuffers, static_cast<std::size_t>(s.output_floats));
@@ -296,15 +315,13 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     } else if (s.output_local >= 0) {
       st.local.emplace(s.output_local, std::move(output));
     }
-    if (s.finishes_chunk) {
-      if (nan_gradient) {
-        // As if the backward had overflowed: before the reduction, so it spreads as a real one.
-        model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
-        m.gradients()[m.tensors().front().offset] = std::numeric_limits<float>::quiet_NaN();
-        nan_gradient = false;
-      }
-      reducer_.start_chunk(a.chunk);
+    if (s.finishes_chunk && nan_gradient) {
+      // As if the backward had overflowed: before the reduction, so it spreads as a real one.
+      model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
+      m.gradients()[m.tensors().front().offset] = std::numeric_limits<float>::quiet_NaN();
+      nan_gradient = false;
     }
+    dp_.after_compute(s);
   }
 
   // Every send must complete before its buffer goes; keep the reductions moving meanwhile.

@@ -1,7 +1,8 @@
 #pragma once
 // Runs one rank's part of a training step: walks its compute actions in order (RankProgram),
 // and for each one posts the receives due (a window of `recv_lookahead` actions, lowering's
-// Message::post_op), waits for its input, runs the stage model (F, B, W or BW of a micro-batch
+// Message::post_op), starts the level-3 weight gathers due (ShardedDataParallel::prefetch), waits
+// for its input and its chunk's weights, runs the stage model (F, B, W or BW of a micro-batch
 // segment on one of its chunks), pads the action for an emulated slower device, and hands the
 // output on: a nonblocking send, or a local hand-off to its own next chunk. Sends complete
 // lazily (tested between actions; all waited for at the end of the step), so a rank never blocks
@@ -22,7 +23,7 @@
 #include "plait/model/tensor_pool.h"
 #include "plait/runtime/device_emulator.h"
 #include "plait/runtime/failure_injection.h"
-#include "plait/runtime/gradient_reducer.h"
+#include "plait/runtime/sharded_data_parallel.h"
 #include "plait/runtime/rank_program.h"
 #include "plait/trace/event.h"
 
@@ -44,7 +45,7 @@ class PipelineExecutor {
  public:
   // chunks[c]: the model of the rank's chunk c; buffers: the tracker charged for comm buffers.
   PipelineExecutor(const PipelinePlan& plan, RankProgram program, comm::Communicator& world,
-                   std::vector<model::StageModel*> chunks, GradientReducer& reducer,
+                   std::vector<model::StageModel*> chunks, ShardedDataParallel& data_parallel,
                    MemoryTracker& buffers, ExecutorMode mode = ExecutorMode::kTrain);
   ~PipelineExecutor();
   PipelineExecutor(const PipelineExecutor&) = delete;
@@ -52,7 +53,7 @@ class PipelineExecutor {
 
   // Runs the rank's actions of step `step`; `start` is the step's time origin (monotonic
   // seconds, taken after the step's barrier). Returns once every action has run and every send
-  // has completed; gradient reductions may still be in flight (GradientReducer::finish).
+  // has completed; gradient reductions may still be in flight (ShardedDataParallel::finish).
   // Each head-stage unit's loss is scaled by loss_scale (0: 1 / the plan's global tokens, so the
   // units of all ranks add up to the step's mean loss). `failure` acts when its step is `step`:
   // throw or kill before the middle action, a NaN unit loss, a NaN gradient.
@@ -81,7 +82,10 @@ class PipelineExecutor {
   RankProgram program_;
   comm::Communicator& world_;
   std::vector<model::StageModel*> chunks_;
-  GradientReducer& reducer_;
+  ShardedDataParallel& dp_;
+  // Level-3 gathers start one action before each chunk's first use (lazy), or all at the step's
+  // start when that could deadlock (lazy_gathers_deadlock_free).
+  bool lazy_gathers_ = true;
   ExecutorMode mode_;
   model::TensorPool pool_;  // comm_buffers
   DeviceEmulator device_;

@@ -39,6 +39,22 @@ std::vector<int> PipelinePlan::holders(int vstage) const {
   return ranks;
 }
 
+bool PipelinePlan::sharded() const {
+  for (const spec::ShardPolicy& s : vstage_shard) {
+    if (s.level > 0 || s.offload) return true;
+  }
+  return false;
+}
+
+std::vector<std::int64_t> PipelinePlan::shard_bounds(int vstage, std::int64_t elements) const {
+  std::vector<std::uint64_t> weights;
+  for (int r : holders(vstage)) {
+    const DeviceEmulation& d = devices[static_cast<std::size_t>(r)];
+    weights.push_back(shard_shares == ParallelConfig::Shares::memory && d.memory_bytes ? *d.memory_bytes : 1);
+  }
+  return spec::shard_bounds(elements, weights);
+}
+
 std::string PipelinePlan::rank_label(int rank) const {
   const auto& stages = schedule.layout.rank_vstages[static_cast<std::size_t>(rank)];
   std::string label = "rank " + std::to_string(rank) + (stages.size() > 1 ? ": stages " : ": stage ");
@@ -106,6 +122,10 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   }
   plan.devices = p.devices.empty() ? std::vector<DeviceEmulation>(static_cast<std::size_t>(world_size))
                                    : p.devices;
+
+  schedule::check_data_parallel(p, plan.schedule.layout, job.run.source);
+  plan.shard_shares = p.shard_shares;
+  for (int v = 0; v < vstages; ++v) plan.vstage_shard.push_back({p.shard_level(v), p.offloaded(v)});
 
   // Every rule of docs/schedules.md, including the deadlock check with receives posted ahead:
   // the executor never blocks on a send (nonblocking sends, completed lazily), which is exactly

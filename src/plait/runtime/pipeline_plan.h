@@ -14,6 +14,7 @@
 #include "plait/schedule/schedule.h"
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
+#include "plait/spec/sharded_state.h"
 
 namespace plait::runtime {
 
@@ -27,6 +28,10 @@ struct PipelinePlan {
   int microbatch_size = 1;
   int seq = 0;
   std::vector<DeviceEmulation> devices;  // one per rank (defaults when the config has none)
+  // Sharded data parallelism of every virtual stage inside its holders' group (parallel.shard,
+  // parallel.offload; spec/sharded_state.h), and how the holders' shares are weighed.
+  std::vector<spec::ShardPolicy> vstage_shard;
+  ParallelConfig::Shares shard_shares = ParallelConfig::Shares::equal;
 
   int num_ranks() const { return schedule.num_ranks(); }
   int num_vstages() const { return static_cast<int>(vstage_layers.size()); }
@@ -41,6 +46,11 @@ struct PipelinePlan {
   spec::Segment segment(int i) const { return partition.segment(i); }
   // The tied embedding table lives in two different virtual stages (embedding and head apart).
   bool tied_table_split() const { return model.tie_embeddings && num_vstages() > 1; }
+  // Whether any stage is sharded (level > 0) or offloaded.
+  bool sharded() const;
+  // The shard bounds of virtual stage `vstage`'s flat buffer of `elements` over holders(vstage)
+  // (spec::shard_bounds with equal weights, or the holders' memory_bytes).
+  std::vector<std::int64_t> shard_bounds(int vstage, std::int64_t elements) const;
   // "rank 3: stages 3, 4" style row labels for timelines.
   std::string rank_label(int rank) const;
 };

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "plait/core/error.h"
+#include "plait/schedule/chunk_uses.h"
 
 namespace plait::runtime {
 
@@ -58,7 +59,6 @@ RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredS
     }
   }
 
-  std::vector<std::int32_t> last_weight(static_cast<std::size_t>(s.layout.num_chunks(rank)), -1);
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const schedule::Action& a = actions[i];
     ComputeStep& step = program.steps[i];
@@ -93,12 +93,19 @@ RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredS
     if (backward_input && step.vstage < V - 1) resolve_input(schedule::Payload::gradient, step.vstage);
     if (forward && step.vstage < V - 1) resolve_output(schedule::Payload::activation, step.vstage);
     if (backward_input && step.vstage > 0) resolve_output(schedule::Payload::gradient, step.vstage - 1);
-    if (a.kind == schedule::ActionKind::W || a.kind == schedule::ActionKind::BW) {
-      last_weight[static_cast<std::size_t>(a.chunk)] = static_cast<std::int32_t>(i);
-    }
   }
-  for (std::int32_t i : last_weight) {
-    if (i >= 0) program.steps[static_cast<std::size_t>(i)].finishes_chunk = true;
+  const std::vector<schedule::ChunkUses> uses = schedule::chunk_uses(actions, s.layout.num_chunks(rank));
+  for (std::size_t c = 0; c < uses.size(); ++c) {
+    const schedule::ChunkUses& u = uses[c];
+    if (u.first < 0) continue;
+    auto at = [&](std::int32_t i) -> ComputeStep& { return program.steps[static_cast<std::size_t>(i)]; };
+    at(u.first).first_use = true;
+    at(u.last).last_use = true;
+    at(u.prefetch()).prefetch.push_back(static_cast<std::int32_t>(c));
+    if (u.first_weight >= 0) {
+      at(u.first_weight).first_weight = true;
+      at(u.last_weight).finishes_chunk = true;
+    }
   }
   return program;
 }

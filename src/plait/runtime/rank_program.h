@@ -27,6 +27,14 @@ struct ComputeStep {
   std::int64_t output_floats = 0;
   // This chunk's last weight-gradient action on the rank: its gradients are final afterwards.
   bool finishes_chunk = false;
+  // This chunk's first action on the rank (its weights must be gathered at ZeRO level 3), its
+  // first weight-gradient action (its gradient buffer is committed at level 2) and its last
+  // action of any kind (level 3 releases its weights after it), schedule::chunk_uses.
+  bool first_use = false;
+  bool first_weight = false;
+  bool last_use = false;
+  // Chunks whose level-3 gathers start before this action (the prefetch, one action ahead).
+  std::vector<std::int32_t> prefetch;
 };
 
 struct RankProgram {

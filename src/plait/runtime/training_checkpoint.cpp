@@ -43,13 +43,19 @@ void refuse_nonfinite_state(DistributedTrainer& trainer, comm::Communicator& wor
   bool any = false;
   for (int c = 0; c < trainer.num_chunks(); ++c) {
     model::StageModel& m = trainer.chunk(c);
+    ShardedChunk& chunk = trainer.data_parallel().chunk(c);
     optim::AdamW& opt = trainer.optimizer(c);
-    const std::span<const float> spans[3] = {m.parameters(), opt.first_moment(), opt.second_moment()};
+    // The state this rank holds: its part [b, e) of the weights (where the optimizer keeps it)
+    // and of both moments (all of the chunk at level 0); each element is checked by one rank.
+    const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
+    const std::span<const float> spans[3] = {chunk.shard_parameters(), opt.first_moment(), opt.second_moment()};
     double bad = 0, what = 0;
     const auto& tensors = m.tensors();
     for (std::size_t t = 0; t < tensors.size() && bad == 0; ++t) {
+      const std::size_t lo = std::max(tensors[t].offset, b), hi = std::min(tensors[t].offset + tensors[t].numel, e);
+      if (lo >= hi) continue;
       for (int k = 0; k < 3 && bad == 0; ++k) {
-        for (const float v : spans[k].subspan(tensors[t].offset, tensors[t].numel)) {
+        for (const float v : spans[k].subspan(lo - b, hi - lo)) {
           if (!std::isfinite(v) || (k == 2 && v < 0)) {
             bad = static_cast<double>(t) + 1;
             what = std::isfinite(v) ? 4 : k + 1;
@@ -86,6 +92,62 @@ void refuse_nonfinite_state(DistributedTrainer& trainer, comm::Communicator& wor
                         what + "; nothing was written (the previous checkpoint stays the newest)");
 }
 
+// A chunk's full weights and AdamW moments on the stage's writer, gathered from the holders'
+// shards where they are sharded (docs/checkpoints.md: files hold full tensors by global name).
+// The holders' blocks travel as point-to-point messages on the stage's group (tags 0, 1, 2 for
+// weights, first and second moment); every holder posts its part for every chunk before any
+// waits, so chunks of different groups cannot wait on each other.
+struct ChunkImage {
+  std::vector<float> parameters, first, second;
+};
+
+void post_chunk_gather(ShardedChunk& chunk, comm::Communicator* group, ChunkImage& image,
+                       std::vector<comm::Request>& pending) {
+  const bool gather_weights = chunk.policy().shards_parameters();
+  const bool gather_moments = chunk.policy().level > 0;
+  const bool writer = chunk.sharding().index == 0;
+  const std::size_t E = chunk.model().parameters().size();
+  const std::vector<std::size_t> counts = gather_moments ? chunk.block_counts() : std::vector<std::size_t>{};
+  if (writer) {
+    image.parameters.resize(E);
+    image.first.resize(E);
+    image.second.resize(E);
+    const std::size_t b = static_cast<std::size_t>(chunk.shard_begin());
+    if (!gather_weights) {
+      const std::span<const float> p = chunk.model().parameters();
+      std::copy(p.begin(), p.end(), image.parameters.begin());
+    } else {
+      const std::span<const float> p = chunk.shard_parameters();
+      std::copy(p.begin(), p.end(), image.parameters.begin() + static_cast<std::ptrdiff_t>(b));
+    }
+    const std::span<const float> m = chunk.optimizer().first_moment(), v = chunk.optimizer().second_moment();
+    std::copy(m.begin(), m.end(), image.first.begin() + static_cast<std::ptrdiff_t>(b));
+    std::copy(v.begin(), v.end(), image.second.begin() + static_cast<std::ptrdiff_t>(b));
+    std::size_t offset = 0;
+    for (int h = 0; h < static_cast<int>(counts.size()); ++h) {
+      const std::size_t n = counts[static_cast<std::size_t>(h)];
+      if (h > 0 && n > 0) {
+        if (gather_weights) pending.push_back(group->irecv(std::span<float>(image.parameters).subspan(offset, n), h, 0));
+        pending.push_back(group->irecv(std::span<float>(image.first).subspan(offset, n), h, 1));
+        pending.push_back(group->irecv(std::span<float>(image.second).subspan(offset, n), h, 2));
+      }
+      offset += n;
+    }
+  } else if (gather_moments && chunk.shard_end() > chunk.shard_begin()) {
+    if (gather_weights) pending.push_back(group->isend(chunk.shard_parameters(), 0, 0));
+    pending.push_back(group->isend(chunk.optimizer().first_moment(), 0, 1));
+    pending.push_back(group->isend(chunk.optimizer().second_moment(), 0, 2));
+  }
+}
+
+// Copies the part of tensor `t` (whose full values are `values`) that falls in [begin, end) of
+// the chunk's buffer into `out`, which holds [begin, end).
+void copy_part(const model::NamedTensor& t, std::span<const float> values, std::size_t begin, std::size_t end,
+               std::span<float> out) {
+  const std::size_t lo = std::max(t.offset, begin), hi = std::min(t.offset + t.numel, end);
+  for (std::size_t i = lo; i < hi; ++i) out[i - begin] = values[i - t.offset];
+}
+
 }  // namespace
 
 std::string stage_file_name(int vstage) { return "stage_" + std::to_string(vstage) + ".safetensors"; }
@@ -103,6 +165,19 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
   world.barrier();  // the staging directory exists
   const std::string staging = checkpoint::checkpoint_staging_dir(where.dir, state.step);
 
+  // Sharded stages: each stage's full state on its writer.
+  std::vector<ChunkImage> images(static_cast<std::size_t>(trainer.num_chunks()));
+  {
+    std::vector<comm::Request> pending;
+    for (int c = 0; c < trainer.num_chunks(); ++c) {
+      ShardedChunk& chunk = trainer.data_parallel().chunk(c);
+      if (chunk.policy().level > 0 || chunk.policy().offload) {
+        post_chunk_gather(chunk, trainer.data_parallel().group(c), images[static_cast<std::size_t>(c)], pending);
+      }
+    }
+    comm::wait_all(pending);
+  }
+
   // [vstage, bytes, crc32c] per file this rank writes (exact in doubles: bytes < 2^53).
   std::vector<double> written;
   const auto& vstages = plan.schedule.layout.rank_vstages[static_cast<std::size_t>(rank)];
@@ -110,10 +185,11 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
     const int v = vstages[static_cast<std::size_t>(c)];
     if (!writes(plan, rank, v)) continue;
     model::StageModel& m = trainer.chunk(c);
-    optim::AdamW& opt = trainer.optimizer(c);
-    const std::span<const float> p = m.parameters();
-    const std::span<const float> first = opt.first_moment();
-    const std::span<const float> second = opt.second_moment();
+    const ChunkImage& image = images[static_cast<std::size_t>(c)];
+    const bool gathered = !image.parameters.empty();
+    const std::span<const float> p = gathered ? std::span<const float>(image.parameters) : m.parameters();
+    const std::span<const float> first = gathered ? std::span<const float>(image.first) : trainer.optimizer(c).first_moment();
+    const std::span<const float> second = gathered ? std::span<const float>(image.second) : trainer.optimizer(c).second_moment();
     std::vector<checkpoint::TensorRef> tensors;
     for (const model::NamedTensor& t : m.tensors()) {
       if (skipped_copy(plan, v, t.name)) continue;
@@ -188,12 +264,17 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
 
 void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::CheckpointReader& reader) {
   const std::string manifest = (fs::path(reader.dir()) / "manifest.json").string();
+  std::vector<float> values;
   for (int c = 0; c < trainer.num_chunks(); ++c) {
     model::StageModel& m = trainer.chunk(c);
+    ShardedChunk& chunk = trainer.data_parallel().chunk(c);
     optim::AdamW& opt = trainer.optimizer(c);
-    const std::span<float> p = m.parameters();
     const std::span<float> first = opt.first_moment();
     const std::span<float> second = opt.second_moment();
+    // Where the rank keeps each part: the whole device buffer unless level 3 parks it, the
+    // optimizer's shard (host master, or the device buffer's own range) and the moments' shard.
+    const bool device_weights = !chunk.policy().shards_parameters();
+    const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
     for (const model::NamedTensor& t : m.tensors()) {
       for (const char* suffix : {"", ".adam_m", ".adam_v"}) {
         const std::string name = t.name + suffix;
@@ -209,16 +290,21 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
                                shape_text(shape));
         }
       }
-      reader.read(t.name, p.subspan(t.offset, t.numel));
-      reader.read(t.name + ".adam_m", first.subspan(t.offset, t.numel));
-      reader.read(t.name + ".adam_v", second.subspan(t.offset, t.numel));
+      values.resize(t.numel);
+      reader.read(t.name, values);
+      if (device_weights) std::copy(values.begin(), values.end(), m.parameters().begin() + static_cast<std::ptrdiff_t>(t.offset));
+      copy_part(t, values, b, e, chunk.shard_parameters());
+      reader.read(t.name + ".adam_m", values);
+      copy_part(t, values, b, e, first);
+      reader.read(t.name + ".adam_v", values);
       for (std::size_t i = 0; i < t.numel; ++i) {
-        if (second[t.offset + i] < 0) {
+        if (values[i] < 0) {
           throw InputError(reader.dir(), "tensor \"" + t.name + ".adam_v\"",
                            "element " + std::to_string(i) + " is negative; AdamW's second moment is a "
                            "mean of squares (the next update would be NaN)");
         }
       }
+      copy_part(t, values, b, e, second);
     }
   }
   const JsonFields optimizer(reader.manifest().optimizer, manifest, "optimizer");

@@ -35,6 +35,9 @@ std::vector<DeviceEmulation> parse_devices(const JsonFields& p) {
     if (d.has("memory_bytes")) {
       e.memory_bytes = static_cast<std::size_t>(d.integer_in("memory_bytes", 1, INT64_MAX));
     }
+    if (d.has("host_memory_bytes")) {
+      e.host_memory_bytes = static_cast<std::size_t>(d.integer_in("host_memory_bytes", 1, INT64_MAX));
+    }
     d.check_no_unknown_fields();
     devices.push_back(std::move(e));
   }
@@ -111,6 +114,46 @@ void parse_explicit(const JsonFields& p, ParallelSpec& c) {
                                 " in rank_vstages), found " + std::to_string(c.schedule_text.size()));
   }
   c.schedule_name = p.string("schedule_name", "explicit");
+}
+
+// One value for every virtual stage, or a list with one per stage: `read` checks and converts
+// each (failing with `what` on the field `key`).
+template <typename T, typename Read>
+void per_stage_values(const JsonFields& p, const std::string& key, const std::string& what, Read read,
+                      std::vector<T>& out) {
+  if (!p.has(key)) return;
+  const nlohmann::json& v = p.raw(key);
+  const auto one = [&](const nlohmann::json& x) -> T {
+    const std::optional<T> value = read(x);
+    if (!value) p.fail(key, "expected " + what + " (or a list with one per virtual stage), found " + x.dump());
+    return *value;
+  };
+  if (!v.is_array()) {
+    out.push_back(one(v));
+    return;
+  }
+  if (v.empty()) p.fail(key, "expected one value per virtual stage, found an empty list");
+  for (const nlohmann::json& x : v) out.push_back(one(x));
+}
+
+// "shard": 2 or [0, 1, 2, 3]; "offload": true or [false, true]; "shard_shares": "equal" | "memory".
+void parse_sharding(const JsonFields& p, ParallelSpec& c) {
+  per_stage_values<int>(p, "shard", "a ZeRO level 0, 1, 2 or 3", [](const nlohmann::json& x) -> std::optional<int> {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 3) return std::nullopt;
+    return x.get<int>();
+  }, c.shard);
+  std::vector<bool> offload;
+  per_stage_values<bool>(p, "offload", "true or false", [](const nlohmann::json& x) -> std::optional<bool> {
+    if (!x.is_boolean()) return std::nullopt;
+    return x.get<bool>();
+  }, offload);
+  c.offload = offload;
+  const std::string shares = p.string("shard_shares", "equal");
+  if (shares != "equal" && shares != "memory") {
+    p.fail("shard_shares", "expected \"equal\" or \"memory\" (shards proportional to the devices' memory_bytes), found \"" +
+                               shares + "\"");
+  }
+  c.shard_shares = shares == "memory" ? ParallelSpec::Shares::memory : ParallelSpec::Shares::equal;
 }
 
 Schedule generated_schedule(const ParallelSpec& spec, int microbatches, int segments, const std::string& file) {
@@ -193,6 +236,64 @@ nlohmann::json to_json(const spec::Recompute& r) {
   return "none";
 }
 
+int ParallelSpec::shard_level(int vstage) const {
+  if (shard.empty()) return 0;
+  return shard.size() == 1 ? shard.front() : shard.at(static_cast<std::size_t>(vstage));
+}
+
+bool ParallelSpec::offloaded(int vstage) const {
+  if (offload.empty()) return false;
+  return offload.size() == 1 ? offload.front() : offload.at(static_cast<std::size_t>(vstage));
+}
+
+void check_data_parallel(const ParallelSpec& spec, const Layout& layout, const std::string& file) {
+  const int V = layout.num_vstages;
+  const auto per_stage = [&](const char* field, std::size_t n, const char* what) {
+    if (n > 1 && n != static_cast<std::size_t>(V)) {
+      throw InputError(file, std::string("parallel.") + field,
+                       "expected one " + std::string(what) + " per virtual stage (" + std::to_string(V) + "), found " +
+                           std::to_string(n));
+    }
+  };
+  per_stage("shard", spec.shard.size(), "shard level");
+  per_stage("offload", spec.offload.size(), "offload flag");
+  std::vector<std::vector<int>> holders(static_cast<std::size_t>(V));
+  for (std::size_t r = 0; r < layout.rank_vstages.size(); ++r) {
+    for (std::int32_t v : layout.rank_vstages[r]) holders[static_cast<std::size_t>(v)].push_back(static_cast<int>(r));
+  }
+  const auto device_field = [&](int rank, const char* field) {
+    return "parallel.devices[" + std::to_string(rank) + "]." + field;
+  };
+  for (int v = 0; v < V; ++v) {
+    const auto& h = holders[static_cast<std::size_t>(v)];
+    const int level = spec.shard_level(v);
+    if (level > 0 && h.size() < 2) {
+      throw InputError(file, "parallel.shard",
+                       "virtual stage " + std::to_string(v) + " is held by one rank, so there is no data-parallel group to "
+                       "shard it over (level " + std::to_string(level) + "); give it 0" +
+                           (spec.shard.size() == 1 ? " (a list with one level per virtual stage)" : ""));
+    }
+    if (spec.offloaded(v)) {
+      for (int r : h) {
+        if (spec.devices.empty() || !spec.devices[static_cast<std::size_t>(r)].host_memory_bytes) {
+          throw InputError(file, spec.devices.empty() ? "parallel.offload" : device_field(r, "host_memory_bytes"),
+                           "virtual stage " + std::to_string(v) + " is offloaded but rank " + std::to_string(r) +
+                               " has no host memory tier; give its device a host_memory_bytes capacity");
+        }
+      }
+    }
+    if (level > 0 && spec.shard_shares == ParallelSpec::Shares::memory) {
+      for (int r : h) {
+        if (spec.devices.empty() || !spec.devices[static_cast<std::size_t>(r)].memory_bytes) {
+          throw InputError(file, spec.devices.empty() ? "parallel.shard_shares" : device_field(r, "memory_bytes"),
+                           "shards proportional to memory need every holder's memory_bytes; rank " + std::to_string(r) +
+                               " (virtual stage " + std::to_string(v) + ") has none");
+        }
+      }
+    }
+  }
+}
+
 int ParallelSpec::world_size() const {
   return form == Form::generated ? pp * dp : static_cast<int>(rank_vstages.size());
 }
@@ -205,6 +306,7 @@ ParallelSpec parse_parallel_spec(const JsonFields& p) {
     parse_generated(p, c);
   }
   if (p.has("recompute")) c.recompute = parse_recompute(p.raw("recompute"), p.file(), p.field_path("recompute"));
+  parse_sharding(p, c);
   if (p.has("devices")) {
     c.devices = parse_devices(p);
     if (static_cast<int>(c.devices.size()) != c.world_size()) {
@@ -239,11 +341,22 @@ nlohmann::json to_json(const ParallelSpec& c) {
     j["schedule_name"] = c.schedule_name;
   }
   if (c.recompute.form != spec::Recompute::Form::none) j["recompute"] = to_json(c.recompute);
+  const auto one_or_list = [](const auto& values) {
+    nlohmann::json v = values.size() == 1 ? nlohmann::json(values.front()) : nlohmann::json::array();
+    if (values.size() != 1) {
+      for (const auto x : values) v.push_back(x);
+    }
+    return v;
+  };
+  if (!c.shard.empty()) j["shard"] = one_or_list(c.shard);
+  if (!c.offload.empty()) j["offload"] = one_or_list(c.offload);
+  if (c.shard_shares == ParallelSpec::Shares::memory) j["shard_shares"] = "memory";
   if (!c.devices.empty()) {
     nlohmann::json devices = nlohmann::json::array();
     for (const DeviceEmulation& d : c.devices) {
       nlohmann::json e = {{"type", d.type}, {"slowdown", d.slowdown}};
       if (d.memory_bytes) e["memory_bytes"] = *d.memory_bytes;
+      if (d.host_memory_bytes) e["host_memory_bytes"] = *d.host_memory_bytes;
       devices.push_back(std::move(e));
     }
     j["devices"] = std::move(devices);

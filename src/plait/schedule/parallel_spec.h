@@ -12,9 +12,13 @@
 //     schedule::replicate makes dp copies (rank = replica * pp + pipeline rank).
 //   explicit (heterogeneous): {"rank_vstages", "layers", "schedule_text", "schedule_name"}: the
 //     layout and every rank's action list are given; train.microbatches is the GLOBAL count M.
-// Both may carry "devices": one {"type", "slowdown", "memory_bytes"} per rank, and "recompute":
-// "none" (default), "full", n (the first n layers of every virtual stage) or [n0, n1, ...] (per
-// virtual stage; what the planner writes), spec/recompute.h.
+// Both may carry "devices": one {"type", "slowdown", "memory_bytes", "host_memory_bytes"} per
+// rank; "recompute": "none" (default), "full", n (the first n layers of every virtual stage) or
+// [n0, n1, ...] (per virtual stage; what the planner writes), spec/recompute.h; and sharded data
+// parallelism inside each stage's group: "shard" (ZeRO level 0-3, one for every virtual stage or
+// a list with one per stage), "offload" (true/false likewise) and "shard_shares" ("equal" or
+// "memory": shards proportional to the holders' memory_bytes); spec/sharded_state.h defines what
+// each level shards.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -34,6 +38,9 @@ struct DeviceEmulation {
   std::string type = "host";
   double slowdown = 1.0;                    // >= 1
   std::optional<std::size_t> memory_bytes;  // none: unlimited
+  // The host memory tier beside the device (offloaded optimizer state, parked weights); none:
+  // no host tier (offload is refused).
+  std::optional<std::size_t> host_memory_bytes;
 };
 
 struct ParallelSpec {
@@ -66,6 +73,15 @@ struct ParallelSpec {
   // `plait train` does not use it (the launcher places the ranks).
   std::vector<std::string> cluster_devices;
 
+  // Sharded data parallelism (docs/config.md, "Sharding and offload"): empty: level 0 / no
+  // offload everywhere; one entry: every virtual stage; else one per virtual stage.
+  std::vector<int> shard;
+  std::vector<bool> offload;
+  enum class Shares { equal, memory };
+  Shares shard_shares = Shares::equal;
+  int shard_level(int vstage) const;
+  bool offloaded(int vstage) const;
+
   // Ranks the layout needs: pp * dp, or rank_vstages.size().
   int world_size() const;
 };
@@ -78,6 +94,13 @@ ParallelSpec parse_parallel_spec(const JsonFields& section);
 // an InputError naming `file` and `field`. (The CLI's --recompute reads its text through it.)
 spec::Recompute parse_recompute(const nlohmann::json& value, const std::string& file, const std::string& field);
 nlohmann::json to_json(const spec::Recompute& recompute);
+
+// The sharding fields against the layout (which ranks hold which virtual stages): a list of
+// shard levels or offload flags of another length than the virtual stages, a shard level above 0
+// on a stage only one rank holds (no data parallelism to shard over), offload on a stage whose
+// holders' devices give no host_memory_bytes, memory-proportional shares without every holder's
+// memory_bytes. InputErrors name `file` and the field ("<file>: parallel.shard: ...").
+void check_data_parallel(const ParallelSpec& spec, const Layout& layout, const std::string& file);
 
 // The section as JSON, in the form it is in (parse_parallel_spec reads it back unchanged).
 nlohmann::json to_json(const ParallelSpec& spec);

@@ -1,6 +1,7 @@
 #include "plait/sim/event_simulator.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "plait/core/error.h"
@@ -17,32 +18,36 @@ namespace {
 struct AllocatedLevels {
   double activations = 0, kv = 0;
 
-  void peak_inside(AllocatedPeaks& p, double activations_peak, double kv_peak, double total_peak) const {
+  // Returns the two categories' peak together inside the action (what it adds to the static
+  // memory at its peak: sharded_memory.h's replay).
+  double peak_inside(AllocatedPeaks& p, double activations_peak, double kv_peak, double total_peak) const {
     p.activations = std::max(p.activations, activations + activations_peak);
     p.kv_cache = std::max(p.kv_cache, kv + kv_peak);
     p.total = std::max(p.total, activations + kv + total_peak);
+    return activations + kv + total_peak;
   }
 
-  void run(AllocatedPeaks& p, const MemoryModel& memory, ActionKind kind, std::int32_t vstage,
-           std::int32_t segment) {
+  double run(AllocatedPeaks& p, const MemoryModel& memory, ActionKind kind, std::int32_t vstage,
+             std::int32_t segment) {
     const spec::UnitMemory& u = memory.unit_memory(vstage, segment);
     const auto bytes = [](std::size_t b) { return static_cast<double>(b); };
     if (kind == ActionKind::F) {
-      peak_inside(p, bytes(u.forward_peak_activations), bytes(u.forward_kv), bytes(u.forward_peak));
+      const double held = peak_inside(p, bytes(u.forward_peak_activations), bytes(u.forward_kv), bytes(u.forward_peak));
       activations += bytes(u.forward_activations);
       kv += bytes(u.forward_kv);
-      return;
+      return held;
     }
     if (kind == ActionKind::W) {
+      const double held = activations + kv;  // W only releases
       activations -= bytes(u.activations_after_b());
       kv -= bytes(u.dkv);
-      return;
+      return held;
     }
     // A micro-batch's first backward (its last segment's) allocates every unit's dK/dV.
     if (segment == memory.num_segments() - 1) kv += memory.microbatch_dkv_bytes(vstage);
     const bool fused = kind == ActionKind::BW;
-    peak_inside(p, bytes(fused ? u.fused_peak_activations : u.backward_peak_activations), 0.0,
-                bytes(fused ? u.fused_peak : u.backward_peak));
+    const double held = peak_inside(p, bytes(fused ? u.fused_peak_activations : u.backward_peak_activations), 0.0,
+                                    bytes(fused ? u.fused_peak : u.backward_peak));
     if (fused) {
       activations -= bytes(u.forward_activations);
       kv -= bytes(u.forward_kv + u.dkv);
@@ -50,6 +55,7 @@ struct AllocatedLevels {
       activations += bytes(u.backward_kept) - bytes(u.backward_freed);
       kv -= bytes(u.forward_kv);
     }
+    return held;
   }
 };
 
@@ -65,6 +71,10 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
   std::vector<double> now(ranks, 0.0), port_free(ranks, 0.0), activation(ranks, 0.0),
       in_flight(ranks, 0.0);
   std::vector<AllocatedLevels> allocated(ranks);
+  std::unique_ptr<CollectiveGates> gates;
+  if (options.data_parallel) gates = std::make_unique<CollectiveGates>(schedule, lowered, *options.data_parallel, cost);
+  std::unique_ptr<StaticReplay> replay;
+  if (memory && options.chunk_states) replay = std::make_unique<StaticReplay>(schedule, lowered, *options.chunk_states);
   std::vector<std::int32_t> pc(ranks, 0), waiting(ranks, -1);
   std::vector<double> arrival(lowered.messages.size(), -1.0);
   if (options.record_events) {
@@ -86,12 +96,32 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
     RankResult& rr = result.ranks[r];
     while (pc[r] < static_cast<std::int32_t>(program.size())) {
       const schedule::Op op = program[pc[r]];
+      if (gates) {
+        for (int woken : gates->start_before(r, pc[r], now[r])) work.push_back(woken);
+        if (const int g = gates->wait_before(r, pc[r]); g >= 0) {
+          if (gates->completion(g) < 0) {
+            gates->waiting(r, g);
+            break;
+          }
+          now[r] = std::max(now[r], gates->completion(g));
+        }
+      }
       if (op.kind == OpKind::compute) {
         const schedule::Action& a = actions[op.index];
         const std::int32_t s = layout.vstage(r, a.chunk);
         const double start = now[r];
         const double end = start + cost.compute_seconds(r, a.kind, a.microbatch, a.segment, s);
-        if (memory) allocated[r].run(rr.allocated, *memory, a.kind, s, a.segment);
+        if (memory) {
+          const double held = allocated[r].run(rr.allocated, *memory, a.kind, s, a.segment);
+          if (replay) {
+            // The static state during this action, with its activations and K/V at their peak.
+            CategoryPeaks& m = rr.memory;
+            const double p = replay->parameters(r, op.index), g = replay->gradients(r, op.index);
+            m.parameters = std::max(m.parameters, p);
+            m.gradients = std::max(m.gradients, g);
+            m.total = std::max(m.total, p + g + replay->optimizer(r) + held);
+          }
+        }
         if (a.kind == ActionKind::F) {
           if (memory) activation[r] += memory->activation_bytes(s, a.segment);
           in_flight[r] += share[a.segment] / chunks;
@@ -111,6 +141,7 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
         }
         rr.busy += end - start;
         now[r] = end;
+        if (gates) gates->start_after(r, pc[r], end);
         if (options.record_events) {
           trace::Event e;
           e.rank = r;
@@ -162,7 +193,27 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
                   std::to_string(pc[r]) + "); validate the schedule first");
     }
     result.ranks[r].finish = std::max(now[r], port_free[r]);
+    CategoryPeaks& m = result.ranks[r].memory;
+    m.activations = result.ranks[r].allocated.activations;
+    m.kv_cache = result.ranks[r].allocated.kv_cache;
+    if (replay) {
+      // The update, after the rank's last action: every chunk reduced, no activations left.
+      const auto end = static_cast<std::int32_t>(schedule.ranks[r].size());
+      const double p = replay->parameters(r, end), g = replay->gradients(r, end);
+      m.parameters = std::max(m.parameters, p);
+      m.gradients = std::max(m.gradients, g);
+      m.optimizer = replay->optimizer(r);
+      m.total = std::max(m.total, p + g + m.optimizer);
+      replay->host_peaks(r, m);
+    }
     result.step_time = std::max(result.step_time, result.ranks[r].finish);
+  }
+  result.synchronized_step_time = result.step_time;
+  if (gates) {
+    std::vector<double> finish, ends;
+    for (const RankResult& rr : result.ranks) finish.push_back(rr.finish);
+    result.synchronized_step_time = gates->step_end(finish, ends);
+    for (int r = 0; r < ranks; ++r) result.ranks[r].step_end = ends[static_cast<std::size_t>(r)];
   }
   double busy = 0.0;
   for (const RankResult& rr : result.ranks) busy += rr.busy;

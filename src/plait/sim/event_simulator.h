@@ -18,7 +18,9 @@
 #include "plait/schedule/lowering.h"
 #include "plait/schedule/schedule.h"
 #include "plait/sim/cost_model.h"
+#include "plait/sim/data_parallel_timing.h"
 #include "plait/sim/memory_model.h"
+#include "plait/sim/sharded_memory.h"
 #include "plait/trace/event.h"
 
 namespace plait::sim {
@@ -26,6 +28,13 @@ namespace plait::sim {
 struct SimOptions {
   bool record_events = true;
   bool record_sends = true;
+  // Each rank's chunks under their stages' sharding (sharded_memory.h): with a memory model, the
+  // replay of weights, gradients and optimizer state joins the activations in RankResult::memory.
+  const ChunkStates* chunk_states = nullptr;
+  // The stages' collectives and the optimizer update (data_parallel_timing.h): level-3 gathers
+  // gate each holder's first use of its stage, and SimResult::synchronized_step_time ends the
+  // step after the reductions, the update and the weights' all-gathers.
+  const DataParallelModel* data_parallel = nullptr;
 };
 
 // A rank's activations and K/V as the engine allocates them, action by action from the exact
@@ -43,11 +52,18 @@ struct RankResult {
   // Activations + K/V held between actions (what the units keep; 0 without a memory model).
   double peak_activation_bytes = 0.0;
   double peak_in_flight = 0.0;         // micro-batches of activations
+  double step_end = 0.0;               // with SimOptions::data_parallel: its update done
   AllocatedPeaks allocated;
+  // Peaks by category: activations and K/V as `allocated`; with SimOptions::chunk_states also the
+  // static categories, the device total with them and the host tier (sharded_memory.h).
+  CategoryPeaks memory;
 };
 
 struct SimResult {
   double step_time = 0.0;
+  // With SimOptions::data_parallel: the step's end after the reductions, the update and the
+  // weights' all-gathers (step_time otherwise).
+  double synchronized_step_time = 0.0;
   double bubble_fraction = 0.0;
   std::vector<RankResult> ranks;
   std::vector<trace::Event> events;

@@ -45,6 +45,13 @@ MemoryModel::MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_l
   }
 }
 
+ChunkState MemoryModel::chunk_state(std::int32_t vstage, const spec::ShardPolicy& policy,
+                                    double shard_fraction) const {
+  const std::int64_t elements = parameters_[vstage];
+  const auto shard = static_cast<std::int64_t>(static_cast<double>(elements) * shard_fraction);
+  return {policy, spec::sharded_state_bytes(elements, shard, policy, options_.precision)};
+}
+
 StaticMemory MemoryModel::static_memory(const std::vector<std::int32_t>& vstages) const {
   StaticMemory m;
   for (std::int32_t v : vstages) m.parameter_count += parameters_[v];

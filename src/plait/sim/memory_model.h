@@ -15,6 +15,7 @@
 
 #include "plait/spec/model_spec.h"
 #include "plait/spec/recompute.h"
+#include "plait/sim/sharded_memory.h"
 #include "plait/spec/sequence_partition.h"
 #include "plait/spec/unit_memory.h"
 
@@ -60,6 +61,10 @@ class MemoryModel {
 
   std::int64_t parameter_count(std::int32_t vstage) const { return parameters_[vstage]; }
   StaticMemory static_memory(const std::vector<std::int32_t>& vstages) const;
+  // A chunk of `vstage` on a rank holding `shard_fraction` of it (its share of the stage's
+  // elements; 1 when alone or at level 0) under `policy`, in the options' precision: the bytes
+  // by phase of spec::sharded_state_bytes, for the simulator's replay and the planner.
+  ChunkState chunk_state(std::int32_t vstage, const spec::ShardPolicy& policy, double shard_fraction) const;
   const MemoryOptions& options() const { return options_; }
 
  private:

@@ -113,6 +113,15 @@ JobConfig job(const SharedDir& dir, const std::string& schedule, int pp, int dp,
   return j;
 }
 
+// Every tensor name of the whole model with its two AdamW moments: what a checkpoint holds once.
+std::set<std::string> expected_tensor_names(const spec::ModelSpec& model) {
+  std::set<std::string> expected;
+  for (const model::NamedTensor& t : model::parameter_layout(model, model::StageSpec::whole_model(model))) {
+    for (const char* suffix : {"", ".adam_m", ".adam_v"}) expected.insert(t.name + suffix);
+  }
+  return expected;
+}
+
 struct Outcome {
   std::map<std::int64_t, double> loss, val_loss;
   std::vector<std::vector<float>> state;  // per chunk: parameters, then both moments
@@ -129,12 +138,13 @@ Outcome run(const JobConfig& j, comm::Communicator& w, TrainingRunOptions option
     if (s.result) o.loss[s.step] = s.result->loss;
     if (s.val_loss) o.val_loss[s.step] = *s.val_loss;
   }
+  // The full parameters (gathered where level 3 shards them) and the rank's moments (its shard
+  // where they are sharded).
+  const std::vector<std::vector<float>> parameters = r.trainer().gather_parameters();
   for (int c = 0; c < r.trainer().num_chunks(); ++c) {
-    std::vector<float> all;
-    for (std::span<const float> part :
-         {std::span<const float>(r.trainer().chunk(c).parameters()),
-          std::span<const float>(r.trainer().optimizer(c).first_moment()),
-          std::span<const float>(r.trainer().optimizer(c).second_moment())}) {
+    std::vector<float> all = parameters[static_cast<std::size_t>(c)];
+    for (std::span<const float> part : {std::span<const float>(r.trainer().optimizer(c).first_moment()),
+                                        std::span<const float>(r.trainer().optimizer(c).second_moment())}) {
       all.insert(all.end(), part.begin(), part.end());
     }
     o.state.push_back(std::move(all));
@@ -146,20 +156,37 @@ Outcome run(const JobConfig& j, comm::Communicator& w, TrainingRunOptions option
 struct Layout {
   std::string schedule;
   int pp, dp, microbatches, segments, chunks;
+  int shard = 0;         // parallel.shard for every stage
+  bool offload = false;  // parallel.offload for every stage (a host tier on every rank)
 };
 
+// The layout's parallel section on `j`.
+JobConfig& apply_sharding(JobConfig& j, const Layout& l) {
+  if (l.shard == 0 && !l.offload) return j;
+  j.parallel.shard = {l.shard};
+  j.parallel.offload = {l.offload};
+  j.parallel.devices.resize(static_cast<std::size_t>(l.pp * l.dp));
+  for (DeviceEmulation& d : j.parallel.devices) d.host_memory_bytes = std::size_t{1} << 30;
+  return j;
+}
+
 std::vector<Layout> layouts_for(int ranks) {
-  if (ranks == 2) return {{"seq1f1b", 2, 1, 4, 2, 0}, {"1f1b", 1, 2, 2, 1, 0}};
-  if (ranks == 4) return {{"seq1f1b", 2, 2, 2, 2, 0}, {"zb-v", 2, 2, 2, 1, 0}, {"seq1f1b", 4, 1, 4, 2, 0}};
-  return {{"seq1f1b", 4, 2, 2, 2, 0}};
+  if (ranks == 2) return {{"seq1f1b", 2, 1, 4, 2, 0}, {"1f1b", 1, 2, 2, 1, 0}, {"1f1b", 1, 2, 2, 1, 0, 3, true}};
+  if (ranks == 4) {
+    return {{"seq1f1b", 2, 2, 2, 2, 0}, {"zb-v", 2, 2, 2, 1, 0}, {"seq1f1b", 4, 1, 4, 2, 0},
+            {"seq1f1b", 2, 2, 2, 2, 0, 2, false}, {"zb-v", 2, 2, 2, 1, 0, 3, false}};
+  }
+  return {{"seq1f1b", 4, 2, 2, 2, 0}, {"seq1f1b", 4, 2, 2, 2, 0, 1, true}};
 }
 
 TEST(CheckpointResume, StopAndResumeIsBitIdenticalToAnUninterruptedRun) {
   for (const Layout& l : layouts_for(world().size())) {
-    SCOPED_TRACE(l.schedule + " pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp));
+    SCOPED_TRACE(l.schedule + " pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp) + " shard " +
+                 std::to_string(l.shard) + (l.offload ? " offload" : ""));
     SharedDir dir("resume");
     write_shards(dir);
-    const JobConfig j = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    JobConfig j = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    apply_sharding(j, l);
     JobConfig whole = j;
     whole.run.checkpoint->dir = dir / "whole";
     const Outcome uninterrupted = run(whole, world());
@@ -250,10 +277,7 @@ TEST(CheckpointFiles, NameEveryTensorOnceAndOpenWithAnIndependentReader) {
   }
   ASSERT_EQ(saved, dir / "ckpt/step_00000002");
   const checkpoint::CheckpointReader reader(saved);
-  std::set<std::string> expected;
-  for (const model::NamedTensor& t : model::parameter_layout(j.run.model, model::StageSpec::whole_model(j.run.model))) {
-    for (const char* suffix : {"", ".adam_m", ".adam_v"}) expected.insert(t.name + suffix);
-  }
+  const std::set<std::string> expected = expected_tensor_names(j.run.model);
   const std::vector<std::string> names = reader.tensor_names();
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), expected);
   std::size_t listed = 0;
@@ -332,6 +356,40 @@ TEST(CheckpointFiles, LlamaTensorsCarryHuggingFaceNamesAndShapes) {
   EXPECT_EQ(weights, hf);
 }
 
+// A checkpoint of a sharded run holds full tensors by global name (each stage's writer gathers
+// its holders' shards), so it loads into any layout and level: written by pp 2 x dp 2 at level 3
+// with the optimizer offloaded, resumed by pp 4 (no sharding), pp 1 x dp 4 at level 1 and pp 2 x
+// dp 2 at level 2 with the same tolerances as across plain layouts; and its files hold every
+// tensor of the model once.
+TEST(CheckpointResume, AShardedCheckpointLoadsIntoOtherLayoutsAndLevels) {
+  if (world().size() != 4) GTEST_SKIP() << "runs with 4 ranks";
+  SharedDir dir("levels");
+  write_shards(dir);
+  JobConfig source = job(dir, "seq1f1b", 2, 2, 2, 2);
+  source.run.train.steps = 4;
+  apply_sharding(source, {"seq1f1b", 2, 2, 2, 2, 0, 3, true});
+  const Outcome reference = run(source, world());
+  {
+    const checkpoint::CheckpointReader reader(dir / "ckpt/step_00000002");
+    const std::vector<std::string> names = reader.tensor_names();
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), expected_tensor_names(source.run.model));
+  }
+  for (const Layout& l : {Layout{"seq1f1b", 4, 1, 4, 2, 0}, Layout{"seq1f1b", 1, 4, 1, 2, 0, 1, false},
+                          Layout{"seq1f1b", 2, 2, 2, 2, 0, 2, false}}) {
+    SCOPED_TRACE("pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp) + " shard " + std::to_string(l.shard));
+    JobConfig other = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    apply_sharding(other, l);
+    other.run.train.steps = 4;
+    other.run.checkpoint.reset();
+    TrainingRunOptions options;
+    options.resume = dir / "ckpt/step_00000002";
+    const Outcome resumed = run(other, world(), options);
+    ASSERT_EQ(resumed.loss.size(), 2u);
+    EXPECT_LE(std::abs(resumed.loss.at(2) - reference.loss.at(2)) / reference.loss.at(2), 1e-12);
+    EXPECT_LE(std::abs(resumed.loss.at(3) - reference.loss.at(3)) / reference.loss.at(3), 1e-6);
+  }
+}
+
 TEST(CheckpointResume, APipelineOfFourLoadsIntoOtherLayouts) {
   if (world().size() != 4) GTEST_SKIP() << "runs with 4 ranks";
   SharedDir dir("layouts");
@@ -404,51 +462,58 @@ TEST(Evaluation, ForwardOnlyPipelineGivesTheTrainingLossOfTheSameBatch) {
   }
 }
 
+// With data parallelism the same at level 3 with offload: the norm and the flag come from the
+// shards (each rank checks the part it holds reduced), the skip leaves every shard untouched.
 TEST(NonFinite, AStepWithANanAbortsOnEveryRankOrIsSkippedOnEveryRank) {
   const int n = world().size();
   SharedDir dir("nonfinite");
   write_shards(dir);
-  JobConfig j = n == 2 ? job(dir, "seq1f1b", 2, 1, 4, 2) : job(dir, "seq1f1b", n / 2, 2, 2, 2);
-  j.run.checkpoint.reset();
-  j.run.train.eval_every = 0;
-  const PipelinePlan plan = build_pipeline_plan(j, n);
-  for (const FailureInjection::Kind kind : {FailureInjection::Kind::kNanLoss, FailureInjection::Kind::kNanGradient}) {
-    const int culprit = kind == FailureInjection::Kind::kNanLoss ? n - 1 : 0;  // a head / an embedding rank
-    TrainingRunOptions options;
-    options.trainer.failure = {culprit, 1, kind};
-    {
-      MemoryTracker tracker;
-      TrainingRun r(j, plan, world(), tracker, options);
-      r.next();
-      try {
+  for (const bool sharded : {false, true}) {
+    if (sharded && n < 4) continue;
+    SCOPED_TRACE(sharded ? "level 3, offload" : "not sharded");
+    JobConfig j = n == 2 ? job(dir, "seq1f1b", 2, 1, 4, 2) : job(dir, "seq1f1b", n / 2, 2, 2, 2);
+    if (sharded) apply_sharding(j, {"seq1f1b", n / 2, 2, 2, 2, 0, 3, true});
+    j.run.checkpoint.reset();
+    j.run.train.eval_every = 0;
+    const PipelinePlan plan = build_pipeline_plan(j, n);
+    for (const FailureInjection::Kind kind : {FailureInjection::Kind::kNanLoss, FailureInjection::Kind::kNanGradient}) {
+      const int culprit = kind == FailureInjection::Kind::kNanLoss ? n - 1 : 0;  // a head / an embedding rank
+      TrainingRunOptions options;
+      options.trainer.failure = {culprit, 1, kind};
+      {
+        MemoryTracker tracker;
+        TrainingRun r(j, plan, world(), tracker, options);
         r.next();
-        ADD_FAILURE() << "step 1 should have stopped";
-      } catch (const NonFiniteStepError& e) {
-        const std::string text = e.what();
-        EXPECT_NE(text.find("step 1: "), std::string::npos) << text;
-        if (kind == FailureInjection::Kind::kNanLoss) {
-          EXPECT_NE(text.find("non-finite loss (NaN or infinite) on rank " + std::to_string(culprit)), std::string::npos) << text;
-        } else {
-          EXPECT_NE(text.find("NaN gradient in wte on stage 0"), std::string::npos) << text;
+        try {
+          r.next();
+          ADD_FAILURE() << "step 1 should have stopped";
+        } catch (const NonFiniteStepError& e) {
+          const std::string text = e.what();
+          EXPECT_NE(text.find("step 1: "), std::string::npos) << text;
+          if (kind == FailureInjection::Kind::kNanLoss) {
+            EXPECT_NE(text.find("non-finite loss (NaN or infinite) on rank " + std::to_string(culprit)), std::string::npos) << text;
+          } else {
+            EXPECT_NE(text.find("NaN gradient in wte on stage 0"), std::string::npos) << text;
+          }
         }
       }
+      JobConfig skipping = j;
+      skipping.run.train.on_nonfinite = TrainConfig::OnNonFinite::kSkip;
+      MemoryTracker tracker;
+      TrainingRun r(skipping, plan, world(), tracker, options);
+      r.next();
+      const std::vector<std::vector<float>> before = r.trainer().gather_parameters();
+      const TrainingStep skipped = r.next();
+      ASSERT_TRUE(skipped.result);
+      EXPECT_TRUE(skipped.result->skipped);
+      EXPECT_FALSE(skipped.result->nonfinite.empty());
+      EXPECT_EQ(r.trainer().optimizer_steps(), 1);
+      EXPECT_EQ(r.trainer().gather_parameters(), before);
+      const TrainingStep after = r.next();  // training goes on
+      EXPECT_FALSE(after.result->skipped);
+      EXPECT_TRUE(std::isfinite(after.result->loss));
+      EXPECT_EQ(r.trainer().optimizer_steps(), 2);
     }
-    JobConfig skipping = j;
-    skipping.run.train.on_nonfinite = TrainConfig::OnNonFinite::kSkip;
-    MemoryTracker tracker;
-    TrainingRun r(skipping, plan, world(), tracker, options);
-    r.next();
-    std::vector<float> before(r.trainer().chunk(0).parameters().begin(), r.trainer().chunk(0).parameters().end());
-    const TrainingStep skipped = r.next();
-    ASSERT_TRUE(skipped.result);
-    EXPECT_TRUE(skipped.result->skipped);
-    EXPECT_FALSE(skipped.result->nonfinite.empty());
-    EXPECT_EQ(r.trainer().optimizer_steps(), 1);
-    EXPECT_EQ(std::memcmp(before.data(), r.trainer().chunk(0).parameters().data(), before.size() * 4), 0);
-    const TrainingStep after = r.next();  // training goes on
-    EXPECT_FALSE(after.result->skipped);
-    EXPECT_TRUE(std::isfinite(after.result->loss));
-    EXPECT_EQ(r.trainer().optimizer_steps(), 2);
   }
 }
 

@@ -33,14 +33,14 @@
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/schedule/heterogeneous_pipeline.h"
 #include "plait/schedule/schedule_family.h"
+#include "equivalence_check.h"
 #include "tiny_job.h"
 
 namespace plait::runtime {
 namespace {
 
 comm::Communicator& world() { return plait::test::mpi_session().world(); }
-
-constexpr double kTolerance = 1e-5;
+using test::expect_equivalent;
 
 struct Case {
   spec::Family family = spec::Family::gpt2;
@@ -130,66 +130,6 @@ std::vector<Case> all_cases() {
     cases.back().family = spec::Family::llama;
   }
   return cases;
-}
-
-// max_i |got_i - want_i| / max_i |want_i| over one tensor.
-double tensor_error(std::span<const float> got, std::span<const float> want) {
-  double err = 0, scale = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-  }
-  return scale > 0 ? err / scale : err;
-}
-
-// The worst tensor_error over every tensor the rank holds, of its parameters or its gradients,
-// and the tensor's name.
-std::pair<double, std::string> worst_tensor(DistributedTrainer& trainer, LocalTrainer& reference,
-                                            bool gradients) {
-  std::pair<double, std::string> worst{0.0, ""};
-  for (int c = 0; c < trainer.num_chunks(); ++c) {
-    model::StageModel& m = trainer.chunk(c);
-    for (const model::NamedTensor& t : m.tensors()) {
-      const double e = gradients
-                           ? tensor_error(m.gradient(t.name), reference.model().gradient(t.name))
-                           : tensor_error(m.parameter(t.name), reference.model().parameter(t.name));
-      if (e > worst.first) worst = {e, t.name};
-    }
-  }
-  return worst;
-}
-
-// Runs `plan` for 3 steps on every rank and checks it against the single-process reference;
-// returns the rank's parameters after the steps, chunk after chunk.
-std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global) {
-  comm::Communicator& w = world();
-  const test::TinyData data(plan.model.vocab);
-  const data::BatchLoader loader = data.loader(global);
-  MemoryTracker tracker, ref_tracker;
-  DistributedTrainer trainer(plan, global, w, tracker);
-  LocalTrainer reference(plan.model, global, plan.partition, ref_tracker);
-  for (int s = 0; s < global.steps; ++s) {
-    const DistributedStepResult got = trainer.step(s, loader);
-    const StepResult want = reference.step(s, loader);
-    EXPECT_NEAR(got.loss, want.loss, kTolerance * want.loss) << "step " << s;
-    EXPECT_NEAR(got.grad_norm, want.grad_norm, kTolerance * want.grad_norm) << "step " << s;
-    EXPECT_DOUBLE_EQ(got.lr, want.lr) << "step " << s;
-    // Every unit's activations and K/V were freed by its last use.
-    EXPECT_EQ(tracker.current(MemoryCategory::kActivations), 0u) << "step " << s;
-    EXPECT_EQ(tracker.current(MemoryCategory::kKVCache), 0u) << "step " << s;
-    // The reduced gradients (left in the buffers by the step) are the reference's.
-    const auto [error, name] = worst_tensor(trainer, reference, true);
-    EXPECT_LE(error, kTolerance) << "rank " << trainer.rank() << ", step " << s
-                                 << ": worst gradient " << name;
-  }
-  const auto [error, name] = worst_tensor(trainer, reference, false);
-  EXPECT_LE(error, kTolerance) << "rank " << trainer.rank() << ": worst tensor " << name;
-  std::vector<float> parameters;
-  for (int c = 0; c < trainer.num_chunks(); ++c) {
-    const std::span<const float> p = trainer.chunk(c).parameters();
-    parameters.insert(parameters.end(), p.begin(), p.end());
-  }
-  return parameters;
 }
 
 // With recomputation the run is also bitwise the same layout's run without it: the rebuilt
@@ -284,34 +224,7 @@ class HeterogeneousEquivalence
 
 TEST_P(HeterogeneousEquivalence, PlannerScheduleTrainsExactly) {
   if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
-  const std::string family = std::get<0>(GetParam());
-  const schedule::ScheduleFamily* f = schedule::find_schedule_family(family);
-  schedule::HeterogeneousPipeline pipeline;
-  pipeline.stage_ranks = {{0, 1}, {2}, {3}};
-  pipeline.stage_counts = {{3, 2}, {5}, {5}};
-  pipeline.num_microbatches = 5;
-  pipeline.num_segments = f->sequence_level ? 2 : 1;
-  pipeline.chunks = f->fixed_chunks == 1 ? 1 : 2;
-  schedule::HeterogeneousCosts costs;
-  costs.unit_seconds = [](int rank, schedule::ActionKind, std::int32_t, std::int32_t) {
-    return rank == 1 ? 2.0 : 1.0;
-  };
-  const schedule::Schedule s = schedule::heterogeneous_schedule(family, pipeline, costs);
-  JobConfig job = test::tiny_job(family, 1, 1, 5, pipeline.num_segments, std::get<1>(GetParam()));
-  job.parallel.form = ParallelConfig::Form::explicit_layout;
-  job.parallel.schedule_name = family + " (heterogeneous)";
-  job.parallel.layers.assign(static_cast<std::size_t>(s.layout.num_vstages), 0);
-  for (int l = 0; l < job.run.model.layers; ++l) ++job.parallel.layers[l % s.layout.num_vstages];
-  for (int r = 0; r < s.num_ranks(); ++r) {
-    job.parallel.rank_vstages.emplace_back(s.layout.rank_vstages[r].begin(), s.layout.rank_vstages[r].end());
-    std::string text;
-    for (const schedule::Action& a : s.ranks[r]) {
-      text += (text.empty() ? "" : " ") + schedule::to_string(a, s.layout.max_chunks() > 1);
-    }
-    job.parallel.schedule_text.push_back(text.empty() ? "-" : text);
-  }
-  job.parallel.devices = {DeviceEmulation{}, DeviceEmulation{"slow", 2.0, {}}, DeviceEmulation{},
-                          DeviceEmulation{}};
+  const JobConfig job = test::heterogeneous_job(std::get<0>(GetParam()), std::get<1>(GetParam()));
   const PipelinePlan plan = build_pipeline_plan(job, world().size());
   EXPECT_EQ(plan.holders(0), (std::vector<int>{0, 1}));
   expect_equivalent(plan, job.global_train());

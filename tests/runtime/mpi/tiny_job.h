@@ -9,6 +9,8 @@
 
 #include "plait/data/batch_loader.h"
 #include "plait/runtime/parallel_config.h"
+#include "plait/schedule/heterogeneous_pipeline.h"
+#include "plait/schedule/schedule_family.h"
 
 namespace plait::runtime::test {
 
@@ -45,6 +47,39 @@ inline JobConfig tiny_job(const std::string& schedule, int pp, int dp, int micro
   job.parallel.schedule = schedule;
   job.parallel.pp = pp;
   job.parallel.dp = dp;
+  return job;
+}
+
+// The family's heterogeneous schedule as the planner builds it (schedule/heterogeneous_pipeline.h):
+// Zorse-style stage groups of widths 2, 1, 1 on 4 ranks, rank 1 twice as slow and running 2 of
+// the 5 micro-batches, routing many-to-many; written as the explicit form.
+inline JobConfig heterogeneous_job(const std::string& family, spec::Family model_family) {
+  const schedule::ScheduleFamily* f = schedule::find_schedule_family(family);
+  schedule::HeterogeneousPipeline pipeline;
+  pipeline.stage_ranks = {{0, 1}, {2}, {3}};
+  pipeline.stage_counts = {{3, 2}, {5}, {5}};
+  pipeline.num_microbatches = 5;
+  pipeline.num_segments = f->sequence_level ? 2 : 1;
+  pipeline.chunks = f->fixed_chunks == 1 ? 1 : 2;
+  schedule::HeterogeneousCosts costs;
+  costs.unit_seconds = [](int rank, schedule::ActionKind, std::int32_t, std::int32_t) {
+    return rank == 1 ? 2.0 : 1.0;
+  };
+  const schedule::Schedule s = schedule::heterogeneous_schedule(family, pipeline, costs);
+  JobConfig job = tiny_job(family, 1, 1, 5, pipeline.num_segments, model_family);
+  job.parallel.form = ParallelConfig::Form::explicit_layout;
+  job.parallel.schedule_name = family + " (heterogeneous)";
+  job.parallel.layers.assign(static_cast<std::size_t>(s.layout.num_vstages), 0);
+  for (int l = 0; l < job.run.model.layers; ++l) ++job.parallel.layers[l % s.layout.num_vstages];
+  for (int r = 0; r < s.num_ranks(); ++r) {
+    job.parallel.rank_vstages.emplace_back(s.layout.rank_vstages[r].begin(), s.layout.rank_vstages[r].end());
+    std::string text;
+    for (const schedule::Action& a : s.ranks[r]) {
+      text += (text.empty() ? "" : " ") + schedule::to_string(a, s.layout.max_chunks() > 1);
+    }
+    job.parallel.schedule_text.push_back(text.empty() ? "-" : text);
+  }
+  job.parallel.devices = {DeviceEmulation{}, DeviceEmulation{"slow", 2.0, {}}, DeviceEmulation{}, DeviceEmulation{}};
   return job;
 }
 

@@ -1,0 +1,44 @@
+#include "plait/runtime/predicted_memory.h"
+
+#include <algorithm>
+
+#include "plait/model/parameter_layout.h"
+#include "plait/runtime/rank_program.h"
+#include "plait/sim/cost_model.h"
+#include "plait/sim/event_simulator.h"
+#include "plait/sim/memory_model.h"
+
+namespace plait::runtime {
+
+double shard_fraction(const PipelinePlan& plan, int vstage, int rank) {
+  const spec::ShardPolicy& policy = plan.vstage_shard[static_cast<std::size_t>(vstage)];
+  if (policy.level == 0) return 1.0;
+  const auto elements = static_cast<std::int64_t>(
+      model::layout_size(model::parameter_layout(plan.model, plan.vstage_specs[static_cast<std::size_t>(vstage)])));
+  const std::vector<int> holders = plan.holders(vstage);
+  const auto i = static_cast<std::size_t>(std::find(holders.begin(), holders.end(), rank) - holders.begin());
+  const std::vector<std::int64_t> bounds = plan.shard_bounds(vstage, elements);
+  return static_cast<double>(bounds[i + 1] - bounds[i]) / static_cast<double>(elements);
+}
+
+std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads) {
+  std::vector<int> recompute;
+  for (const model::StageSpec& s : plan.vstage_specs) recompute.push_back(s.recompute_layers);
+  const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
+                                {spec::Precision::fp32, spec::Recompute::stages(recompute), threads});
+  sim::ChunkStates states(static_cast<std::size_t>(plan.num_ranks()));
+  for (int r = 0; r < plan.num_ranks(); ++r) {
+    for (std::int32_t v : plan.schedule.layout.rank_vstages[static_cast<std::size_t>(r)]) {
+      const spec::ShardPolicy policy = plan.vstage_shard.empty() ? spec::ShardPolicy{} : plan.vstage_shard[static_cast<std::size_t>(v)];
+      states[static_cast<std::size_t>(r)].push_back(memory.chunk_state(v, policy, shard_fraction(plan, v, r)));
+    }
+  }
+  const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
+  sim::SimOptions options{false, false, &states};
+  const sim::SimResult result = sim::simulate(plan.schedule, lower_plan(plan, 1), uniform, &memory, options);
+  std::vector<sim::CategoryPeaks> peaks;
+  for (const sim::RankResult& r : result.ranks) peaks.push_back(r.memory);
+  return peaks;
+}
+
+}  // namespace plait::runtime

@@ -1,0 +1,22 @@
+#pragma once
+// What the simulator predicts a plan's ranks hold, by memory category, for comparison with the
+// runtime's trackers (plait bench runtime memory, tests/runtime/mpi/sharded_memory_test.cpp):
+// sim::simulate over the plan's schedule with the engine's exact unit memory (fp32, the CPU
+// engine; the stages' recomputation as planned) and each rank's chunks under their stages' sharding, sized by the plan's own shard
+// bounds (spec/sharded_state.h through sim::MemoryModel::chunk_state: the formula the planner
+// sums too).
+#include <vector>
+
+#include "plait/runtime/pipeline_plan.h"
+#include "plait/sim/sharded_memory.h"
+
+namespace plait::runtime {
+
+// Per rank (one thread per rank: the attention workspace's size).
+std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads = 1);
+
+// The share of virtual stage `vstage`'s elements that holder `rank` owns under the plan's
+// sharding (1 at level 0 or alone).
+double shard_fraction(const PipelinePlan& plan, int vstage, int rank);
+
+}  // namespace plait::runtime

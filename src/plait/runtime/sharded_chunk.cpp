@@ -1,0 +1,301 @@
+#include "plait/runtime/sharded_chunk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "plait/core/error.h"
+#include "plait/kernels/grad_norm.h"
+
+namespace plait::runtime {
+namespace {
+
+// The parameter ranges of [begin, end), relative to begin (AdamW over a shard).
+std::vector<optim::ParamRange> shard_ranges(const std::vector<optim::ParamRange>& ranges, std::size_t begin,
+                                            std::size_t end) {
+  std::vector<optim::ParamRange> out;
+  for (const optim::ParamRange& r : ranges) {
+    const std::size_t a = std::max(r.offset, begin), b = std::min(r.offset + r.count, end);
+    if (a < b) out.push_back({a - begin, b - a, r.weight_decay});
+  }
+  return out;
+}
+
+std::size_t overlap(std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
+  const std::size_t lo = std::max(a0, b0), hi = std::min(a1, b1);
+  return hi > lo ? hi - lo : 0;
+}
+
+}  // namespace
+
+ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, const optim::AdamWConfig& adam,
+                           std::size_t bucket_floats, MemoryTracker* host, CopyEngine* copies)
+    : model_(model), s_(std::move(sharding)), host_(host), copies_(copies) {
+  const std::size_t E = model_.parameters().size();
+  const spec::ShardPolicy& p = s_.policy;
+  if (p.offload && (host_ == nullptr || copies_ == nullptr)) {
+    throw Error("an offloaded stage needs the rank's host memory tier and copy engine");
+  }
+  if (p.level > 0 && s_.group == nullptr) {
+    throw Error("shard level " + std::to_string(p.level) + " needs a data-parallel group");
+  }
+  begin_ = p.level == 0 ? 0 : s_.bounds.at(static_cast<std::size_t>(s_.index));
+  end_ = p.level == 0 ? static_cast<std::int64_t>(E) : s_.bounds.at(static_cast<std::size_t>(s_.index) + 1);
+  if (p.level > 0 && (s_.bounds.size() != static_cast<std::size_t>(s_.group->size()) + 1 ||
+                      s_.bounds.back() != static_cast<std::int64_t>(E))) {
+    throw Error("shard bounds do not cover the stage's " + std::to_string(E) + " elements over its " +
+                std::to_string(s_.group->size()) + " holders");
+  }
+  weight_buckets_ = make_buckets(0, E, bucket_floats);
+  if (s_.tied_count > 0) {
+    gradient_buckets_ = make_buckets(0, s_.tied_offset, bucket_floats);
+    for (Bucket& b : make_buckets(s_.tied_offset + s_.tied_count, E, bucket_floats)) gradient_buckets_.push_back(std::move(b));
+  } else {
+    gradient_buckets_ = make_buckets(0, E, bucket_floats);
+  }
+
+  const auto b = static_cast<std::size_t>(begin_), e = static_cast<std::size_t>(end_);
+  const std::vector<optim::ParamRange> ranges = shard_ranges(optim::param_ranges(model_.tensors()), b, e);
+  if (p.offload) {
+    master_ = FloatBuffer(*host_, MemoryCategory::kParameters, e - b);
+    std::memcpy(master_.data(), model_.parameters().data() + b, (e - b) * sizeof(float));
+    optimizer_ = std::make_unique<optim::AdamW>(master_.span(), ranges, adam, *host_);
+  } else {
+    optimizer_ = std::make_unique<optim::AdamW>(model_.parameters().subspan(b, e - b), ranges, adam, model_.tracker());
+  }
+  if (p.shards_parameters()) {
+    if (p.offload) {
+      model_.parameter_storage().decommit();
+    } else {
+      model_.parameter_storage().retain(b, e - b);
+    }
+  }
+  if (p.shards_gradients()) model_.gradient_storage().decommit();
+}
+
+ShardedChunk::~ShardedChunk() = default;
+
+std::vector<ShardedChunk::Bucket> ShardedChunk::make_buckets(std::size_t begin, std::size_t end,
+                                                             std::size_t bucket_floats) const {
+  std::vector<Bucket> buckets;
+  for (std::size_t a = begin; a < end; a += bucket_floats) {
+    Bucket bucket{a, std::min(end, a + bucket_floats), {}};
+    if (s_.policy.level > 0) {
+      for (std::size_t i = 0; i + 1 < s_.bounds.size(); ++i) {
+        bucket.counts.push_back(overlap(bucket.begin, bucket.end, static_cast<std::size_t>(s_.bounds[i]),
+                                        static_cast<std::size_t>(s_.bounds[i + 1])));
+      }
+    }
+    buckets.push_back(std::move(bucket));
+  }
+  return buckets;
+}
+
+std::vector<std::size_t> ShardedChunk::block_counts() const {
+  std::vector<std::size_t> counts;
+  for (std::size_t i = 0; i + 1 < s_.bounds.size(); ++i) {
+    counts.push_back(static_cast<std::size_t>(s_.bounds[i + 1] - s_.bounds[i]));
+  }
+  return counts;
+}
+
+void ShardedChunk::begin_step(double lr, bool early_update) {
+  lr_ = lr;
+  early_update_ = early_update && s_.policy.level == 3;
+  reduction_started_ = false;
+  tied_done_ = s_.tied_count == 0;
+  reduced_ = false;
+  staged_ok_ = false;
+  updated_ = false;
+}
+
+void ShardedChunk::start_gather() {
+  if (!s_.policy.shards_parameters() || gathered_ || gather_collective_started_) return;
+  model_.parameter_storage().commit();
+  if (s_.policy.offload) {
+    // The parked shard comes in from the host first. The collective must start here, where
+    // every holder (and the deadlock check, lazy_gathers_deadlock_free) counts on it: a holder
+    // blocked on a pipeline message polls nothing, so a start deferred to its next poll could
+    // leave the others waiting for it in a cycle. So the copy is waited for now.
+    copies_->wait(copies_->submit(model_.parameters().data() + begin_, master_.data(),
+                                  master_.size() * sizeof(float)));
+  }
+  start_weight_gather();
+}
+
+void ShardedChunk::start_weight_gather() {
+  gather_collective_started_ = true;
+  float* w = model_.parameters().data();
+  for (const Bucket& b : weight_buckets_) {
+    gather_.push_back(s_.group->iallgather(std::span<float>(w + b.begin, b.end - b.begin), b.counts));
+  }
+}
+
+void ShardedChunk::wait_gathered() {
+  if (!s_.policy.shards_parameters() || gathered_) return;
+  start_gather();
+  comm::wait_all(gather_);
+  gather_.clear();
+  gathered_ = true;
+  gather_collective_started_ = false;
+}
+
+void ShardedChunk::release_parameters() {
+  if (!s_.policy.shards_parameters()) return;
+  wait_gathered();  // a chunk is gathered before its first use; this only guards the order
+  if (s_.policy.offload) {
+    model_.parameter_storage().decommit();  // the host master is the shard
+  } else {
+    model_.parameter_storage().retain(static_cast<std::size_t>(begin_), static_cast<std::size_t>(end_ - begin_));
+  }
+  gathered_ = false;
+}
+
+void ShardedChunk::commit_gradients() {
+  if (s_.policy.shards_gradients()) model_.gradient_storage().commit();
+}
+
+void ShardedChunk::start_reduction() {
+  if (reduction_started_) return;
+  reduction_started_ = true;
+  if (s_.group != nullptr) {
+    float* g = model_.gradients().data();
+    for (const Bucket& b : gradient_buckets_) {
+      const std::span<float> data(g + b.begin, b.end - b.begin);
+      reduction_.push_back(s_.policy.level == 0 ? s_.group->iallreduce(data, comm::ReduceOp::kSum)
+                                                : s_.group->ireduce_scatter(data, b.counts, comm::ReduceOp::kSum));
+    }
+  }
+  poll();
+}
+
+void ShardedChunk::tied_written() {
+  tied_done_ = true;
+  poll();
+}
+
+void ShardedChunk::poll() {
+  if (!gather_.empty() && comm::test_all(gather_)) {
+    gather_.clear();
+    gathered_ = true;
+    gather_collective_started_ = false;
+  }
+  if (reduction_started_ && !reduced_ && tied_done_ && comm::test_all(reduction_)) {
+    reduction_.clear();
+    on_reduced();
+  }
+  if (stage_copy_ && copies_->ready(*stage_copy_)) on_staged();
+}
+
+void ShardedChunk::on_reduced() {
+  reduced_ = true;
+  const auto b = static_cast<std::size_t>(begin_), n = static_cast<std::size_t>(end_ - begin_);
+  if (s_.policy.offload) {
+    // To the host, overlapping the rest of the backward; the device copy goes once it is there.
+    staged_ = FloatBuffer(*host_, MemoryCategory::kGradients, n);
+    stage_copy_ = copies_->submit(staged_.data(), model_.gradients().data() + b, n * sizeof(float));
+    return;
+  }
+  if (s_.policy.shards_gradients()) model_.gradient_storage().retain(b, n);
+  if (early_update_) {
+    run_optimizer(lr_, 1.0);
+    updated_ = true;
+  }
+}
+
+void ShardedChunk::on_staged() {
+  stage_copy_.reset();
+  staged_ok_ = true;
+  if (s_.policy.shards_gradients()) model_.gradient_storage().decommit();
+  if (early_update_) {
+    run_optimizer(lr_, 1.0);
+    updated_ = true;
+  }
+}
+
+void ShardedChunk::finish_reduction() {
+  start_reduction();
+  if (!tied_done_) throw Error("the tied embedding's gradient was not written back before the reduction finished");
+  comm::wait_all(reduction_);
+  reduction_.clear();
+  if (!reduced_) on_reduced();
+  if (stage_copy_) {
+    copies_->wait(*stage_copy_);
+    on_staged();
+  }
+}
+
+std::span<const float> ShardedChunk::reduced_gradients() const {
+  if (s_.policy.offload) return staged_.span();
+  return std::span<const float>(model_.gradients()).subspan(static_cast<std::size_t>(begin_),
+                                                           static_cast<std::size_t>(end_ - begin_));
+}
+
+double ShardedChunk::sum_of_squares() const {
+  // Level 0: every holder has the whole sum; the stage's lowest holder counts it.
+  if (s_.policy.level == 0 && s_.index != 0) return 0;
+  const std::span<const float> g = reduced_gradients();
+  const auto b = static_cast<std::size_t>(begin_), e = static_cast<std::size_t>(end_);
+  if (s_.tied_count == 0 || s_.counts_tied) return kernels::sum_of_squares(g.data(), g.size());
+  // Leave out the part of the head stage's tied copy that falls in [b, e).
+  const std::size_t t0 = std::clamp(s_.tied_offset, b, e), t1 = std::clamp(s_.tied_offset + s_.tied_count, b, e);
+  return kernels::sum_of_squares(g.data(), t0 - b) + kernels::sum_of_squares(g.data() + (t1 - b), e - t1);
+}
+
+std::optional<std::size_t> ShardedChunk::first_nonfinite(int& kind) const {
+  const std::span<const float> g = reduced_gradients();
+  const auto& tensors = model_.tensors();
+  const auto b = static_cast<std::size_t>(begin_), e = static_cast<std::size_t>(end_);
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const std::size_t lo = std::max(tensors[t].offset, b), hi = std::min(tensors[t].offset + tensors[t].numel, e);
+    for (std::size_t i = lo; i < hi; ++i) {
+      const float v = g[i - b];
+      if (!std::isfinite(v)) {
+        kind = std::isnan(v) ? 1 : 2;
+        return t;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void ShardedChunk::run_optimizer(double lr, double clip_factor) {
+  optimizer_->step(reduced_gradients(), lr, clip_factor);
+}
+
+void ShardedChunk::start_update(double lr, double clip_factor) {
+  if (!updated_) {
+    run_optimizer(lr, clip_factor);
+    updated_ = true;
+  }
+  if (s_.policy.shards_parameters()) return;  // the next gather reads the updated shard
+  if (s_.policy.offload) {
+    const CopyEvent back = copies_->submit(model_.parameters().data() + begin_, master_.data(),
+                                           master_.size() * sizeof(float));
+    copies_->wait(back);
+  }
+  if (s_.policy.level == 0) return;  // every holder updated every element
+  float* w = model_.parameters().data();
+  for (const Bucket& b : weight_buckets_) {
+    weight_gather_.push_back(s_.group->iallgather(std::span<float>(w + b.begin, b.end - b.begin), b.counts));
+  }
+}
+
+void ShardedChunk::finish_update() {
+  comm::wait_all(weight_gather_);
+  weight_gather_.clear();
+  skip_update();
+}
+
+void ShardedChunk::skip_update() {
+  if (s_.policy.shards_gradients()) model_.gradient_storage().decommit();
+  staged_ = FloatBuffer();
+}
+
+std::span<float> ShardedChunk::shard_parameters() {
+  if (s_.policy.offload) return master_.span();
+  return model_.parameters().subspan(static_cast<std::size_t>(begin_), static_cast<std::size_t>(end_ - begin_));
+}
+
+}  // namespace plait::runtime

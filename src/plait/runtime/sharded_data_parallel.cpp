@@ -1,0 +1,173 @@
+#include "plait/runtime/sharded_data_parallel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "plait/core/error.h"
+#include "plait/schedule/lazy_gathers.h"
+
+namespace plait::runtime {
+
+ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, comm::Communicator& world,
+                                         std::vector<model::StageModel*> chunks, const optim::AdamWConfig& adam,
+                                         std::size_t bucket_floats, MemoryTracker& buffers, MemoryTracker* host,
+                                         CopyEngine* copies) {
+  const int V = plan.num_vstages();
+  const bool split = plan.tied_table_split();
+  // The same list on every rank: one group per virtual stage held by several ranks, then the
+  // tied embedding's holders (first and last stage together).
+  std::vector<std::vector<int>> lists;
+  std::vector<int> stage_list(static_cast<std::size_t>(V), -1);
+  for (int v = 0; v < V; ++v) {
+    const std::vector<int> holders = plan.holders(v);
+    if (holders.size() > 1) {
+      stage_list[static_cast<std::size_t>(v)] = static_cast<int>(lists.size());
+      lists.push_back(holders);
+    }
+  }
+  int tied_list = -1;
+  if (split) {
+    std::set<int> copies_of_wte;
+    for (int v : {0, V - 1}) {
+      for (int r : plan.holders(v)) copies_of_wte.insert(r);
+    }
+    if (copies_of_wte.size() > 1) {
+      tied_list = static_cast<int>(lists.size());
+      lists.emplace_back(copies_of_wte.begin(), copies_of_wte.end());
+    }
+  }
+  if (!lists.empty()) groups_ = world.create_groups(lists);
+
+  const auto& stages = plan.schedule.layout.rank_vstages[static_cast<std::size_t>(rank)];
+  bool holds_wte = false;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    model::StageModel& m = *chunks[c];
+    const int v = stages[c];
+    ChunkSharding s;
+    s.policy = plan.vstage_shard.empty() ? spec::ShardPolicy{} : plan.vstage_shard[static_cast<std::size_t>(v)];
+    const int list = stage_list[static_cast<std::size_t>(v)];
+    s.group = list >= 0 ? groups_[static_cast<std::size_t>(list)].get() : nullptr;
+    const std::vector<int> holders = plan.holders(v);
+    s.index = static_cast<int>(std::find(holders.begin(), holders.end(), rank) - holders.begin());
+    const std::size_t elements = m.parameters().size();
+    if (s.policy.level > 0) s.bounds = plan.shard_bounds(v, static_cast<std::int64_t>(elements));
+    if (split && (m.spec().has_embedding || m.spec().has_head)) {
+      const model::NamedTensor& wte = model::find_tensor(m.tensors(), model::embedding_tensor_name(plan.model));
+      s.tied_offset = wte.offset;
+      s.tied_count = wte.numel;
+      s.counts_tied = m.spec().has_embedding;
+      holds_wte = true;
+    }
+    chunks_.push_back(std::make_unique<ShardedChunk>(m, std::move(s), adam, bucket_floats, host, copies));
+    if (chunks_.back()->sharding().group != nullptr) {
+      buckets_per_step_ += (elements - chunks_.back()->sharding().tied_count + bucket_floats - 1) / bucket_floats;
+    }
+  }
+  if (holds_wte) {
+    tied_group_ = tied_list >= 0 ? groups_[static_cast<std::size_t>(tied_list)].get() : nullptr;
+    tied_sum_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers,
+                            static_cast<std::size_t>(plan.model.vocab) * plan.model.hidden);
+    if (tied_group_ != nullptr) ++buckets_per_step_;
+  }
+}
+
+ShardedDataParallel::~ShardedDataParallel() = default;
+
+void ShardedDataParallel::begin_step(double lr, bool early_update) {
+  for (auto& c : chunks_) c->begin_step(lr, early_update);
+  tied_started_ = false;
+  tied_done_ = false;
+}
+
+void ShardedDataParallel::prefetch(int c) { chunk(c).start_gather(); }
+
+void ShardedDataParallel::before_compute(const ComputeStep& s) {
+  ShardedChunk& c = chunk(s.action.chunk);
+  if (s.first_use) c.wait_gathered();
+  if (s.first_weight) c.commit_gradients();
+}
+
+void ShardedDataParallel::after_compute(const ComputeStep& s) {
+  ShardedChunk& c = chunk(s.action.chunk);
+  if (s.last_use) c.release_parameters();
+  if (s.finishes_chunk) start_chunk(s.action.chunk);
+}
+
+void ShardedDataParallel::start_chunk(int c) {
+  ShardedChunk& chunk_c = chunk(c);
+  if (chunk_c.reduction_started()) return;
+  chunk_c.start_reduction();
+  // The tied embedding goes once every local copy is final.
+  if (!tied_started_ && !tied_sum_.empty()) {
+    const bool all_final = std::all_of(chunks_.begin(), chunks_.end(), [](const auto& k) {
+      return k->sharding().tied_count == 0 || k->reduction_started();
+    });
+    if (all_final) start_tied();
+  }
+}
+
+void ShardedDataParallel::start_tied() {
+  tied_started_ = true;
+  bool first = true;
+  for (const auto& chunk_ptr : chunks_) {
+    const ChunkSharding& s = chunk_ptr->sharding();
+    if (s.tied_count == 0) continue;
+    const float* g = chunk_ptr->model().gradients().data() + s.tied_offset;
+    float* sum = tied_sum_.data();
+    if (first) {
+      std::memcpy(sum, g, s.tied_count * sizeof(float));
+      first = false;
+    } else {
+      for (std::size_t i = 0; i < s.tied_count; ++i) sum[i] += g[i];
+    }
+  }
+  if (tied_group_ != nullptr) tied_request_ = tied_group_->iallreduce(tied_sum_.span(), comm::ReduceOp::kSum);
+  poll();
+}
+
+void ShardedDataParallel::poll() {
+  if (tied_started_ && !tied_done_ && (!tied_request_.active() || tied_request_.test())) {
+    // Written back once per step: a chunk's reduction counts as done only after this.
+    tied_done_ = true;
+    for (auto& c : chunks_) {
+      const ChunkSharding& s = c->sharding();
+      if (s.tied_count == 0) continue;
+      std::memcpy(c->model().gradients().data() + s.tied_offset, tied_sum_.data(), s.tied_count * sizeof(float));
+      c->tied_written();
+    }
+  }
+  for (auto& c : chunks_) c->poll();
+}
+
+void ShardedDataParallel::finish() {
+  for (int c = 0; c < num_chunks(); ++c) start_chunk(c);
+  if (tied_request_.active()) tied_request_.wait();
+  poll();  // writes the tied sum back
+  for (auto& c : chunks_) c->finish_reduction();
+}
+
+double ShardedDataParallel::owned_sum_of_squares() const {
+  double sum = 0;
+  for (const auto& c : chunks_) sum += c->sum_of_squares();
+  return sum;
+}
+
+void ShardedDataParallel::update(double lr, double clip_factor) {
+  for (auto& c : chunks_) c->start_update(lr, clip_factor);
+  for (auto& c : chunks_) c->finish_update();
+}
+
+void ShardedDataParallel::skip_update() {
+  for (auto& c : chunks_) c->skip_update();
+}
+
+bool lazy_gathers_deadlock_free(const PipelinePlan& plan, const schedule::LoweredSchedule& lowered) {
+  std::vector<bool> gathered;
+  for (int v = 0; v < plan.num_vstages(); ++v) {
+    gathered.push_back(!plan.vstage_shard.empty() && plan.vstage_shard[static_cast<std::size_t>(v)].shards_parameters());
+  }
+  return schedule::lazy_gathers_deadlock_free(plan.schedule, lowered, gathered);
+}
+
+}  // namespace plait::runtime

@@ -1,0 +1,108 @@
+#pragma once
+// The equivalence check of the multi-rank runtime tests (ARCHITECTURE.md invariant 3; metric and
+// tolerance explained in equivalence_test.cpp's header): a plan run for train.steps steps on
+// every rank against runtime::LocalTrainer on the same global batch — loss, gradient norm and
+// learning rate of every step, the reduced gradients where a stage keeps them whole after the
+// step (level 0; at level 1 the rank's own reduced block; levels 2-3 release them), and every
+// parameter tensor after the last step, gathered from the shards where they are sharded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mpi_test_session.h"
+#include "plait/runtime/distributed_trainer.h"
+#include "plait/runtime/local_trainer.h"
+#include "plait/runtime/pipeline_plan.h"
+#include "tiny_job.h"
+
+namespace plait::runtime::test {
+
+inline constexpr double kTolerance = 1e-5;
+
+// max_i |got_i - want_i| / max_i |want_i| over one tensor.
+inline double tensor_error(std::span<const float> got, std::span<const float> want) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// The worst tensor_error of the reduced gradients the rank keeps after the step, and its name.
+inline std::pair<double, std::string> worst_gradient(DistributedTrainer& trainer, LocalTrainer& reference) {
+  std::pair<double, std::string> worst{0.0, ""};
+  for (int c = 0; c < trainer.num_chunks(); ++c) {
+    const ShardedChunk& chunk = trainer.data_parallel().chunk(c);
+    if (chunk.policy().level > 1) continue;
+    model::StageModel& m = trainer.chunk(c);
+    const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
+    for (const model::NamedTensor& t : m.tensors()) {
+      // The part of the tensor in the rank's reduced range (all of it at level 0).
+      const std::size_t lo = std::max(t.offset, b), hi = std::min(t.offset + t.numel, e);
+      if (lo >= hi) continue;
+      const double err = tensor_error(m.gradients().subspan(lo, hi - lo),
+                                      reference.model().gradient(t.name).subspan(lo - t.offset, hi - lo));
+      if (err > worst.first) worst = {err, t.name};
+    }
+  }
+  return worst;
+}
+
+// The worst tensor_error of the parameters (gathered: collective over the stage groups).
+inline std::pair<double, std::string> worst_parameter(DistributedTrainer& trainer, LocalTrainer& reference) {
+  std::pair<double, std::string> worst{0.0, ""};
+  const std::vector<std::vector<float>> full = trainer.gather_parameters();
+  for (int c = 0; c < trainer.num_chunks(); ++c) {
+    const std::span<const float> p = full[static_cast<std::size_t>(c)];
+    for (const model::NamedTensor& t : trainer.chunk(c).tensors()) {
+      const double err = tensor_error(p.subspan(t.offset, t.numel), reference.model().parameter(t.name));
+      if (err > worst.first) worst = {err, t.name};
+    }
+  }
+  return worst;
+}
+
+// Runs `plan` for global.steps steps on every rank and checks it against the single-process
+// reference; returns the rank's parameters after the steps (gathered where sharded), chunk after
+// chunk. `check` (optional) runs before the first step and after every step with the rank's
+// trainer and device tracker.
+template <typename Check>
+std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global, Check&& check) {
+  comm::Communicator& w = plait::test::mpi_session().world();
+  const TinyData data(plan.model.vocab);
+  const data::BatchLoader loader = data.loader(global);
+  MemoryTracker tracker, ref_tracker;
+  DistributedTrainer trainer(plan, global, w, tracker);
+  LocalTrainer reference(plan.model, global, plan.partition, ref_tracker);
+  check(trainer, tracker);  // as built, before any step
+  for (int s = 0; s < global.steps; ++s) {
+    const DistributedStepResult got = trainer.step(s, loader);
+    const StepResult want = reference.step(s, loader);
+    EXPECT_NEAR(got.loss, want.loss, kTolerance * want.loss) << "step " << s;
+    EXPECT_NEAR(got.grad_norm, want.grad_norm, kTolerance * want.grad_norm) << "step " << s;
+    EXPECT_DOUBLE_EQ(got.lr, want.lr) << "step " << s;
+    // Every unit's activations and K/V were freed by its last use.
+    EXPECT_EQ(tracker.current(MemoryCategory::kActivations), 0u) << "step " << s;
+    EXPECT_EQ(tracker.current(MemoryCategory::kKVCache), 0u) << "step " << s;
+    const auto [error, name] = worst_gradient(trainer, reference);
+    EXPECT_LE(error, kTolerance) << "rank " << trainer.rank() << ", step " << s << ": worst gradient " << name;
+    check(trainer, tracker);
+  }
+  const auto [error, name] = worst_parameter(trainer, reference);
+  EXPECT_LE(error, kTolerance) << "rank " << trainer.rank() << ": worst tensor " << name;
+  std::vector<float> parameters;
+  for (const std::vector<float>& p : trainer.gather_parameters()) parameters.insert(parameters.end(), p.begin(), p.end());
+  return parameters;
+}
+
+inline std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global) {
+  return expect_equivalent(plan, global, [](DistributedTrainer&, MemoryTracker&) {});
+}
+
+}  // namespace plait::runtime::test
