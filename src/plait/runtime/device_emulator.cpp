@@ -8,9 +8,16 @@
 
 namespace plait::runtime {
 
-void DeviceEmulator::pad(double start, double end, const std::function<void()>& poll) const {
+double DeviceEmulator::padded_end(double start, double end, double cpu_seconds) const {
+  const double wall = end - start;
+  const double alone = single_threaded_ ? std::min(wall, cpu_seconds) : wall;
+  return start + slowdown_ * alone;
+}
+
+void DeviceEmulator::pad(double start, double end, double cpu_seconds,
+                         const std::function<void()>& poll) const {
   if (slowdown_ <= 1.0) return;
-  const double until = start + slowdown_ * (end - start);
+  const double until = padded_end(start, end, cpu_seconds);
   constexpr double kSlice = 0.5e-3;
   for (double now = monotonic_seconds(); now < until; now = monotonic_seconds()) {
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(kSlice, until - now)));

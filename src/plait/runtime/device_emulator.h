@@ -1,24 +1,38 @@
 #pragma once
 // Emulated device speed (issue 5.3, the "devices" entries of the parallel section): a rank with
-// slow-down factor f pads every compute action to f times its measured duration by sleeping, so
-// the padding leaves the CPU to other ranks (as a slower device would leave the host idle)
-// instead of spinning. While it sleeps it keeps polling the rank's communication (`poll`), as a
-// real device's copy engines progress messages during compute.
+// slow-down factor f pads every compute action to f times its duration alone on a core by
+// sleeping, so the padding leaves the CPU to other ranks (as a slower device would leave the host
+// idle) instead of spinning. While it sleeps it keeps polling the rank's communication (`poll`),
+// as a real device's copy engines progress messages during compute.
+//
+// "Alone on a core": with one compute thread per rank, the action's duration is the thread's CPU
+// time, not its wall time. Emulated ranks outnumber the cores they share (four on two here), and
+// when several compute at once (data-parallel ranks in lockstep) each waits for a core; padding
+// the wall time would multiply that wait by f, so the emulated device would run slower than
+// declared exactly when its neighbours are busy. With several compute threads the CPU time of
+// the calling thread is not the action's, and the wall time is used.
 #include <functional>
 
 namespace plait::runtime {
 
 class DeviceEmulator {
  public:
-  explicit DeviceEmulator(double slowdown) : slowdown_(slowdown) {}
+  // `single_threaded`: compute runs on the calling thread only (the CPU-time rule above).
+  DeviceEmulator(double slowdown, bool single_threaded)
+      : slowdown_(slowdown), single_threaded_(single_threaded) {}
   double slowdown() const { return slowdown_; }
-  // Called after a compute action that ran from `start` to `end` (monotonic seconds): returns
-  // once start + slowdown * (end - start) has passed, calling `poll` between sleeps of at most
-  // 0.5 ms. Returns at once for slowdown 1.
-  void pad(double start, double end, const std::function<void()>& poll) const;
+  // Called after a compute action that ran from `start` to `end` (monotonic seconds) using
+  // `cpu_seconds` of the calling thread's CPU time: returns once start + slowdown * d has passed,
+  // d the action's duration alone (the CPU time when single-threaded and below the wall time,
+  // else end - start), calling `poll` between sleeps of at most 0.5 ms. Returns at once for
+  // slowdown 1.
+  void pad(double start, double end, double cpu_seconds, const std::function<void()>& poll) const;
+  // When pad returns: start + slowdown * d, with d as above.
+  double padded_end(double start, double end, double cpu_seconds) const;
 
  private:
   double slowdown_;
+  bool single_threaded_;
 };
 
 }  // namespace plait::runtime

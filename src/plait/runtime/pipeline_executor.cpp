@@ -1,5 +1,7 @@
 #include "plait/runtime/pipeline_executor.h"
 
+#include <omp.h>
+
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -10,6 +12,7 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
+#include "plait/core/thread_cpu_clock.h"
 #include "plait/data/segment_columns.h"
 
 namespace plait::runtime {
@@ -56,7 +59,10 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
       dp_(data_parallel),
       mode_(mode),
       pool_(buffers),
-      device_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
+      // OpenMP is the engine's only compute pool (kernels/), so one thread means compute runs on
+      // this thread and its CPU time is the action's (DeviceEmulator).
+      device_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown,
+              omp_get_max_threads() == 1),
       data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
       state_(std::make_unique<State>()) {
   lazy_gathers_ = !plan.sharded() || lazy_gathers_deadlock_free(plan, *program_.lowered);
@@ -257,6 +263,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
 
     const schedule::Action& a = s.action;
     const double t0 = monotonic_seconds();
+    const double cpu0 = thread_cpu_seconds();
     try {
       double loss = compute(step, s, batches, input.data(), output.data(), loss_scale);
       if (nan_loss && chunks_[static_cast<std::size_t>(a.chunk)]->spec().has_head &&
@@ -273,7 +280,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
                   std::to_string(s.vstage) + ": " + e.what());
     }
     const double t1 = monotonic_seconds();
-    device_.pad(t0, t1, poll_fn);
+    device_.pad(t0, t1, thread_cpu_seconds() - cpu0, poll_fn);
     const double t2 = monotonic_seconds();
     result.busy_seconds += t2 - t0;
     result.finish_seconds = t2 - start;
