@@ -40,7 +40,7 @@ TEST(GradClip, GlobalNormFromPiecesAndTheClippingFactor) {
 
 TEST(AdamW, DecaysOnlyMarkedRangesAndKeepsMomentsInOptimizerState) {
   const std::vector<model::NamedTensor> tensors = {
-      {"w", {2, 2}, 0, 4, true}, {"w1", {2, 2}, 16, 4, true}, {"b", {2}, 32, 2, false}};
+      {"w", {2, 2}, 0, 4, true, {}}, {"w1", {2, 2}, 16, 4, true, {}}, {"b", {2}, 32, 2, false, {}}};
   const auto ranges = param_ranges(tensors);
   ASSERT_EQ(ranges.size(), 2u);  // w and w1 merge across their padding
   EXPECT_EQ(ranges[0].count, 20u);

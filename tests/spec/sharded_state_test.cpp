@@ -12,7 +12,9 @@ TEST(ShardBounds, EqualSharesAreAlignedAndCoverTheBuffer) {
   const std::vector<std::int64_t> b = shard_bounds(1000, equal);
   EXPECT_EQ(b, (std::vector<std::int64_t>{0, 240, 496, 736, 1000}));
   for (std::int64_t x : b) {
-    if (x != 1000) EXPECT_EQ(x % 16, 0);
+    if (x != 1000) {
+      EXPECT_EQ(x % 16, 0);
+    }
   }
 }
 
