@@ -44,7 +44,7 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   const i64 b_outputs = n * act * (m1 * F + 4 * C);  // kept to W, besides dx_out
   const i64 workspace = fp32 ? static_cast<i64>(attention_workspace_elements(
                                    segment.length, segment.end(), threads)) * 4
-                             : n * C * 4;
+                             : n * H * 4;  // kernels/cuda/attention.h: D = rowsum(dO * O)
   const i64 b_scratch = n * act * (C + (llama ? F : 0)) + workspace;
   const i64 nc = n * C * act;
   // Head: x_final, the final norm's output, its statistics, the logits; d_final_norm in B.

@@ -34,8 +34,10 @@
 //
 // Precisions (element bytes): fp32 (plait's CPU engine) 4 everywhere; bf16 (mixed precision:
 // the GPU backend's layout) 2 for activations, K/V and their gradients, 4 for statistics,
-// logits and dK/dV accumulators, FlashAttention (no S x S probabilities; an fp32 dq
-// accumulator, N*C, as workspace).
+// logits and dK/dV accumulators, FlashAttention (no S x S probabilities; its backward's
+// workspace is one fp32 value per query row and head, N*H: D = rowsum(dO * O), FlashAttention-2
+// Algorithm 2 line 4, as kernels/cuda/attention.h allocates it; dQ has its own kernel and no
+// fp32 accumulator).
 #include <cstddef>
 
 #include "plait/spec/model_spec.h"
