@@ -179,13 +179,17 @@ TEST(Planner, KeepsSegmentedUnitsWithinTheMeasuredRange) {
   const PlannerResult measured = plan_cluster(p, o);
   EXPECT_EQ(measured.min_unit_tokens, 512);
   for (const Plan& plan : measured.plans) {
-    if (plan.choice.segments > 1) EXPECT_GE(shortest_unit(plan), 512);
+    if (plan.choice.segments > 1) {
+      EXPECT_GE(shortest_unit(plan), 512);
+    }
   }
   o.min_unit_tokens = 2048;
   const PlannerResult larger = plan_cluster(p, o);
   EXPECT_EQ(larger.min_unit_tokens, 2048);
   for (const Plan& plan : larger.plans) {
-    if (plan.choice.segments > 1) EXPECT_GE(shortest_unit(plan), 2048);
+    if (plan.choice.segments > 1) {
+      EXPECT_GE(shortest_unit(plan), 2048);
+    }
   }
   EXPECT_LT(larger.estimated, measured.estimated);  // the limit removes layouts, not just plans
   o.min_unit_tokens = 0;

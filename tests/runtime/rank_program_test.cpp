@@ -42,8 +42,12 @@ TEST(RankProgram, VLayoutTurnIsALocalHandOff) {
     local_out += s.output_local >= 0;
     received += s.input_message >= 0;
     sent += s.output_message >= 0;
-    if (s.action.kind == schedule::ActionKind::F && s.vstage == 2) EXPECT_GE(s.input_local, 0);
-    if (schedule::is_backward_input(s.action.kind) && s.vstage == 2) EXPECT_GE(s.output_local, 0);
+    if (s.action.kind == schedule::ActionKind::F && s.vstage == 2) {
+      EXPECT_GE(s.input_local, 0);
+    }
+    if (schedule::is_backward_input(s.action.kind) && s.vstage == 2) {
+      EXPECT_GE(s.output_local, 0);
+    }
   }
   EXPECT_EQ(local_in, 8);   // 4 activations 1 -> 2, 4 gradients 2 -> 1
   EXPECT_EQ(local_out, 8);

@@ -52,8 +52,12 @@ TEST(LinkProfiler, MeasuresEveryPairAndGroup) {
   ASSERT_EQ(m.collectives.size(), n >= 3 ? 3u : 1u);
   EXPECT_EQ(m.collectives[0].what, "job");
   EXPECT_EQ(m.collectives[0].ranks.size(), static_cast<std::size_t>(n));
-  if (n >= 3) EXPECT_EQ(m.collectives[1].ranks, (std::vector<int>{0, 2}));
-  if (n >= 3) EXPECT_EQ(m.collectives[2].ranks, (std::vector<int>{1, n - 1}));
+  if (n >= 3) {
+    EXPECT_EQ(m.collectives[1].ranks, (std::vector<int>{0, 2}));
+  }
+  if (n >= 3) {
+    EXPECT_EQ(m.collectives[2].ranks, (std::vector<int>{1, n - 1}));
+  }
   for (const MeasuredCollective& c : m.collectives) {
     for (const auto* times : {&c.allreduce_seconds, &c.reduce_scatter_seconds}) {
       ASSERT_EQ(times->size(), 3u);
