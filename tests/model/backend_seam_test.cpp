@@ -27,7 +27,7 @@ class CountingBackend : public kernels::CpuBackend {
     outstanding_bytes -= bytes;
     CpuBackend::deallocate(block, bytes);
   }
-  void copy(void* dst, const void* src, std::size_t bytes, kernels::CopyKind kind) override {
+  void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override {
     ++copies[kind];
     CpuBackend::copy(dst, src, bytes, kind);
   }
@@ -56,7 +56,7 @@ class CountingBackend : public kernels::CpuBackend {
 
   int allocations = 0;
   std::size_t outstanding_bytes = 0;
-  std::map<kernels::CopyKind, int> copies;
+  std::map<CopyKind, int> copies;
   int matmul_forwards = 0, attention_forwards = 0, attention_backwards = 0;
   int normal_inits = 0;
 };
@@ -88,7 +88,7 @@ TEST_P(BackendSeam, AStepRunsThroughTheStageModelsBackend) {
 
     // Every block the pool got came from the backend; one token upload per unit.
     EXPECT_EQ(static_cast<std::size_t>(backend.allocations), m.pool().system_allocations());
-    EXPECT_EQ(backend.copies[kernels::CopyKind::kHostToDevice], static_cast<int>(segs.size()));
+    EXPECT_EQ(backend.copies[CopyKind::kHostToDevice], static_cast<int>(segs.size()));
     // Per unit and layer: the q, K/V, attention output and two MLP projections; and the head.
     const int units = static_cast<int>(segs.size());
     EXPECT_EQ(backend.matmul_forwards, units * (5 * config.layers + 1));

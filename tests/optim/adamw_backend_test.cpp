@@ -1,5 +1,5 @@
-// AdamW updates through the backend it is given (kernels/backend.h), one call per range, with
-// the default CPU backend's bits.
+// AdamW keeps its moments in the memory of the backend it is given (kernels/backend.h) and
+// updates through it, one call per range, with the default CPU backend's bits.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -13,12 +13,17 @@ namespace {
 
 class CountingBackend : public kernels::CpuBackend {
  public:
+  void* allocate(std::size_t bytes) override {
+    allocated += bytes;
+    return CpuBackend::allocate(bytes);
+  }
   void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                     const kernels::AdamWHyper& hyper) override {
     ++updates;
     CpuBackend::adamw_update(params, grads, m, v, n, hyper);
   }
   int updates = 0;
+  std::size_t allocated = 0;
 };
 
 TEST(AdamWBackend, UpdatesThroughItsBackend) {
@@ -36,6 +41,8 @@ TEST(AdamWBackend, UpdatesThroughItsBackend) {
     through.step(g, 1e-2, 0.5);
     reference.step(g, 1e-2, 0.5);
   }
+  // Both moments live in the backend's memory: 10 floats each, in whole 64-byte lines.
+  EXPECT_EQ(backend.allocated, 2 * 64u);
   EXPECT_EQ(backend.updates, 3 * 2);
   EXPECT_EQ(a, b);
 }

@@ -4,10 +4,10 @@
 // pointers to backend memory and call only these operations, so a backend other than the CPU
 // (the CUDA one, over kernels/cuda/'s launchers) can run the same training step unchanged.
 //
-// Memory: `allocate` hands out raw blocks of device memory; whoever asks charges them to a
-// MemoryTracker category first (TensorPool does, by the exact bytes it hands out), so the
-// accounting, the peaks and the capacity error stay the engine's, whatever the backend. Copies
-// say which way they go (CUDA's cudaMemcpyKind): a device backend needs it, the CPU one does not.
+// Memory: a backend is a MemorySpace (core/memory_space.h): raw blocks that whoever asks charges
+// to a MemoryTracker category first (TensorPool by the exact bytes it hands out, core's Buffer by
+// its size), so the accounting, the peaks and the capacity error stay the engine's, whatever the
+// backend; copies by direction; zero. The backend adds fill, ordering and the kernels.
 //
 // Ordering: every operation is issued on the backend's one compute stream in program order; an
 // event marks a point on it (cudaEventRecord), `wait` blocks the calling thread until the
@@ -25,30 +25,22 @@
 #include <span>
 #include <string_view>
 
+#include "plait/core/memory_space.h"
 #include "plait/kernels/adamw.h"
 #include "plait/kernels/attention.h"
 
 namespace plait::kernels {
-
-enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 
 // A point on the backend's compute stream; sequence 0 is "nothing issued yet".
 struct Event {
   std::uint64_t sequence = 0;
 };
 
-class Backend {
+class Backend : public MemorySpace {
  public:
-  virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
 
-  // ---- memory
-  // A block of at least 64-byte alignment, contents undefined; throws std::bad_alloc when the
-  // backend has no memory left. deallocate takes the bytes allocate was asked for.
-  virtual void* allocate(std::size_t bytes) = 0;
-  virtual void deallocate(void* block, std::size_t bytes) = 0;
-  virtual void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) = 0;
-  virtual void zero(void* dst, std::size_t bytes) = 0;
+  // ---- memory (beyond MemorySpace's allocate, deallocate, copy and zero)
   virtual void fill(float* dst, std::size_t n, float value) = 0;
 
   // ---- ordering

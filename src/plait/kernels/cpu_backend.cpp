@@ -1,11 +1,6 @@
 #include "plait/kernels/cpu_backend.h"
 
 #include <omp.h>
-#include <sys/mman.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <new>
 
 #include "plait/kernels/cross_entropy.h"
 #include "plait/kernels/embedding.h"
@@ -20,31 +15,17 @@
 #include "plait/kernels/vector_ops.h"
 
 namespace plait::kernels {
-namespace {
-
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-}  // namespace
-
 CpuBackend& cpu_backend() {
   static CpuBackend backend;
   return backend;
 }
 
-void* CpuBackend::allocate(std::size_t bytes) {
-  // Large blocks on huge-page boundaries with transparent huge pages asked for: a training
-  // step's activations then fault in 2 MiB at a time.
-  const std::size_t alignment = bytes >= kHugePage ? kHugePage : 64;
-  void* p = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
-  if (p == nullptr) throw std::bad_alloc();
-  if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
-  return p;
-}
+void* CpuBackend::allocate(std::size_t bytes) { return host_memory().allocate(bytes); }
 
-void CpuBackend::deallocate(void* block, std::size_t) { std::free(block); }
+void CpuBackend::deallocate(void* block, std::size_t bytes) { host_memory().deallocate(block, bytes); }
 
-void CpuBackend::copy(void* dst, const void* src, std::size_t bytes, CopyKind) {
-  if (bytes > 0) std::memcpy(dst, src, bytes);
+void CpuBackend::copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
+  host_memory().copy(dst, src, bytes, kind);
 }
 
 void CpuBackend::zero(void* dst, std::size_t bytes) { zero_bytes(dst, bytes); }

@@ -1,5 +1,6 @@
 #pragma once
-// The CPU backend: host memory and the fp32 CPU kernels of this directory (OpenBLAS, OpenMP).
+// The CPU backend: host memory (core/host_memory.h; zeroing large blocks in parallel) and the
+// fp32 CPU kernels of this directory (OpenBLAS, OpenMP).
 // The reference and the default: every other backend is tested against it, and the engine's
 // results through it are bitwise those of calling the kernels directly. Everything runs on the
 // calling thread before the call returns (OpenMP threads inside the kernels), so its events are

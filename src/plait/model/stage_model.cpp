@@ -154,11 +154,11 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
     if (spec_.has_embedding) {
       u.tokens = pool_.acquire(kAct, static_cast<std::size_t>(n));
       backend_.copy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t),
-                    kernels::CopyKind::kHostToDevice);
+                    CopyKind::kHostToDevice);
       backend_.embedding_forward(x, u.tokens.ints(), wte_, wpe_, batch, s, c, seg.start,
                                  config_.vocab);
     } else {
-      backend_.copy(x, in, nc * sizeof(float), kernels::CopyKind::kDeviceToDevice);
+      backend_.copy(x, in, nc * sizeof(float), CopyKind::kDeviceToDevice);
     }
     for (int i = 0; i < nl; ++i) {
       const auto prefix = kv_blocks(*m, seg.index, i, false);
@@ -280,7 +280,7 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
     head_backward_input(u, batch, top);
     if (fused) head_backward_weight(u, batch);
   } else {
-    backend_.copy(top, grad_out, nc * sizeof(float), kernels::CopyKind::kDeviceToDevice);
+    backend_.copy(top, grad_out, nc * sizeof(float), CopyKind::kDeviceToDevice);
   }
   for (int i = nl - 1; i >= 0; --i) {
     float* dst = grad_target(i);

@@ -24,8 +24,8 @@ AdamW::AdamW(std::span<float> parameters, std::vector<ParamRange> ranges,
       ranges_(std::move(ranges)),
       config_(config),
       backend_(backend),
-      m_(tracker, MemoryCategory::kOptimizerState, parameters.size()),
-      v_(tracker, MemoryCategory::kOptimizerState, parameters.size()) {
+      m_(tracker, MemoryCategory::kOptimizerState, parameters.size(), backend),
+      v_(tracker, MemoryCategory::kOptimizerState, parameters.size(), backend) {
   for (const ParamRange& r : ranges_) {
     if (r.offset + r.count > parameters.size()) {
       throw Error("AdamW: parameter range [" + std::to_string(r.offset) + ", " +

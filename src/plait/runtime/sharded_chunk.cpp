@@ -58,7 +58,7 @@ ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, con
   if (p.offload) {
     master_ = FloatBuffer(*host_, MemoryCategory::kParameters, e - b);
     model_.backend().copy(master_.data(), model_.parameters().data() + b, (e - b) * sizeof(float),
-                          kernels::CopyKind::kDeviceToHost);
+                          CopyKind::kDeviceToHost);
     // The offloaded update runs on the host tier, where its weights and moments live.
     optimizer_ = std::make_unique<optim::AdamW>(master_.span(), ranges, adam, *host_, kernels::cpu_backend());
   } else {

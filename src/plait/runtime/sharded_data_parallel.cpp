@@ -115,7 +115,7 @@ void ShardedDataParallel::start_tied() {
     const float* g = chunk_ptr->model().gradients().data() + s.tied_offset;
     kernels::Backend& backend = chunk_ptr->model().backend();
     if (first) {
-      backend.copy(tied_sum_.data(), g, s.tied_count * sizeof(float), kernels::CopyKind::kDeviceToDevice);
+      backend.copy(tied_sum_.data(), g, s.tied_count * sizeof(float), CopyKind::kDeviceToDevice);
       first = false;
     } else {
       backend.accumulate(tied_sum_.data(), g, s.tied_count);
@@ -133,7 +133,7 @@ void ShardedDataParallel::poll() {
       const ChunkSharding& s = c->sharding();
       if (s.tied_count == 0) continue;
       c->model().backend().copy(c->model().gradients().data() + s.tied_offset, tied_sum_.data(),
-                                s.tied_count * sizeof(float), kernels::CopyKind::kDeviceToDevice);
+                                s.tied_count * sizeof(float), CopyKind::kDeviceToDevice);
       c->tied_written();
     }
   }
