@@ -3,12 +3,14 @@
 // split the way zero-bubble pipelines schedule it (Qi et al., ICLR 2024): forward (F),
 // backward_input (B: gradient of the layer input) and backward_weight (W: parameter gradients,
 // accumulated). Each family's block (gpt2_block.h, llama_block.h) reads the top-down llm.c way:
-// each step is one kernel call.
+// each step is one kernel call, issued through the stage's backend (kernels/backend.h), whose
+// memory its tensors and the pool's buffers are.
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "plait/kernels/attention.h"
+#include "plait/kernels/backend.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/model/tensor_pool.h"
 #include "plait/spec/model_spec.h"
@@ -62,8 +64,10 @@ class Block {
   virtual void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const = 0;
 };
 
-// The block of layer `layer` of the model's family over a stage's parameter and gradient buffers.
+// The block of layer `layer` of the model's family over a stage's parameter and gradient buffers
+// (the backend's memory), computing with the backend's kernels.
 std::unique_ptr<Block> make_block(const spec::ModelSpec& model, int layer, float* parameters,
-                                  float* gradients, const std::vector<NamedTensor>& tensors);
+                                  float* gradients, const std::vector<NamedTensor>& tensors,
+                                  kernels::Backend& backend);
 
 }  // namespace plait::model

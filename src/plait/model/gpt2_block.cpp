@@ -1,25 +1,10 @@
 #include "plait/model/gpt2_block.h"
 
-#include <omp.h>
-
 #include "plait/core/memory_category.h"
-#include "plait/kernels/gelu.h"
-#include "plait/kernels/layernorm.h"
-#include "plait/kernels/matmul.h"
 #include "plait/spec/unit_memory.h"
 
 namespace plait::model {
 
-using kernels::attention_backward;
-using kernels::attention_forward;
-using kernels::gelu_backward;
-using kernels::gelu_forward;
-using kernels::layernorm_backward_input;
-using kernels::layernorm_backward_weight;
-using kernels::layernorm_forward;
-using kernels::matmul_backward_input;
-using kernels::matmul_backward_weight;
-using kernels::matmul_forward;
 
 Gpt2Tensors Gpt2Tensors::locate(const spec::ModelSpec& model, float* base,
                                 const std::vector<NamedTensor>& tensors, int layer) {
@@ -47,13 +32,13 @@ void Gpt2Block::saved_forward(Gpt2State& st, std::span<const kernels::KVBlock<fl
   st.ln1 = pool.acquire(kAct, nc);
   st.mean1 = pool.acquire(kAct, n);
   st.rstd1 = pool.acquire(kAct, n);
-  layernorm_forward(st.ln1.data(), st.mean1.data(), st.rstd1.data(), st.x_in.data(), p_.ln1_w,
+  backend_.layernorm_forward(st.ln1.data(), st.mean1.data(), st.rstd1.data(), st.x_in.data(), p_.ln1_w,
                     p_.ln1_b, n, c, model_.norm_eps);
   st.q = pool.acquire(kAct, nc);
-  matmul_forward<float>(st.q.data(), st.ln1.data(), p_.attn_w, p_.attn_b, nullptr, n, c, c);
+  backend_.matmul_forward(st.q.data(), st.ln1.data(), p_.attn_w, p_.attn_b, nullptr, n, c, c);
   if (with_kv) {
     st.kv = pool.acquire(MemoryCategory::kKVCache, 2 * nc);
-    matmul_forward<float>(st.kv.data(), st.ln1.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
+    backend_.matmul_forward(st.kv.data(), st.ln1.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
                           p_.attn_b + c, nullptr, n, c, 2 * c);
   }
   std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
@@ -61,29 +46,29 @@ void Gpt2Block::saved_forward(Gpt2State& st, std::span<const kernels::KVBlock<fl
   st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
   st.atty = pool.acquire(kAct, nc);
   // GPT-2 is multi-head attention: every query head has its own K/V head (kv_heads = heads).
-  attention_forward<float>(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, h);
+  backend_.attention_forward(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, h);
   st.x_mid = pool.acquire(kAct, nc);
-  matmul_forward<float>(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
+  backend_.matmul_forward(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
                         c, c);
 
   // MLP half, up to the output projection.
   st.ln2 = pool.acquire(kAct, nc);
   st.mean2 = pool.acquire(kAct, n);
   st.rstd2 = pool.acquire(kAct, n);
-  layernorm_forward(st.ln2.data(), st.mean2.data(), st.rstd2.data(), st.x_mid.data(), p_.ln2_w,
+  backend_.layernorm_forward(st.ln2.data(), st.mean2.data(), st.rstd2.data(), st.x_mid.data(), p_.ln2_w,
                     p_.ln2_b, n, c, model_.norm_eps);
   const std::size_t nf = static_cast<std::size_t>(n) * f;
   st.fc_pre = pool.acquire(kAct, nf);
-  matmul_forward<float>(st.fc_pre.data(), st.ln2.data(), p_.fc_w, p_.fc_b, nullptr, n, c, f);
+  backend_.matmul_forward(st.fc_pre.data(), st.ln2.data(), p_.fc_w, p_.fc_b, nullptr, n, c, f);
   st.fc_gelu = pool.acquire(kAct, nf);
-  gelu_forward(st.fc_gelu.data(), st.fc_pre.data(), nf);
+  backend_.gelu_forward(st.fc_gelu.data(), st.fc_pre.data(), nf);
 }
 
 void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
                         int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
   auto& st = static_cast<Gpt2State&>(state);
   saved_forward(st, prefix, batch, seg, pool, true);
-  matmul_forward<float>(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(),
+  backend_.matmul_forward(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(),
                         batch * seg.length, model_.ffn_hidden, model_.hidden);
 }
 
@@ -114,22 +99,22 @@ void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlo
   st.d_ln1 = pool.acquire(kAct, nc);
   PooledBuffer d_atty = pool.acquire(kAct, nc);
   PooledBuffer workspace =
-      pool.acquire(kAct, kernels::attention_backward_workspace(s, e, omp_get_max_threads()));
+      pool.acquire(kAct, backend_.attention_backward_workspace(s, e));
 
   // MLP half, top down.
-  matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, f, c, false);
-  gelu_backward(st.d_fc_pre.data(), st.fc_pre.data(), st.d_fc_pre.data(), nf);
-  matmul_backward_input(st.d_ln2.data(), st.d_fc_pre.data(), p_.fc_w, n, c, f, false);
-  layernorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_ln2.data(), st.x_mid.data(),
+  backend_.matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, f, c, false);
+  backend_.gelu_backward(st.d_fc_pre.data(), st.fc_pre.data(), st.d_fc_pre.data(), nf);
+  backend_.matmul_backward_input(st.d_ln2.data(), st.d_fc_pre.data(), p_.fc_w, n, c, f, false);
+  backend_.layernorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_ln2.data(), st.x_mid.data(),
                            p_.ln2_w, st.mean2.data(), st.rstd2.data(), n, c);
   // Attention half.
-  matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.proj_w, n, c, c, false);
-  attention_backward<float>(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
+  backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.proj_w, n, c, c, false);
+  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
                             batch, s, c, h, h, workspace.data());
-  matmul_backward_input(st.d_ln1.data(), st.dq.data(), p_.attn_w, n, c, c, false);
-  matmul_backward_input(st.d_ln1.data(), st.dkv.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
+  backend_.matmul_backward_input(st.d_ln1.data(), st.dq.data(), p_.attn_w, n, c, c, false);
+  backend_.matmul_backward_input(st.d_ln1.data(), st.dkv.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
                         n, c, 2 * c, true);
-  layernorm_backward_input(dx_in, st.dx_mid.data(), st.d_ln1.data(), st.x_in.data(), p_.ln1_w,
+  backend_.layernorm_backward_input(dx_in, st.dx_mid.data(), st.d_ln1.data(), st.x_in.data(), p_.ln1_w,
                            st.mean1.data(), st.rstd1.data(), n, c);
 
   st.fc_pre.reset();
@@ -142,15 +127,15 @@ void Gpt2Block::backward_weight(LayerState& state, int batch, const spec::Segmen
   auto& st = static_cast<Gpt2State&>(state);
   const int c = model_.hidden, f = model_.ffn_hidden;
   const int n = batch * seg.length;
-  matmul_backward_weight(g_.fcproj_w, g_.fcproj_b, st.dx_out.data(), st.fc_gelu.data(), n, f, c);
-  matmul_backward_weight(g_.fc_w, g_.fc_b, st.d_fc_pre.data(), st.ln2.data(), n, c, f);
-  layernorm_backward_weight(g_.ln2_w, g_.ln2_b, st.d_ln2.data(), st.x_mid.data(), st.mean2.data(),
+  backend_.matmul_backward_weight(g_.fcproj_w, g_.fcproj_b, st.dx_out.data(), st.fc_gelu.data(), n, f, c);
+  backend_.matmul_backward_weight(g_.fc_w, g_.fc_b, st.d_fc_pre.data(), st.ln2.data(), n, c, f);
+  backend_.layernorm_backward_weight(g_.ln2_w, g_.ln2_b, st.d_ln2.data(), st.x_mid.data(), st.mean2.data(),
                             st.rstd2.data(), n, c);
-  matmul_backward_weight(g_.proj_w, g_.proj_b, st.dx_mid.data(), st.atty.data(), n, c, c);
-  matmul_backward_weight(g_.attn_w, g_.attn_b, st.dq.data(), st.ln1.data(), n, c, c);
-  matmul_backward_weight(g_.attn_w + static_cast<std::size_t>(c) * c, g_.attn_b + c,
+  backend_.matmul_backward_weight(g_.proj_w, g_.proj_b, st.dx_mid.data(), st.atty.data(), n, c, c);
+  backend_.matmul_backward_weight(g_.attn_w, g_.attn_b, st.dq.data(), st.ln1.data(), n, c, c);
+  backend_.matmul_backward_weight(g_.attn_w + static_cast<std::size_t>(c) * c, g_.attn_b + c,
                          st.dkv.data(), st.ln1.data(), n, c, 2 * c);
-  layernorm_backward_weight(g_.ln1_w, g_.ln1_b, st.d_ln1.data(), st.x_in.data(), st.mean1.data(),
+  backend_.layernorm_backward_weight(g_.ln1_w, g_.ln1_b, st.d_ln1.data(), st.x_in.data(), st.mean1.data(),
                             st.rstd1.data(), n, c);
   st = Gpt2State{};
 }

@@ -38,8 +38,9 @@ struct Gpt2State : LayerState {
 
 class Gpt2Block : public Block {
  public:
-  Gpt2Block(const spec::ModelSpec& model, Gpt2Tensors params, Gpt2Tensors grads)
-      : model_(model), p_(params), g_(grads) {}
+  Gpt2Block(const spec::ModelSpec& model, Gpt2Tensors params, Gpt2Tensors grads,
+            kernels::Backend& backend)
+      : model_(model), p_(params), g_(grads), backend_(backend) {}
 
   std::unique_ptr<LayerState> make_state() const override { return std::make_unique<Gpt2State>(); }
   void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
@@ -59,6 +60,7 @@ class Gpt2Block : public Block {
   const spec::ModelSpec& model_;
   Gpt2Tensors p_;
   Gpt2Tensors g_;
+  kernels::Backend& backend_;  // where the tensors live and the kernels run
 };
 
 }  // namespace plait::model

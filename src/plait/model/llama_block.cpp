@@ -1,28 +1,10 @@
 #include "plait/model/llama_block.h"
 
-#include <omp.h>
-
 #include "plait/core/memory_category.h"
-#include "plait/kernels/matmul.h"
-#include "plait/kernels/rmsnorm.h"
-#include "plait/kernels/rotary.h"
-#include "plait/kernels/swiglu.h"
 #include "plait/spec/unit_memory.h"
 
 namespace plait::model {
 
-using kernels::attention_backward;
-using kernels::attention_forward;
-using kernels::matmul_backward_input;
-using kernels::matmul_backward_weight;
-using kernels::matmul_forward;
-using kernels::rmsnorm_backward_input;
-using kernels::rmsnorm_backward_weight;
-using kernels::rmsnorm_forward;
-using kernels::rotary_backward;
-using kernels::rotary_forward;
-using kernels::swiglu_backward;
-using kernels::swiglu_forward;
 
 LlamaTensors LlamaTensors::locate(const spec::ModelSpec& model, float* base,
                                   const std::vector<NamedTensor>& tensors, int layer) {
@@ -49,38 +31,38 @@ void LlamaBlock::saved_forward(LlamaState& st, std::span<const kernels::KVBlock<
   // Attention half.
   st.n1 = pool.acquire(kAct, nc);
   st.rstd1 = pool.acquire(kAct, n);
-  rmsnorm_forward(st.n1.data(), st.rstd1.data(), st.x_in.data(), p_.norm1_w, n, c, model_.norm_eps);
+  backend_.rmsnorm_forward(st.n1.data(), st.rstd1.data(), st.x_in.data(), p_.norm1_w, n, c, model_.norm_eps);
   st.q = pool.acquire(kAct, nc);
-  matmul_forward<float>(st.q.data(), st.n1.data(), p_.q_w, nullptr, nullptr, n, c, c);
+  backend_.matmul_forward(st.q.data(), st.n1.data(), p_.q_w, nullptr, nullptr, n, c, c);
   if (with_kv) {
     st.kv = pool.acquire(MemoryCategory::kKVCache, static_cast<std::size_t>(n) * 2 * k);
-    matmul_forward<float>(st.kv.data(), st.n1.data(), p_.kv_w, nullptr, nullptr, n, c, 2 * k);
-    rotary_forward(st.kv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
+    backend_.matmul_forward(st.kv.data(), st.n1.data(), p_.kv_w, nullptr, nullptr, n, c, 2 * k);
+    backend_.rotary_forward(st.kv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
   }
-  rotary_forward(st.q.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
+  backend_.rotary_forward(st.q.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
   std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
   blocks.push_back({st.kv.data(), nullptr, s});
   st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
   st.atty = pool.acquire(kAct, nc);
-  attention_forward<float>(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, kvh);
+  backend_.attention_forward(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, kvh);
   st.x_mid = pool.acquire(kAct, nc);
-  matmul_forward<float>(st.x_mid.data(), st.atty.data(), p_.o_w, nullptr, st.x_in.data(), n, c, c);
+  backend_.matmul_forward(st.x_mid.data(), st.atty.data(), p_.o_w, nullptr, st.x_in.data(), n, c, c);
 
   // MLP half, up to the down projection.
   st.n2 = pool.acquire(kAct, nc);
   st.rstd2 = pool.acquire(kAct, n);
-  rmsnorm_forward(st.n2.data(), st.rstd2.data(), st.x_mid.data(), p_.norm2_w, n, c, model_.norm_eps);
+  backend_.rmsnorm_forward(st.n2.data(), st.rstd2.data(), st.x_mid.data(), p_.norm2_w, n, c, model_.norm_eps);
   st.gate_up = pool.acquire(kAct, 2 * nf);
-  matmul_forward<float>(st.gate_up.data(), st.n2.data(), p_.gate_up_w, nullptr, nullptr, n, c, 2 * f);
+  backend_.matmul_forward(st.gate_up.data(), st.n2.data(), p_.gate_up_w, nullptr, nullptr, n, c, 2 * f);
   st.h = pool.acquire(kAct, nf);
-  swiglu_forward(st.h.data(), st.gate_up.data(), n, f);
+  backend_.swiglu_forward(st.h.data(), st.gate_up.data(), n, f);
 }
 
 void LlamaBlock::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
                          int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
   auto& st = static_cast<LlamaState&>(state);
   saved_forward(st, prefix, batch, seg, pool, true);
-  matmul_forward<float>(out, st.h.data(), p_.down_w, nullptr, st.x_mid.data(), batch * seg.length,
+  backend_.matmul_forward(out, st.h.data(), p_.down_w, nullptr, st.x_mid.data(), batch * seg.length,
                         model_.ffn_hidden, model_.hidden);
 }
 
@@ -111,23 +93,23 @@ void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBl
   PooledBuffer d_atty = pool.acquire(kAct, nc);
   PooledBuffer d_h = pool.acquire(kAct, nf);
   PooledBuffer workspace =
-      pool.acquire(kAct, kernels::attention_backward_workspace(s, e, omp_get_max_threads()));
+      pool.acquire(kAct, backend_.attention_backward_workspace(s, e));
 
   // MLP half, top down.
-  matmul_backward_input(d_h.data(), st.dx_out.data(), p_.down_w, n, f, c, false);
-  swiglu_backward(st.d_gate_up.data(), d_h.data(), st.gate_up.data(), n, f);
-  matmul_backward_input(st.d_n2.data(), st.d_gate_up.data(), p_.gate_up_w, n, c, 2 * f, false);
-  rmsnorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_n2.data(), st.x_mid.data(),
+  backend_.matmul_backward_input(d_h.data(), st.dx_out.data(), p_.down_w, n, f, c, false);
+  backend_.swiglu_backward(st.d_gate_up.data(), d_h.data(), st.gate_up.data(), n, f);
+  backend_.matmul_backward_input(st.d_n2.data(), st.d_gate_up.data(), p_.gate_up_w, n, c, 2 * f, false);
+  backend_.rmsnorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_n2.data(), st.x_mid.data(),
                          p_.norm2_w, st.rstd2.data(), n, c);
   // Attention half: gradients w.r.t. the rotated q and k, rotated back once complete.
-  matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.o_w, n, c, c, false);
-  attention_backward<float>(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
+  backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.o_w, n, c, c, false);
+  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
                             batch, s, c, h, kvh, workspace.data());
-  rotary_backward(st.dq.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
-  rotary_backward(st.dkv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
-  matmul_backward_input(st.d_n1.data(), st.dq.data(), p_.q_w, n, c, c, false);
-  matmul_backward_input(st.d_n1.data(), st.dkv.data(), p_.kv_w, n, c, 2 * k, true);
-  rmsnorm_backward_input(dx_in, st.dx_mid.data(), st.d_n1.data(), st.x_in.data(), p_.norm1_w,
+  backend_.rotary_backward(st.dq.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
+  backend_.rotary_backward(st.dkv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
+  backend_.matmul_backward_input(st.d_n1.data(), st.dq.data(), p_.q_w, n, c, c, false);
+  backend_.matmul_backward_input(st.d_n1.data(), st.dkv.data(), p_.kv_w, n, c, 2 * k, true);
+  backend_.rmsnorm_backward_input(dx_in, st.dx_mid.data(), st.d_n1.data(), st.x_in.data(), p_.norm1_w,
                          st.rstd1.data(), n, c);
 
   st.gate_up.reset();
@@ -140,13 +122,13 @@ void LlamaBlock::backward_weight(LayerState& state, int batch, const spec::Segme
   auto& st = static_cast<LlamaState&>(state);
   const int c = model_.hidden, k = model_.kv_dim(), f = model_.ffn_hidden;
   const int n = batch * seg.length;
-  matmul_backward_weight<float>(g_.down_w, nullptr, st.dx_out.data(), st.h.data(), n, f, c);
-  matmul_backward_weight<float>(g_.gate_up_w, nullptr, st.d_gate_up.data(), st.n2.data(), n, c, 2 * f);
-  rmsnorm_backward_weight(g_.norm2_w, st.d_n2.data(), st.x_mid.data(), st.rstd2.data(), n, c);
-  matmul_backward_weight<float>(g_.o_w, nullptr, st.dx_mid.data(), st.atty.data(), n, c, c);
-  matmul_backward_weight<float>(g_.q_w, nullptr, st.dq.data(), st.n1.data(), n, c, c);
-  matmul_backward_weight<float>(g_.kv_w, nullptr, st.dkv.data(), st.n1.data(), n, c, 2 * k);
-  rmsnorm_backward_weight(g_.norm1_w, st.d_n1.data(), st.x_in.data(), st.rstd1.data(), n, c);
+  backend_.matmul_backward_weight(g_.down_w, nullptr, st.dx_out.data(), st.h.data(), n, f, c);
+  backend_.matmul_backward_weight(g_.gate_up_w, nullptr, st.d_gate_up.data(), st.n2.data(), n, c, 2 * f);
+  backend_.rmsnorm_backward_weight(g_.norm2_w, st.d_n2.data(), st.x_mid.data(), st.rstd2.data(), n, c);
+  backend_.matmul_backward_weight(g_.o_w, nullptr, st.dx_mid.data(), st.atty.data(), n, c, c);
+  backend_.matmul_backward_weight(g_.q_w, nullptr, st.dq.data(), st.n1.data(), n, c, c);
+  backend_.matmul_backward_weight(g_.kv_w, nullptr, st.dkv.data(), st.n1.data(), n, c, 2 * k);
+  backend_.rmsnorm_backward_weight(g_.norm1_w, st.d_n1.data(), st.x_in.data(), st.rstd1.data(), n, c);
   st = LlamaState{};
 }
 

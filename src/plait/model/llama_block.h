@@ -46,8 +46,9 @@ struct LlamaState : LayerState {
 
 class LlamaBlock : public Block {
  public:
-  LlamaBlock(const spec::ModelSpec& model, LlamaTensors params, LlamaTensors grads)
-      : model_(model), p_(params), g_(grads) {}
+  LlamaBlock(const spec::ModelSpec& model, LlamaTensors params, LlamaTensors grads,
+            kernels::Backend& backend)
+      : model_(model), p_(params), g_(grads), backend_(backend) {}
 
   std::unique_ptr<LayerState> make_state() const override { return std::make_unique<LlamaState>(); }
   void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
@@ -67,6 +68,7 @@ class LlamaBlock : public Block {
   const spec::ModelSpec& model_;
   LlamaTensors p_;
   LlamaTensors g_;
+  kernels::Backend& backend_;  // where the tensors live and the kernels run
 };
 
 }  // namespace plait::model

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <span>
 
+#include "plait/kernels/backend.h"
 #include "plait/model/parameter_layout.h"
 
 namespace plait::model {
 
-// Fills `values` (tensor.numel floats) with the tensor's initial values.
-void init_tensor(std::span<float> values, const NamedTensor& tensor, std::uint64_t seed);
+// Fills `values` (tensor.numel floats of the backend's memory) with the tensor's initial values.
+void init_tensor(std::span<float> values, const NamedTensor& tensor, std::uint64_t seed,
+                 kernels::Backend& backend);
 
 }  // namespace plait::model

@@ -1,14 +1,8 @@
 #include "plait/model/stage_model.h"
 
-#include <cstring>
 #include <string>
 
 #include "plait/core/error.h"
-#include "plait/kernels/cross_entropy.h"
-#include "plait/kernels/embedding.h"
-#include "plait/kernels/layernorm.h"
-#include "plait/kernels/matmul.h"
-#include "plait/kernels/rmsnorm.h"
 #include "plait/model/parameter_init.h"
 
 namespace plait::model {
@@ -26,17 +20,19 @@ std::string range_name(const StageSpec& s) {
 
 }  // namespace
 
-StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker)
+StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker,
+                       kernels::Backend& backend)
     : config_(model),
       spec_(spec),
       tracker_(tracker),
+      backend_(backend),
       tensors_(parameter_layout(model, spec)),
       parameters_(tracker, MemoryCategory::kParameters, layout_size(tensors_)),
       gradients_(tracker, MemoryCategory::kGradients, layout_size(tensors_)),
-      pool_(tracker) {
+      pool_(tracker, backend) {
   blocks_.reserve(static_cast<std::size_t>(spec.layer_count()));
   for (int l = spec.first_layer; l < spec.last_layer; ++l) {
-    blocks_.push_back(make_block(config_, l, parameters_.data(), gradients_.data(), tensors_));
+    blocks_.push_back(make_block(config_, l, parameters_.data(), gradients_.data(), tensors_, backend_));
   }
   auto locate = [&](const std::string& name, float*& param, float*& grad) {
     const std::size_t offset = find_tensor(tensors_, name).offset;
@@ -67,18 +63,12 @@ std::span<float> StageModel::gradient(std::string_view name) {
 }
 
 void StageModel::init_parameters(std::uint64_t seed) {
-  for (const NamedTensor& t : tensors_) init_tensor(parameter(t.name), t, seed);
+  for (const NamedTensor& t : tensors_) init_tensor(parameter(t.name), t, seed, backend_);
 }
 
 void StageModel::zero_gradients() {
   if (!gradients_.committed()) return;
-  float* g = gradients_.data();
-  const auto n = static_cast<std::int64_t>(gradients_.size());
-  constexpr std::int64_t kChunk = std::int64_t{1} << 20;
-#pragma omp parallel for schedule(static) if (n > 4 * kChunk)
-  for (std::int64_t i = 0; i < n; i += kChunk) {
-    std::memset(g + i, 0, static_cast<std::size_t>(std::min(kChunk, n - i)) * sizeof(float));
-  }
+  backend_.zero(gradients_.data(), gradients_.size() * sizeof(float));
 }
 
 void StageModel::fail(int microbatch, const Segment& segment, const std::string& problem) const {
@@ -163,11 +153,12 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
     float* x = stream(0);
     if (spec_.has_embedding) {
       u.tokens = pool_.acquire(kAct, static_cast<std::size_t>(n));
-      std::memcpy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t));
-      kernels::embedding_forward(x, u.tokens.ints(), wte_, wpe_, batch, s, c, seg.start,
+      backend_.copy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t),
+                    CopyKind::kHostToDevice);
+      backend_.embedding_forward(x, u.tokens.ints(), wte_, wpe_, batch, s, c, seg.start,
                                  config_.vocab);
     } else {
-      std::memcpy(x, in, nc * sizeof(float));
+      backend_.copy(x, in, nc * sizeof(float), CopyKind::kDeviceToDevice);
     }
     for (int i = 0; i < nl; ++i) {
       const auto prefix = kv_blocks(*m, seg.index, i, false);
@@ -198,11 +189,11 @@ double StageModel::head_forward(UnitState& u, int batch, const std::int32_t* tar
   hs.lnf = pool_.acquire(kAct, nc);
   final_norm_forward(hs, n);
   hs.logits = pool_.acquire(kAct, static_cast<std::size_t>(n) * v);
-  kernels::matmul_forward<float>(hs.logits.data(), hs.lnf.data(), head_w_, nullptr, nullptr, n, c,
+  backend_.matmul_forward(hs.logits.data(), hs.lnf.data(), head_w_, nullptr, nullptr, n, c,
                                  v);
   // The loss gradient is known now; the logits buffer becomes dlogits for B and W.
   PooledBuffer losses = pool_.acquire(kAct, n);
-  return kernels::cross_entropy_forward_backward(hs.logits.data(), losses.data(), targets, n, v,
+  return backend_.cross_entropy_forward_backward(hs.logits.data(), losses.data(), targets, n, v,
                                                  loss_scale);
 }
 
@@ -289,7 +280,7 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
     head_backward_input(u, batch, top);
     if (fused) head_backward_weight(u, batch);
   } else {
-    std::memcpy(top, grad_out, nc * sizeof(float));
+    backend_.copy(top, grad_out, nc * sizeof(float), CopyKind::kDeviceToDevice);
   }
   for (int i = nl - 1; i >= 0; --i) {
     float* dst = grad_target(i);
@@ -336,7 +327,7 @@ void StageModel::head_backward_input(UnitState& u, int batch, float* dx) {
   const int n = batch * u.segment.length;
   HeadState& hs = u.head;
   hs.d_lnf = pool_.acquire(kAct, static_cast<std::size_t>(n) * c);
-  kernels::matmul_backward_input(hs.d_lnf.data(), hs.logits.data(), head_w_, n, c, v, false);
+  backend_.matmul_backward_input(hs.d_lnf.data(), hs.logits.data(), head_w_, n, c, v, false);
   final_norm_backward_input(hs, dx, n);
 }
 
@@ -344,7 +335,7 @@ void StageModel::head_backward_weight(UnitState& u, int batch) {
   const int c = config_.hidden, v = config_.vocab;
   const int n = batch * u.segment.length;
   HeadState& hs = u.head;
-  kernels::matmul_backward_weight<float>(head_w_grad_, nullptr, hs.logits.data(), hs.lnf.data(), n,
+  backend_.matmul_backward_weight(head_w_grad_, nullptr, hs.logits.data(), hs.lnf.data(), n,
                                          c, v);
   final_norm_backward_weight(hs, n);
   hs = HeadState{};
@@ -355,10 +346,10 @@ void StageModel::final_norm_forward(HeadState& hs, int n) {
   hs.rstdf = pool_.acquire(kAct, static_cast<std::size_t>(n));
   if (config_.family == spec::Family::gpt2) {
     hs.meanf = pool_.acquire(kAct, static_cast<std::size_t>(n));
-    kernels::layernorm_forward(hs.lnf.data(), hs.meanf.data(), hs.rstdf.data(), hs.x_final.data(),
+    backend_.layernorm_forward(hs.lnf.data(), hs.meanf.data(), hs.rstdf.data(), hs.x_final.data(),
                                lnf_w_, lnf_b_, n, c, config_.norm_eps);
   } else {
-    kernels::rmsnorm_forward(hs.lnf.data(), hs.rstdf.data(), hs.x_final.data(), lnf_w_, n, c,
+    backend_.rmsnorm_forward(hs.lnf.data(), hs.rstdf.data(), hs.x_final.data(), lnf_w_, n, c,
                              config_.norm_eps);
   }
 }
@@ -366,10 +357,10 @@ void StageModel::final_norm_forward(HeadState& hs, int n) {
 void StageModel::final_norm_backward_input(HeadState& hs, float* dx, int n) const {
   const int c = config_.hidden;
   if (config_.family == spec::Family::gpt2) {
-    kernels::layernorm_backward_input<float>(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(),
+    backend_.layernorm_backward_input(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(),
                                              lnf_w_, hs.meanf.data(), hs.rstdf.data(), n, c);
   } else {
-    kernels::rmsnorm_backward_input<float>(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(), lnf_w_,
+    backend_.rmsnorm_backward_input(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(), lnf_w_,
                                            hs.rstdf.data(), n, c);
   }
 }
@@ -377,16 +368,16 @@ void StageModel::final_norm_backward_input(HeadState& hs, float* dx, int n) cons
 void StageModel::final_norm_backward_weight(HeadState& hs, int n) {
   const int c = config_.hidden;
   if (config_.family == spec::Family::gpt2) {
-    kernels::layernorm_backward_weight(lnf_w_grad_, lnf_b_grad_, hs.d_lnf.data(), hs.x_final.data(),
+    backend_.layernorm_backward_weight(lnf_w_grad_, lnf_b_grad_, hs.d_lnf.data(), hs.x_final.data(),
                                        hs.meanf.data(), hs.rstdf.data(), n, c);
   } else {
-    kernels::rmsnorm_backward_weight(lnf_w_grad_, hs.d_lnf.data(), hs.x_final.data(),
+    backend_.rmsnorm_backward_weight(lnf_w_grad_, hs.d_lnf.data(), hs.x_final.data(),
                                      hs.rstdf.data(), n, c);
   }
 }
 
 void StageModel::embedding_backward_weight(UnitState& u, int batch) {
-  kernels::embedding_backward(wte_grad_, wpe_grad_, u.d_embed.data(), u.tokens.ints(), batch,
+  backend_.embedding_backward(wte_grad_, wpe_grad_, u.d_embed.data(), u.tokens.ints(), batch,
                               u.segment.length, config_.hidden, u.segment.start);
   u.tokens.reset();
   u.d_embed.reset();

@@ -22,6 +22,11 @@
 // that layer's backward, and from then on the layer holds what it holds without recomputation.
 // The gradients are bitwise those of the same stage without recomputation (the rebuild runs
 // F's kernels on F's inputs), for the fused and the split backward and any segments.
+//
+// Backend (kernels/backend.h): the parameters, gradients and pool buffers are the backend's
+// memory and every kernel, copy and fill runs through it; the CPU backend is the default. The
+// pointers F, B and W take (in, out, grad_out, grad_in) are the backend's memory too, except
+// the token ids and targets, which are host memory.
 #include <cstdint>
 #include <map>
 #include <span>
@@ -31,6 +36,7 @@
 #include "plait/core/buffer.h"
 #include "plait/core/reserved_buffer.h"
 #include "plait/core/memory_tracker.h"
+#include "plait/kernels/cpu_backend.h"
 #include "plait/model/block.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/model/stage_spec.h"
@@ -45,7 +51,8 @@ using spec::Segment;
 class StageModel {
  public:
   // Allocates the parameters (zero; call init_parameters) and gradients (zero).
-  StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker);
+  StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker,
+             kernels::Backend& backend = kernels::cpu_backend());
   ~StageModel();
   StageModel(const StageModel&) = delete;
   StageModel& operator=(const StageModel&) = delete;
@@ -53,6 +60,7 @@ class StageModel {
   const spec::ModelSpec& config() const { return config_; }
   const StageSpec& spec() const { return spec_; }
   MemoryTracker& tracker() const { return tracker_; }
+  kernels::Backend& backend() const { return backend_; }
 
   std::span<float> parameters() { return parameters_.span(); }
   std::span<const float> parameters() const { return parameters_.span(); }
@@ -143,6 +151,7 @@ class StageModel {
   spec::ModelSpec config_;
   StageSpec spec_;
   MemoryTracker& tracker_;
+  kernels::Backend& backend_;
   std::vector<NamedTensor> tensors_;
   ReservedBuffer<float> parameters_;
   ReservedBuffer<float> gradients_;

@@ -1,11 +1,6 @@
 #include "plait/model/tensor_pool.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <new>
 
 namespace plait::model {
 namespace {
@@ -16,14 +11,6 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 std::size_t rounded_bytes(std::size_t bytes) {
   const std::size_t unit = bytes >= kHugePage ? kHugePage : 4096;
   return (bytes + unit - 1) / unit * unit;
-}
-
-void* allocate_block(std::size_t bytes) {
-  const std::size_t alignment = bytes >= kHugePage ? kHugePage : 64;
-  void* p = std::aligned_alloc(alignment, bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  if (bytes >= kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
-  return p;
 }
 
 }  // namespace
@@ -56,7 +43,7 @@ PooledBuffer TensorPool::acquire(MemoryCategory category, std::size_t count) {
     const std::size_t peak = std::max(peak_in_use_bytes_, in_use_bytes_ + size);
     if (cached_bytes_ + in_use_bytes_ + size > 2 * peak) release_cache();
     try {
-      block = allocate_block(size);
+      block = backend_.allocate(size);
       ++system_allocations_;
     } catch (...) {
       tracker_.release(category, bytes);
@@ -74,7 +61,7 @@ PooledBuffer TensorPool::acquire(MemoryCategory category, std::size_t count) {
 
 PooledBuffer TensorPool::acquire_zeroed(MemoryCategory category, std::size_t count) {
   PooledBuffer buffer = acquire(category, count);
-  if (!buffer.empty()) std::memset(buffer.data(), 0, buffer.bytes());
+  if (!buffer.empty()) backend_.zero(buffer.data(), buffer.bytes());
   return buffer;
 }
 
@@ -87,7 +74,7 @@ void TensorPool::give_back(PooledBuffer& buffer) {
 }
 
 void TensorPool::release_cache() {
-  for (auto& [size, block] : free_) std::free(block);
+  for (auto& [size, block] : free_) backend_.deallocate(block, size);
   free_.clear();
   cached_bytes_ = 0;
 }

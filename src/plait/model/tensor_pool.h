@@ -3,14 +3,17 @@
 // charged to a MemoryTracker category while it is handed out (so accounting, peaks and the
 // capacity error see exactly what the model holds); freed blocks are cached by size and handed
 // out again, so a training step does not fault fresh pages in and the kernel does not have to
-// zero them each step (the same idea as PyTorch's caching allocator). Large blocks ask for
-// transparent huge pages. Not thread-safe: one stage model, one thread of control.
+// zero them each step (the same idea as PyTorch's caching allocator). The blocks are the
+// backend's memory (kernels/backend.h: host memory with transparent huge pages on the CPU,
+// device memory on a GPU); the pool does the accounting. Not thread-safe: one stage model, one
+// thread of control.
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <utility>
 
 #include "plait/core/memory_tracker.h"
+#include "plait/kernels/cpu_backend.h"
 
 namespace plait::model {
 
@@ -54,7 +57,8 @@ class PooledBuffer {
 
 class TensorPool {
  public:
-  explicit TensorPool(MemoryTracker& tracker) : tracker_(tracker) {}
+  explicit TensorPool(MemoryTracker& tracker, kernels::Backend& backend = kernels::cpu_backend())
+      : tracker_(tracker), backend_(backend) {}
   TensorPool(const TensorPool&) = delete;
   TensorPool& operator=(const TensorPool&) = delete;
   ~TensorPool();  // every PooledBuffer must be gone by now
@@ -65,6 +69,7 @@ class TensorPool {
   PooledBuffer acquire_zeroed(MemoryCategory category, std::size_t count);
 
   MemoryTracker& tracker() const { return tracker_; }
+  kernels::Backend& backend() const { return backend_; }
   std::size_t cached_bytes() const { return cached_bytes_; }
   // Blocks obtained from the system so far (cache misses); flat in a steady training loop.
   std::size_t system_allocations() const { return system_allocations_; }
@@ -76,6 +81,7 @@ class TensorPool {
   void give_back(PooledBuffer& buffer);
 
   MemoryTracker& tracker_;
+  kernels::Backend& backend_;
   std::multimap<std::size_t, void*> free_;  // rounded byte size -> block
   std::size_t cached_bytes_ = 0;
   std::size_t in_use_bytes_ = 0;

@@ -3,7 +3,6 @@
 #include <string>
 
 #include "plait/core/error.h"
-#include "plait/kernels/adamw.h"
 
 namespace plait::optim {
 
@@ -20,12 +19,13 @@ std::vector<ParamRange> param_ranges(const std::vector<model::NamedTensor>& tens
 }
 
 AdamW::AdamW(std::span<float> parameters, std::vector<ParamRange> ranges,
-             const AdamWConfig& config, MemoryTracker& tracker)
+             const AdamWConfig& config, MemoryTracker& tracker, kernels::Backend& backend)
     : parameters_(parameters),
       ranges_(std::move(ranges)),
       config_(config),
-      m_(tracker, MemoryCategory::kOptimizerState, parameters.size()),
-      v_(tracker, MemoryCategory::kOptimizerState, parameters.size()) {
+      backend_(backend),
+      m_(tracker, MemoryCategory::kOptimizerState, parameters.size(), backend),
+      v_(tracker, MemoryCategory::kOptimizerState, parameters.size(), backend) {
   for (const ParamRange& r : ranges_) {
     if (r.offset + r.count > parameters.size()) {
       throw Error("AdamW: parameter range [" + std::to_string(r.offset) + ", " +
@@ -49,7 +49,7 @@ void AdamW::step(std::span<const float> gradients, double lr, double grad_scale)
                                     r.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f,
                                     steps_,
                                     static_cast<float>(grad_scale)};
-    kernels::adamw_update(parameters_.data() + r.offset, gradients.data() + r.offset,
+    backend_.adamw_update(parameters_.data() + r.offset, gradients.data() + r.offset,
                           m_.data() + r.offset, v_.data() + r.offset, r.count, hyper);
   }
 }

@@ -2,13 +2,15 @@
 // AdamW over one contiguous parameter span (a stage's parameters() or a shard of it), with the
 // two moments in the optimizer_state memory category and laid out exactly like the parameters
 // (so checkpoints can name them by tensor). Decoupled weight decay (Loshchilov & Hutter, ICLR
-// 2019) applies only to the ranges marked for it; the update itself is kernels::adamw_update.
+// 2019) applies only to the ranges marked for it; the update itself is the backend's
+// adamw_update (kernels/backend.h), run where the parameters and moments live.
 #include <cstddef>
 #include <span>
 #include <vector>
 
 #include "plait/core/buffer.h"
 #include "plait/core/memory_tracker.h"
+#include "plait/kernels/cpu_backend.h"
 #include "plait/model/parameter_layout.h"
 
 namespace plait::optim {
@@ -34,8 +36,9 @@ std::vector<ParamRange> param_ranges(const std::vector<model::NamedTensor>& tens
 
 class AdamW {
  public:
+  // parameters and the moments (charged to tracker) are the backend's memory.
   AdamW(std::span<float> parameters, std::vector<ParamRange> ranges, const AdamWConfig& config,
-        MemoryTracker& tracker);
+        MemoryTracker& tracker, kernels::Backend& backend = kernels::cpu_backend());
 
   // One update with learning rate lr; every gradient is multiplied by grad_scale first (the
   // clipping factor, so clipping costs no extra pass over the gradients).
@@ -51,6 +54,7 @@ class AdamW {
   std::span<float> parameters_;
   std::vector<ParamRange> ranges_;
   AdamWConfig config_;
+  kernels::Backend& backend_;
   FloatBuffer m_;
   FloatBuffer v_;
   int steps_ = 0;

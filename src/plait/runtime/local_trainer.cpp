@@ -6,7 +6,6 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/data/segment_columns.h"
-#include "plait/kernels/grad_norm.h"
 #include "plait/optim/grad_clip.h"
 
 namespace plait::runtime {
@@ -19,7 +18,8 @@ LocalTrainer::LocalTrainer(const spec::ModelSpec& model, const TrainConfig& trai
     : train_(train),
       model_(model, model::StageSpec::whole_model(model), tracker),
       optimizer_(model_.parameters(), optim::param_ranges(model_.tensors()),
-                 {train.beta1, train.beta2, train.eps, train.weight_decay}, tracker),
+                 {train.beta1, train.beta2, train.eps, train.weight_decay}, tracker,
+                 model_.backend()),
       schedule_{train.lr, train.min_lr, train.warmup_steps, train.steps} {
   if (partition.seq() != train.seq) {
     throw Error("local trainer: a partition of " + std::to_string(partition.seq()) +
@@ -66,7 +66,7 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
 
   t0 = monotonic_seconds();
   const auto grads = model_.gradients();
-  const double sum_sq = kernels::sum_of_squares(grads.data(), grads.size());
+  const double sum_sq = model_.backend().sum_of_squares(grads.data(), grads.size());
   const optim::ClipResult clip = optim::clip_by_global_norm({&sum_sq, 1}, train_.grad_clip);
   r.grad_norm = clip.norm;
   r.clip_factor = clip.factor;

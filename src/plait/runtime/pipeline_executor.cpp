@@ -1,7 +1,5 @@
 #include "plait/runtime/pipeline_executor.h"
 
-#include <omp.h>
-
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -59,10 +57,11 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
       dp_(data_parallel),
       mode_(mode),
       pool_(buffers),
-      // OpenMP is the engine's only compute pool (kernels/), so one thread means compute runs on
-      // this thread and its CPU time is the action's (DeviceEmulator).
+      // When the backend computes on this thread alone (the CPU one with one OpenMP thread), its
+      // CPU time is the action's (DeviceEmulator).
       device_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown,
-              omp_get_max_threads() == 1),
+              chunks_.empty() ? kernels::cpu_backend().computes_on_calling_thread()
+                              : chunks_.front()->backend().computes_on_calling_thread()),
       data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
       state_(std::make_unique<State>()) {
   lazy_gathers_ = !plan.sharded() || lazy_gathers_deadlock_free(plan, *program_.lowered);

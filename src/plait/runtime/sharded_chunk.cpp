@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "plait/core/error.h"
-#include "plait/kernels/grad_norm.h"
 
 namespace plait::runtime {
 namespace {
@@ -59,10 +57,13 @@ ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, con
   const std::vector<optim::ParamRange> ranges = shard_ranges(optim::param_ranges(model_.tensors()), b, e);
   if (p.offload) {
     master_ = FloatBuffer(*host_, MemoryCategory::kParameters, e - b);
-    std::memcpy(master_.data(), model_.parameters().data() + b, (e - b) * sizeof(float));
-    optimizer_ = std::make_unique<optim::AdamW>(master_.span(), ranges, adam, *host_);
+    model_.backend().copy(master_.data(), model_.parameters().data() + b, (e - b) * sizeof(float),
+                          CopyKind::kDeviceToHost);
+    // The offloaded update runs on the host tier, where its weights and moments live.
+    optimizer_ = std::make_unique<optim::AdamW>(master_.span(), ranges, adam, *host_, kernels::cpu_backend());
   } else {
-    optimizer_ = std::make_unique<optim::AdamW>(model_.parameters().subspan(b, e - b), ranges, adam, model_.tracker());
+    optimizer_ = std::make_unique<optim::AdamW>(model_.parameters().subspan(b, e - b), ranges, adam, model_.tracker(),
+                                                model_.backend());
   }
   if (p.shards_parameters()) {
     if (p.offload) {
@@ -237,10 +238,11 @@ double ShardedChunk::sum_of_squares() const {
   if (s_.policy.level == 0 && s_.index != 0) return 0;
   const std::span<const float> g = reduced_gradients();
   const auto b = static_cast<std::size_t>(begin_), e = static_cast<std::size_t>(end_);
-  if (s_.tied_count == 0 || s_.counts_tied) return kernels::sum_of_squares(g.data(), g.size());
+  if (s_.tied_count == 0 || s_.counts_tied) return model_.backend().sum_of_squares(g.data(), g.size());
   // Leave out the part of the head stage's tied copy that falls in [b, e).
   const std::size_t t0 = std::clamp(s_.tied_offset, b, e), t1 = std::clamp(s_.tied_offset + s_.tied_count, b, e);
-  return kernels::sum_of_squares(g.data(), t0 - b) + kernels::sum_of_squares(g.data() + (t1 - b), e - t1);
+  kernels::Backend& backend = model_.backend();
+  return backend.sum_of_squares(g.data(), t0 - b) + backend.sum_of_squares(g.data() + (t1 - b), e - t1);
 }
 
 std::optional<std::size_t> ShardedChunk::first_nonfinite(int& kind) const {

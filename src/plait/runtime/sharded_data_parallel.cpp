@@ -1,7 +1,6 @@
 #include "plait/runtime/sharded_data_parallel.h"
 
 #include <algorithm>
-#include <cstring>
 #include <set>
 
 #include "plait/core/error.h"
@@ -114,12 +113,12 @@ void ShardedDataParallel::start_tied() {
     const ChunkSharding& s = chunk_ptr->sharding();
     if (s.tied_count == 0) continue;
     const float* g = chunk_ptr->model().gradients().data() + s.tied_offset;
-    float* sum = tied_sum_.data();
+    kernels::Backend& backend = chunk_ptr->model().backend();
     if (first) {
-      std::memcpy(sum, g, s.tied_count * sizeof(float));
+      backend.copy(tied_sum_.data(), g, s.tied_count * sizeof(float), CopyKind::kDeviceToDevice);
       first = false;
     } else {
-      for (std::size_t i = 0; i < s.tied_count; ++i) sum[i] += g[i];
+      backend.accumulate(tied_sum_.data(), g, s.tied_count);
     }
   }
   if (tied_group_ != nullptr) tied_request_ = tied_group_->iallreduce(tied_sum_.span(), comm::ReduceOp::kSum);
@@ -133,7 +132,8 @@ void ShardedDataParallel::poll() {
     for (auto& c : chunks_) {
       const ChunkSharding& s = c->sharding();
       if (s.tied_count == 0) continue;
-      std::memcpy(c->model().gradients().data() + s.tied_offset, tied_sum_.data(), s.tied_count * sizeof(float));
+      c->model().backend().copy(c->model().gradients().data() + s.tied_offset, tied_sum_.data(),
+                                s.tied_count * sizeof(float), CopyKind::kDeviceToDevice);
       c->tied_written();
     }
   }

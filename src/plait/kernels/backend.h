@@ -1,0 +1,118 @@
+#pragma once
+// The backend seam: where the engine's memory lives and which kernels compute on it. model/
+// (the blocks, StageModel, the tensor pool), optim/ and the runtime's data-moving code hold
+// pointers to backend memory and call only these operations, so a backend other than the CPU
+// (the CUDA one, over kernels/cuda/'s launchers) can run the same training step unchanged.
+//
+// Memory: a backend is a MemorySpace (core/memory_space.h): raw blocks that whoever asks charges
+// to a MemoryTracker category first (TensorPool by the exact bytes it hands out, core's Buffer by
+// its size), so the accounting, the peaks and the capacity error stay the engine's, whatever the
+// backend; copies by direction; zero. The backend adds fill, ordering and the kernels.
+//
+// Ordering: every operation is issued on the backend's one compute stream in program order; an
+// event marks a point on it (cudaEventRecord), `wait` blocks the calling thread until the
+// stream has passed it (cudaEventSynchronize), `synchronize` until everything issued is done.
+// Host memory handed to an operation (a copy from the host, the tokens and targets) may be
+// reused once the call returns. Kernels that return a value to the host (the loss, the sum of
+// squares) synchronise. The CPU backend runs everything on the calling thread (with OpenMP
+// inside the kernels) before returning, so each of its events is complete when recorded.
+//
+// Kernels: the fp32 forms of kernels/<op>.h, same arguments in the same order, same formulas
+// (the headers beside this one document them); the CPU backend calls those functions, so its
+// results are bitwise the engine's before the seam.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "plait/core/memory_space.h"
+#include "plait/kernels/adamw.h"
+#include "plait/kernels/attention.h"
+
+namespace plait::kernels {
+
+// A point on the backend's compute stream; sequence 0 is "nothing issued yet".
+struct Event {
+  std::uint64_t sequence = 0;
+};
+
+class Backend : public MemorySpace {
+ public:
+  virtual std::string_view name() const = 0;
+
+  // ---- memory (beyond MemorySpace's allocate, deallocate, copy and zero)
+  virtual void fill(float* dst, std::size_t n, float value) = 0;
+
+  // ---- ordering
+  virtual Event record() = 0;
+  virtual bool ready(Event event) const = 0;
+  virtual void wait(Event event) = 0;
+  virtual void synchronize() = 0;
+  // Whether kernels run on the calling thread alone (the CPU backend with one OpenMP thread):
+  // then that thread's CPU time is the compute's (runtime/device_emulator.h).
+  virtual bool computes_on_calling_thread() const = 0;
+
+  // ---- kernels (fp32; kernels/<op>.h)
+  // Elements of attention_backward's workspace for a segment of s queries seeing e keys.
+  virtual std::size_t attention_backward_workspace(int s, int e) const = 0;
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                              const float* residual, int n, int c, int oc) = 0;
+  virtual void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n,
+                                     int c, int oc, bool accumulate) = 0;
+  virtual void matmul_backward_weight(float* dweight, float* dbias, const float* dout,
+                                      const float* inp, int n, int c, int oc) = 0;
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                 const float* weight, const float* bias, int n, int c,
+                                 double eps) = 0;
+  virtual void layernorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                                        const float* inp, const float* weight, const float* mean,
+                                        const float* rstd, int n, int c) = 0;
+  virtual void layernorm_backward_weight(float* dweight, float* dbias, const float* dout,
+                                         const float* inp, const float* mean, const float* rstd,
+                                         int n, int c) = 0;
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                               int n, int c, double eps) = 0;
+  virtual void rmsnorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                                      const float* inp, const float* weight, const float* rstd,
+                                      int n, int c) = 0;
+  virtual void rmsnorm_backward_weight(float* dweight, const float* dout, const float* inp,
+                                       const float* rstd, int n, int c) = 0;
+  virtual void gelu_forward(float* out, const float* inp, std::size_t n) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
+  virtual void swiglu_forward(float* out, const float* gate_up, int n, int f) = 0;
+  virtual void swiglu_backward(float* dgate_up, const float* dout, const float* gate_up, int n,
+                               int f) = 0;
+  virtual void rotary_forward(float* x, int batch, int s, int heads, int head_dim, int row_stride,
+                              int pos0, double theta) = 0;
+  virtual void rotary_backward(float* dx, int batch, int s, int heads, int head_dim,
+                               int row_stride, int pos0, double theta) = 0;
+  virtual void attention_forward(float* out, float* probs, const float* q,
+                                 std::span<const KVBlock<float>> blocks, int batch, int s, int c,
+                                 int heads, int kv_heads) = 0;
+  virtual void attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
+                                  const float* dout, const float* q, const float* probs, int batch,
+                                  int s, int c, int heads, int kv_heads, float* workspace) = 0;
+  // tokens: device memory (copied there from the host by the caller).
+  virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
+                                 const float* wpe, int batch, int s, int c, int pos0,
+                                 int vocab) = 0;
+  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                  const std::int32_t* tokens, int batch, int s, int c,
+                                  int pos0) = 0;
+  // Returns the scaled loss sum on the host (synchronises); losses: n floats of scratch. targets:
+  // host memory (a device backend uploads them; the CPU reads them in place), because the unit
+  // memory table (spec/unit_memory.h) counts no device copy of them.
+  virtual double cross_entropy_forward_backward(float* logits, float* losses,
+                                                const std::int32_t* targets, int n, int v,
+                                                double loss_scale) = 0;
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                            const AdamWHyper& hyper) = 0;
+  // Σ x² in double on the host (synchronises), the same for any thread count.
+  virtual double sum_of_squares(const float* x, std::size_t n) = 0;
+  // dst[i] += src[i] (the tied embedding's gradient copies summed).
+  virtual void accumulate(float* dst, const float* src, std::size_t n) = 0;
+  // values[i] = std · N(0, 1) from the counter-based draw key + i (kernels/normal_init.h).
+  virtual void normal_init(float* values, std::size_t n, double std, std::uint64_t key) = 0;
+};
+
+}  // namespace plait::kernels

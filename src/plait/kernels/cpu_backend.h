@@ -1,0 +1,89 @@
+#pragma once
+// The CPU backend: host memory (core/host_memory.h; zeroing large blocks in parallel) and the
+// fp32 CPU kernels of this directory (OpenBLAS, OpenMP).
+// The reference and the default: every other backend is tested against it, and the engine's
+// results through it are bitwise those of calling the kernels directly. Everything runs on the
+// calling thread before the call returns (OpenMP threads inside the kernels), so its events are
+// complete when recorded. Stateless apart from the event counter. Not final: tests derive from
+// it to observe the calls the engine makes through the seam.
+#include <atomic>
+
+#include "plait/kernels/backend.h"
+
+namespace plait::kernels {
+
+class CpuBackend : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* block, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override;
+  void zero(void* dst, std::size_t bytes) override;
+  void fill(float* dst, std::size_t n, float value) override;
+
+  Event record() override { return Event{++recorded_}; }
+  bool ready(Event) const override { return true; }
+  void wait(Event) override {}
+  void synchronize() override {}
+  bool computes_on_calling_thread() const override;
+
+  std::size_t attention_backward_workspace(int s, int e) const override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      const float* residual, int n, int c, int oc) override;
+  void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n, int c,
+                             int oc, bool accumulate) override;
+  void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp,
+                              int n, int c, int oc) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int n, int c,
+                         double eps) override;
+  void layernorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                                const float* inp, const float* weight, const float* mean,
+                                const float* rstd, int n, int c) override;
+  void layernorm_backward_weight(float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* mean, const float* rstd, int n,
+                                 int c) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int n,
+                       int c, double eps) override;
+  void rmsnorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                              const float* inp, const float* weight, const float* rstd, int n,
+                              int c) override;
+  void rmsnorm_backward_weight(float* dweight, const float* dout, const float* inp,
+                               const float* rstd, int n, int c) override;
+  void gelu_forward(float* out, const float* inp, std::size_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override;
+  void swiglu_forward(float* out, const float* gate_up, int n, int f) override;
+  void swiglu_backward(float* dgate_up, const float* dout, const float* gate_up, int n,
+                       int f) override;
+  void rotary_forward(float* x, int batch, int s, int heads, int head_dim, int row_stride,
+                      int pos0, double theta) override;
+  void rotary_backward(float* dx, int batch, int s, int heads, int head_dim, int row_stride,
+                       int pos0, double theta) override;
+  void attention_forward(float* out, float* probs, const float* q,
+                         std::span<const KVBlock<float>> blocks, int batch, int s, int c,
+                         int heads, int kv_heads) override;
+  void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
+                          const float* q, const float* probs, int batch, int s, int c, int heads,
+                          int kv_heads, float* workspace) override;
+  void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
+                         const float* wpe, int batch, int s, int c, int pos0,
+                         int vocab) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                          int batch, int s, int c, int pos0) override;
+  double cross_entropy_forward_backward(float* logits, float* losses, const std::int32_t* targets,
+                                        int n, int v, double loss_scale) override;
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                    const AdamWHyper& hyper) override;
+  double sum_of_squares(const float* x, std::size_t n) override;
+  void accumulate(float* dst, const float* src, std::size_t n) override;
+  void normal_init(float* values, std::size_t n, double std, std::uint64_t key) override;
+
+ private:
+  std::atomic<std::uint64_t> recorded_{0};
+};
+
+// The process's CPU backend: the default of everything that takes a Backend.
+CpuBackend& cpu_backend();
+
+}  // namespace plait::kernels

@@ -1,0 +1,29 @@
+#include "plait/kernels/vector_ops.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "plait/kernels/parallel.h"
+
+namespace plait::kernels {
+
+void zero_bytes(void* dst, std::size_t bytes) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto n = static_cast<std::int64_t>(bytes);
+  constexpr std::int64_t kChunk = std::int64_t{4} << 20;
+#pragma omp parallel for schedule(static) if (n > 4 * kChunk)
+  for (std::int64_t i = 0; i < n; i += kChunk) {
+    std::memset(d + i, 0, static_cast<std::size_t>(std::min(kChunk, n - i)));
+  }
+}
+
+void fill(float* dst, std::size_t n, float value) { std::fill_n(dst, n, value); }
+
+void accumulate(float* dst, const float* src, std::size_t n) {
+  const auto count = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(count))
+  for (std::int64_t i = 0; i < count; ++i) dst[i] += src[i];
+}
+
+}  // namespace plait::kernels
