@@ -1,9 +1,10 @@
 // A whole training step of a tiny model on the CUDA backend against the same step on the CPU
 // backend: StageModel (parameters initialised by the backend's normal_init and fill, forwards of
-// two uneven segments, the backward as B of every unit then W of every unit), the gradient norm's
-// sum of squares and the clipping factor, then AdamW, everything through kernels::Backend. The
-// loss, the sum of squares, every gradient and every parameter after the step must agree within
-// the kernels tests' fp32 bound, 1e-5 in max|cuda - cpu| / max|cpu| per tensor.
+// two uneven segments, the backward as B of every unit then W of every unit, or fused with the
+// first layer recomputed), the gradient norm's sum of squares and the clipping factor, then
+// AdamW, everything through kernels::Backend. The loss, the sum of squares, every gradient and
+// every parameter after the step must agree within the kernels tests' fp32 bound, 1e-5 in
+// max|cuda - cpu| / max|cpu| per tensor.
 //
 // On the CPU emulation of CUDA (emulated.*) device memory is host memory, so the parameters and
 // gradients, which StageModel still keeps in core's host-only ReservedBuffer (docs/engine.md,
@@ -71,17 +72,21 @@ std::vector<float> read_back(kernels::Backend& backend, std::span<const float> d
   return host;
 }
 
-Step run_step(const spec::ModelSpec& config, kernels::Backend& backend) {
+// mode: the backward's form; recompute: layers rebuilt in B (StageSpec::recompute_layers).
+Step run_step(const spec::ModelSpec& config, kernels::Backend& backend, Backward mode,
+              int recompute) {
   const int rows = 2, seq = 12;
   const Batch batch = random_batch(rows, seq, config.vocab, 17);
   const auto segments = segments_from_lengths(seq, {5, 7});
   MemoryTracker tracker;
-  model::StageModel m(config, model::StageSpec::whole_model(config), tracker, backend);
+  model::StageSpec stage = model::StageSpec::whole_model(config);
+  stage.recompute_layers = recompute;
+  model::StageModel m(config, stage, tracker, backend);
   m.init_parameters(23);
   AdamW adamw(m.parameters(), param_ranges(m.tensors()), step_config(), tracker, backend);
   Step r;
   r.initial = read_back(backend, m.parameters());
-  r.loss = run_whole_model(m, 0, batch, segments, 1.0 / (rows * seq), Backward::kSplitDeferred);
+  r.loss = run_whole_model(m, 0, batch, segments, 1.0 / (rows * seq), mode);
   r.sum_of_squares = backend.sum_of_squares(m.gradients().data(), m.gradients().size());
   r.gradients = read_back(backend, m.gradients());
   // A max norm below the gradient's norm, so that the clipping factor is in play.
@@ -121,31 +126,44 @@ class CudaBackendStep : public ::testing::TestWithParam<spec::Family> {
   }
 };
 
-TEST_P(CudaBackendStep, MatchesTheCpuBackend) {
-  const spec::ModelSpec config = step_model(GetParam());
-  Step cpu = run_step(config, kernels::cpu_backend());
+// Both steps on the same model, backward form and recomputation; the errors printed and checked.
+void expect_step_matches(spec::Family family, Backward mode, int recompute,
+                         const std::string& label) {
+  const spec::ModelSpec config = step_model(family);
+  Step cpu = run_step(config, kernels::cpu_backend(), mode, recompute);
   kernels::cuda::CudaBackend backend;
-  Step cuda = run_step(config, backend);
+  Step cuda = run_step(config, backend, mode, recompute);
 
   MemoryTracker tracker;
   const model::StageModel layout(config, model::StageSpec::whole_model(config), tracker);
-  const std::string family(spec::family_name(GetParam()));
   // The initialisation is the same counter-based draw on both: bitwise.
-  EXPECT_TRUE(bitwise_equal(cuda.initial, cpu.initial)) << family << ": initial parameters";
+  EXPECT_TRUE(bitwise_equal(cuda.initial, cpu.initial)) << label << ": initial parameters";
   const double loss_err = std::abs(cuda.loss - cpu.loss) / std::abs(cpu.loss);
   const double sq_err =
       std::abs(cuda.sum_of_squares - cpu.sum_of_squares) / std::abs(cpu.sum_of_squares);
   std::printf("[ measured ] %s loss %.9g vs %.9g: relative error %.3g (bound %.3g)\n",
-              family.c_str(), cuda.loss, cpu.loss, loss_err, kBound);
-  std::printf("[ measured ] %s sum of squares: relative error %.3g (bound %.3g)\n", family.c_str(),
+              label.c_str(), cuda.loss, cpu.loss, loss_err, kBound);
+  std::printf("[ measured ] %s sum of squares: relative error %.3g (bound %.3g)\n", label.c_str(),
               sq_err, kBound);
   EXPECT_LE(loss_err, kBound);
   EXPECT_LE(sq_err, kBound);
-  expect_tensors_close(family + " gradients", layout.tensors(), cuda.gradients, cpu.gradients);
-  expect_tensors_close(family + " parameters after the step", layout.tensors(), cuda.parameters,
+  expect_tensors_close(label + " gradients", layout.tensors(), cuda.gradients, cpu.gradients);
+  expect_tensors_close(label + " parameters after the step", layout.tensors(), cuda.parameters,
                        cpu.parameters);
   // The step moved the parameters (a comparison of two unchanged copies would pass vacuously).
   EXPECT_FALSE(bitwise_equal(cpu.parameters, cpu.initial));
+}
+
+// B of every unit, then W of every unit (the split backward of zero-bubble schedules).
+TEST_P(CudaBackendStep, MatchesTheCpuBackend) {
+  expect_step_matches(GetParam(), Backward::kSplitDeferred, 0,
+                      std::string(spec::family_name(GetParam())));
+}
+
+// B and W fused layer by layer, the first layer recomputed in B (Block::recompute on the device).
+TEST_P(CudaBackendStep, MatchesTheCpuBackendFusedWithRecomputation) {
+  expect_step_matches(GetParam(), Backward::kFused, 1,
+                      std::string(spec::family_name(GetParam())) + " fused+recompute");
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaBackendStep,
