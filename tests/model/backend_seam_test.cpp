@@ -43,10 +43,11 @@ class CountingBackend : public kernels::CpuBackend {
     CpuBackend::attention_forward(out, probs, q, blocks, batch, s, c, heads, kv_heads);
   }
   void attention_backward(float* dq, std::span<const kernels::KVBlock<float>> blocks,
-                          const float* dout, const float* q, const float* probs, int batch, int s,
-                          int c, int heads, int kv_heads, float* workspace) override {
+                          const float* dout, const float* q, const float* out, const float* probs,
+                          int batch, int s, int c, int heads, int kv_heads,
+                          float* workspace) override {
     ++attention_backwards;
-    CpuBackend::attention_backward(dq, blocks, dout, q, probs, batch, s, c, heads, kv_heads,
+    CpuBackend::attention_backward(dq, blocks, dout, q, out, probs, batch, s, c, heads, kv_heads,
                                    workspace);
   }
   void normal_init(float* values, std::size_t n, double std, std::uint64_t key) override {

@@ -18,7 +18,9 @@
 // inside the kernels) before returning, so each of its events is complete when recorded.
 //
 // Kernels: the fp32 forms of kernels/<op>.h, same arguments in the same order, same formulas
-// (the headers beside this one document them); the CPU backend calls those functions, so its
+// (the headers beside this one document them), plus the few the CUDA kernels (kernels/cuda/)
+// need and the CPU's do not (attention's output and the workspace's batch and heads, the
+// embedding backward's vocab), which the CPU backend ignores; it calls those functions, so its
 // results are bitwise the engine's before the seam.
 #include <cstddef>
 #include <cstdint>
@@ -53,8 +55,9 @@ class Backend : public MemorySpace {
   virtual bool computes_on_calling_thread() const = 0;
 
   // ---- kernels (fp32; kernels/<op>.h)
-  // Elements of attention_backward's workspace for a segment of s queries seeing e keys.
-  virtual std::size_t attention_backward_workspace(int s, int e) const = 0;
+  // Elements of attention_backward's workspace for a segment of s queries seeing e keys, batch
+  // rows and heads query heads (the CPU's is per OpenMP thread and (s, e); the CUDA one B·H·s).
+  virtual std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const = 0;
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                               const float* residual, int n, int c, int oc) = 0;
   virtual void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n,
@@ -86,19 +89,26 @@ class Backend : public MemorySpace {
                               int pos0, double theta) = 0;
   virtual void rotary_backward(float* dx, int batch, int s, int heads, int head_dim,
                                int row_stride, int pos0, double theta) = 0;
+  // probs: (B, H, s, e) floats of state kept from the forward to the backward. The CPU backend
+  // keeps the probabilities there; the CUDA one only each row's log-sum-exp, in the first
+  // B·H·s (FlashAttention-2), and its backward needs the forward's output `out` (the CPU's
+  // ignores it).
   virtual void attention_forward(float* out, float* probs, const float* q,
                                  std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                                  int heads, int kv_heads) = 0;
   virtual void attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
-                                  const float* dout, const float* q, const float* probs, int batch,
-                                  int s, int c, int heads, int kv_heads, float* workspace) = 0;
+                                  const float* dout, const float* q, const float* out,
+                                  const float* probs, int batch, int s, int c, int heads,
+                                  int kv_heads, float* workspace) = 0;
   // tokens: device memory (copied there from the host by the caller).
   virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                                  const float* wpe, int batch, int s, int c, int pos0,
                                  int vocab) = 0;
+  // vocab: the rows of dwte (the CUDA kernel partitions the token ids among its blocks by it;
+  // the CPU's ignores it).
   virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                  const std::int32_t* tokens, int batch, int s, int c,
-                                  int pos0) = 0;
+                                  const std::int32_t* tokens, int batch, int s, int c, int pos0,
+                                  int vocab) = 0;
   // Returns the scaled loss sum on the host (synchronises); losses: n floats of scratch. targets:
   // host memory (a device backend uploads them; the CPU reads them in place), because the unit
   // memory table (spec/unit_memory.h) counts no device copy of them.

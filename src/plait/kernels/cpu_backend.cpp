@@ -34,8 +34,8 @@ void CpuBackend::fill(float* dst, std::size_t n, float value) { kernels::fill(ds
 
 bool CpuBackend::computes_on_calling_thread() const { return omp_get_max_threads() == 1; }
 
-std::size_t CpuBackend::attention_backward_workspace(int s, int e) const {
-  // One slice per OpenMP thread (attention.h).
+std::size_t CpuBackend::attention_backward_workspace(int, int s, int e, int) const {
+  // One slice per OpenMP thread (attention.h), whatever the batch and heads.
   return kernels::attention_backward_workspace(s, e, omp_get_max_threads());
 }
 
@@ -122,9 +122,9 @@ void CpuBackend::attention_forward(float* out, float* probs, const float* q,
 }
 
 void CpuBackend::attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
-                                    const float* dout, const float* q, const float* probs,
-                                    int batch, int s, int c, int heads, int kv_heads,
-                                    float* workspace) {
+                                    const float* dout, const float* q, const float* /*out*/,
+                                    const float* probs, int batch, int s, int c, int heads,
+                                    int kv_heads, float* workspace) {
   kernels::attention_backward<float>(dq, blocks, dout, q, probs, batch, s, c, heads, kv_heads,
                                      workspace);
 }
@@ -137,7 +137,7 @@ void CpuBackend::embedding_forward(float* out, const std::int32_t* tokens, const
 
 void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
                                     const std::int32_t* tokens, int batch, int s, int c,
-                                    int pos0) {
+                                    int pos0, int /*vocab*/) {
   kernels::embedding_backward<float>(dwte, dwpe, dout, tokens, batch, s, c, pos0);
 }
 

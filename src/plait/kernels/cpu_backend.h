@@ -28,7 +28,7 @@ class CpuBackend : public Backend {
   void synchronize() override {}
   bool computes_on_calling_thread() const override;
 
-  std::size_t attention_backward_workspace(int s, int e) const override;
+  std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       const float* residual, int n, int c, int oc) override;
   void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n, int c,
@@ -64,13 +64,13 @@ class CpuBackend : public Backend {
                          std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                          int heads, int kv_heads) override;
   void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
-                          const float* q, const float* probs, int batch, int s, int c, int heads,
-                          int kv_heads, float* workspace) override;
+                          const float* q, const float* out, const float* probs, int batch, int s,
+                          int c, int heads, int kv_heads, float* workspace) override;
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                          const float* wpe, int batch, int s, int c, int pos0,
                          int vocab) override;
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                          int batch, int s, int c, int pos0) override;
+                          int batch, int s, int c, int pos0, int vocab) override;
   double cross_entropy_forward_backward(float* logits, float* losses, const std::int32_t* targets,
                                         int n, int v, double loss_scale) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,

@@ -99,7 +99,7 @@ void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlo
   st.d_ln1 = pool.acquire(kAct, nc);
   PooledBuffer d_atty = pool.acquire(kAct, nc);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(s, e));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
 
   // MLP half, top down.
   backend_.matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, f, c, false);
@@ -109,7 +109,8 @@ void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlo
                            p_.ln2_w, st.mean2.data(), st.rstd2.data(), n, c);
   // Attention half.
   backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.proj_w, n, c, c, false);
-  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
+  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.atty.data(),
+                              st.probs.data(),
                             batch, s, c, h, h, workspace.data());
   backend_.matmul_backward_input(st.d_ln1.data(), st.dq.data(), p_.attn_w, n, c, c, false);
   backend_.matmul_backward_input(st.d_ln1.data(), st.dkv.data(), p_.attn_w + static_cast<std::size_t>(c) * c,

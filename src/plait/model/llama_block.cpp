@@ -93,7 +93,7 @@ void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBl
   PooledBuffer d_atty = pool.acquire(kAct, nc);
   PooledBuffer d_h = pool.acquire(kAct, nf);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(s, e));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
 
   // MLP half, top down.
   backend_.matmul_backward_input(d_h.data(), st.dx_out.data(), p_.down_w, n, f, c, false);
@@ -103,7 +103,8 @@ void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBl
                          p_.norm2_w, st.rstd2.data(), n, c);
   // Attention half: gradients w.r.t. the rotated q and k, rotated back once complete.
   backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.o_w, n, c, c, false);
-  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.probs.data(),
+  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.atty.data(),
+                              st.probs.data(),
                             batch, s, c, h, kvh, workspace.data());
   backend_.rotary_backward(st.dq.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
   backend_.rotary_backward(st.dkv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);

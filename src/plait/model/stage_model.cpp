@@ -378,7 +378,8 @@ void StageModel::final_norm_backward_weight(HeadState& hs, int n) {
 
 void StageModel::embedding_backward_weight(UnitState& u, int batch) {
   backend_.embedding_backward(wte_grad_, wpe_grad_, u.d_embed.data(), u.tokens.ints(), batch,
-                              u.segment.length, config_.hidden, u.segment.start);
+                              u.segment.length, config_.hidden, u.segment.start,
+                              config_.vocab);
   u.tokens.reset();
   u.d_embed.reset();
 }

@@ -1,0 +1,123 @@
+#pragma once
+// The CUDA backend (kernels/backend.h) in fp32: device memory from cudaMalloc, copies and zeroing
+// as asynchronous operations on its one stream (its Context's), events as cudaEvents recorded on
+// it, and every kernel entry point a launcher of this directory on that stream.
+//
+// What differs from the CPU backend behind the same interface:
+//   - attention keeps each row's log-sum-exp (B, H, s) in the first B·H·s floats of the `probs`
+//     buffer the blocks allocate (B·H·s·e floats, the CPU's size, so the blocks and the memory
+//     accounting are the same for both backends; the rest is unused here), and its backward reads
+//     the forward's output and a workspace of B·H·s floats (attention_backward_workspace);
+//   - cross-entropy uploads the host targets and sum_of_squares keeps its partial sums in device
+//     staging of the backend's own (grown on demand, not charged to any MemoryTracker: a few
+//     floats per row of the head's unit, ⌈N/16384⌉ doubles), and both copy their per-row losses
+//     or sum back and synchronise, as the interface says;
+//   - a device-to-host copy synchronises before returning, so the host may read what it asked for
+//     (a pinned destination would otherwise still be in flight).
+//
+// Status: run only on the CPU emulation of CUDA (kernels/cuda/emulation/), never on a GPU. On a
+// GPU the engine's parameters and gradients are still host memory (core's ReservedBuffer,
+// docs/engine.md "The backend seam"), which these kernels cannot read.
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "plait/kernels/backend.h"
+#include "plait/kernels/cuda/context.h"
+
+namespace plait::kernels::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  // On the current device, with a Context of its own (its stream, cuBLASLt handle, workspace).
+  CudaBackend();
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string_view name() const override { return "cuda"; }
+  const Context& context() const { return ctx_; }
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* block, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) override;
+  void zero(void* dst, std::size_t bytes) override;
+  void fill(float* dst, std::size_t n, float value) override;
+
+  Event record() override;
+  bool ready(Event event) const override;
+  void wait(Event event) override;
+  void synchronize() override;
+  bool computes_on_calling_thread() const override { return false; }
+
+  std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      const float* residual, int n, int c, int oc) override;
+  void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n, int c,
+                             int oc, bool accumulate) override;
+  void matmul_backward_weight(float* dweight, float* dbias, const float* dout, const float* inp,
+                              int n, int c, int oc) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int n, int c,
+                         double eps) override;
+  void layernorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                                const float* inp, const float* weight, const float* mean,
+                                const float* rstd, int n, int c) override;
+  void layernorm_backward_weight(float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* mean, const float* rstd, int n,
+                                 int c) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int n,
+                       int c, double eps) override;
+  void rmsnorm_backward_input(float* dinp, const float* dresidual, const float* dout,
+                              const float* inp, const float* weight, const float* rstd, int n,
+                              int c) override;
+  void rmsnorm_backward_weight(float* dweight, const float* dout, const float* inp,
+                               const float* rstd, int n, int c) override;
+  void gelu_forward(float* out, const float* inp, std::size_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override;
+  void swiglu_forward(float* out, const float* gate_up, int n, int f) override;
+  void swiglu_backward(float* dgate_up, const float* dout, const float* gate_up, int n,
+                       int f) override;
+  void rotary_forward(float* x, int batch, int s, int heads, int head_dim, int row_stride,
+                      int pos0, double theta) override;
+  void rotary_backward(float* dx, int batch, int s, int heads, int head_dim, int row_stride,
+                       int pos0, double theta) override;
+  void attention_forward(float* out, float* probs, const float* q,
+                         std::span<const KVBlock<float>> blocks, int batch, int s, int c,
+                         int heads, int kv_heads) override;
+  void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
+                          const float* q, const float* out, const float* probs, int batch, int s,
+                          int c, int heads, int kv_heads, float* workspace) override;
+  void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
+                         const float* wpe, int batch, int s, int c, int pos0,
+                         int vocab) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                          int batch, int s, int c, int pos0, int vocab) override;
+  double cross_entropy_forward_backward(float* logits, float* losses, const std::int32_t* targets,
+                                        int n, int v, double loss_scale) override;
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                    const AdamWHyper& hyper) override;
+  double sum_of_squares(const float* x, std::size_t n) override;
+  void accumulate(float* dst, const float* src, std::size_t n) override;
+  void normal_init(float* values, std::size_t n, double std, std::uint64_t key) override;
+
+ private:
+  // Device scratch of at least `bytes`, grown (never shrunk) on demand. Reused across calls:
+  // the stream runs them in order, so a later call's writes come after an earlier one's reads.
+  struct Staging {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  void* staging(Staging& s, std::size_t bytes);
+
+  Context ctx_;
+  Staging targets_, sum_workspace_, sum_result_;
+  std::vector<float> host_losses_;
+  std::uint64_t recorded_ = 0;
+  // Recorded and not yet known complete, oldest first (sequence, event).
+  mutable std::deque<std::pair<std::uint64_t, cudaEvent_t>> pending_;
+  mutable std::uint64_t completed_ = 0;  // every sequence <= this is complete
+};
+
+}  // namespace plait::kernels::cuda
