@@ -20,13 +20,14 @@
 #include <span>
 
 #include "plait/spec/unit_memory.h"
+#include "plait/kernels/accumulator.h"
 
 namespace plait::kernels {
 
 template <typename T>
 struct KVBlock {
   const T* kv;  // (B, length, 2 Ckv)
-  T* dkv;  // (B, length, 2 Ckv); attention_backward accumulates into it (may be null in forward)
+  Acc<T>* dkv;  // (B, length, 2 Ckv); attention_backward accumulates into it (null in forward)
   int length;
 };
 

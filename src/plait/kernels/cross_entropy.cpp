@@ -13,7 +13,7 @@
 namespace plait::kernels {
 
 template <typename T>
-double cross_entropy_forward_backward(T* logits, T* losses, const std::int32_t* targets, int n,
+double cross_entropy_forward_backward(T* logits, Acc<T>* losses, const std::int32_t* targets, int n,
                                       int v, double loss_scale) {
   for (int i = 0; i < n; ++i) {
     if (targets[i] < 0 || targets[i] >= v) {

@@ -6,13 +6,14 @@
 //   dlogits_n = loss_scale * (softmax(logits_n) - onehot(target_n))
 // which is the gradient of loss_scale * sum_n loss_n.
 #include <cstdint>
+#include "plait/kernels/accumulator.h"
 
 namespace plait::kernels {
 
 // logits (N,V) in, dlogits (N,V) out (in place); targets (N) in [0, V); losses (N) out.
 // Returns sum_n loss_n * loss_scale, accumulated in double.
 template <typename T>
-double cross_entropy_forward_backward(T* logits, T* losses, const std::int32_t* targets, int n,
+double cross_entropy_forward_backward(T* logits, Acc<T>* losses, const std::int32_t* targets, int n,
                                       int v, double loss_scale);
 
 }  // namespace plait::kernels

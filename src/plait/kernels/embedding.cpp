@@ -35,7 +35,7 @@ void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T
 }
 
 template <typename T>
-void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int batch,
+void embedding_backward(Acc<T>* dwte, Acc<T>* dwpe, const T* dout, const std::int32_t* tokens, int batch,
                         int s, int c, int pos0) {
   // Tokens repeat, so rows of dwte collide; each thread owns a range of columns instead and
   // walks the positions in order (no races, deterministic).

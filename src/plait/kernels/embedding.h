@@ -5,6 +5,7 @@
 // learned positions (rotary.h rotates q and k instead): wpe = nullptr / dwpe = nullptr means the
 // token embedding only.
 #include <cstdint>
+#include "plait/kernels/accumulator.h"
 
 namespace plait::kernels {
 
@@ -17,7 +18,7 @@ void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T
 // dwte[tokens[b,t]] += dout[b,t]; dwpe[pos0 + t] += sum_b dout[b,t] unless dwpe is null.
 // dout (B,s,C).
 template <typename T>
-void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens, int batch,
+void embedding_backward(Acc<T>* dwte, Acc<T>* dwpe, const T* dout, const std::int32_t* tokens, int batch,
                         int s, int c, int pos0);
 
 }  // namespace plait::kernels

@@ -10,7 +10,7 @@
 namespace plait::kernels {
 
 template <typename T>
-void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
+void layernorm_forward(T* out, Acc<T>* mean, Acc<T>* rstd, const T* inp, const T* weight, const T* bias,
                        int n, int c, double eps) {
 #pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
   for (int i = 0; i < n; ++i) {
@@ -34,7 +34,7 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
 
 template <typename T>
 void layernorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T* inp,
-                              const T* weight, const T* mean, const T* rstd, int n, int c) {
+                              const T* weight, const Acc<T>* mean, const Acc<T>* rstd, int n, int c) {
 #pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
   for (int i = 0; i < n; ++i) {
     const std::size_t off = static_cast<std::size_t>(i) * c;
@@ -63,8 +63,8 @@ void layernorm_backward_input(T* dinp, const T* dresidual, const T* dout, const 
 }
 
 template <typename T>
-void layernorm_backward_weight(T* dweight, T* dbias, const T* dout, const T* inp, const T* mean,
-                               const T* rstd, int n, int c) {
+void layernorm_backward_weight(Acc<T>* dweight, Acc<T>* dbias, const T* dout, const T* inp,
+                               const Acc<T>* mean, const Acc<T>* rstd, int n, int c) {
   // Each thread owns a fixed range of columns and walks the rows in order: deterministic.
   constexpr int kColumnBlock = 128;
   const int blocks = (c + kColumnBlock - 1) / kColumnBlock;

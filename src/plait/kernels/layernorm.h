@@ -3,13 +3,15 @@
 // in GPT-2 (a model's norm_eps otherwise):
 //   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  out = xhat * weight + bias.
 // Backward split into B (input) and W (weight, bias), as for the linear layers.
+#include "plait/kernels/accumulator.h"
+
 namespace plait::kernels {
 
 inline constexpr double kLayerNormEps = 1e-5;
 
 // out (N,C), mean (N), rstd (N) from inp (N,C), weight (C), bias (C).
 template <typename T>
-void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
+void layernorm_forward(T* out, Acc<T>* mean, Acc<T>* rstd, const T* inp, const T* weight, const T* bias,
                        int n, int c, double eps = kLayerNormEps);
 
 // dinp (N,C) = [dresidual (N,C) +] dL/dinp given dout (N,C), with
@@ -17,11 +19,12 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
 // dresidual may be null; dinp may alias dresidual.
 template <typename T>
 void layernorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T* inp,
-                              const T* weight, const T* mean, const T* rstd, int n, int c);
+                              const T* weight, const Acc<T>* mean, const Acc<T>* rstd, int n,
+                              int c);
 
 // dweight (C) += sum_n dout * xhat, dbias (C) += sum_n dout.
 template <typename T>
-void layernorm_backward_weight(T* dweight, T* dbias, const T* dout, const T* inp, const T* mean,
-                               const T* rstd, int n, int c);
+void layernorm_backward_weight(Acc<T>* dweight, Acc<T>* dbias, const T* dout, const T* inp,
+                               const Acc<T>* mean, const Acc<T>* rstd, int n, int c);
 
 }  // namespace plait::kernels

@@ -40,7 +40,7 @@ void matmul_backward_input(T* dinp, const T* dout, const T* weight, int n, int c
 }
 
 template <typename T>
-void matmul_backward_weight(T* dweight, T* dbias, const T* dout, const T* inp, int n, int c,
+void matmul_backward_weight(Acc<T>* dweight, Acc<T>* dbias, const T* dout, const T* inp, int n, int c,
                             int oc) {
   gemm<T>(true, false, oc, c, n, T(1), dout, oc, inp, c, T(1), dweight, c);
   if (dbias == nullptr) return;

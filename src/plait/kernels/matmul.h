@@ -4,6 +4,8 @@
 // pipelines need it (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, section 2):
 // B = gradient w.r.t. the input, W = gradient w.r.t. weight and bias.
 // T is float (the engine) or double (the tests' references).
+#include "plait/kernels/accumulator.h"
+
 namespace plait::kernels {
 
 // out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) [+ residual (N,OC)]; bias and residual
@@ -20,7 +22,7 @@ void matmul_backward_input(T* dinp, const T* dout, const T* weight, int n, int c
 // dweight (OC,C) += dout (N,OC)^T @ inp (N,C); dbias (OC) += sum over rows of dout (dbias may be
 // null).
 template <typename T>
-void matmul_backward_weight(T* dweight, T* dbias, const T* dout, const T* inp, int n, int c,
+void matmul_backward_weight(Acc<T>* dweight, Acc<T>* dbias, const T* dout, const T* inp, int n, int c,
                             int oc);
 
 }  // namespace plait::kernels

@@ -10,7 +10,7 @@
 namespace plait::kernels {
 
 template <typename T>
-void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int n, int c, double eps) {
+void rmsnorm_forward(T* out, Acc<T>* rstd, const T* inp, const T* weight, int n, int c, double eps) {
 #pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
   for (int i = 0; i < n; ++i) {
     const T* x = inp + static_cast<std::size_t>(i) * c;
@@ -27,7 +27,7 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int n, int 
 
 template <typename T>
 void rmsnorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T* inp,
-                            const T* weight, const T* rstd, int n, int c) {
+                            const T* weight, const Acc<T>* rstd, int n, int c) {
   // d rstd / d x_k = -rstd^3 x_k / C, so dx_k = rstd * dnorm_k - rstd^3 x_k / C * sum_j dnorm_j x_j
   // = rstd * (dnorm_k - xhat_k * mean(dnorm * xhat)).
 #pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
@@ -50,7 +50,7 @@ void rmsnorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T*
 }
 
 template <typename T>
-void rmsnorm_backward_weight(T* dweight, const T* dout, const T* inp, const T* rstd, int n, int c) {
+void rmsnorm_backward_weight(Acc<T>* dweight, const T* dout, const T* inp, const Acc<T>* rstd, int n, int c) {
   // Each thread owns a fixed range of columns and walks the rows in order: deterministic.
   constexpr int kColumnBlock = 128;
   const int blocks = (c + kColumnBlock - 1) / kColumnBlock;

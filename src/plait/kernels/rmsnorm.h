@@ -4,21 +4,24 @@
 //   out = x * rstd * weight,  rstd = 1 / sqrt(mean(x^2) + eps),
 // eps a parameter (LLaMA uses 1e-5 or 1e-6). Backward split into B (input) and W (weight), as
 // for layernorm.h, whose signatures these mirror.
+#include "plait/kernels/accumulator.h"
+
 namespace plait::kernels {
 
 // out (N,C), rstd (N) from inp (N,C), weight (C).
 template <typename T>
-void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int n, int c, double eps);
+void rmsnorm_forward(T* out, Acc<T>* rstd, const T* inp, const T* weight, int n, int c, double eps);
 
 // dinp (N,C) = [dresidual (N,C) +] dL/dinp given dout (N,C), with
 //   dinp = rstd * (dnorm - xhat * mean(dnorm * xhat)),  dnorm = dout * weight,  xhat = x * rstd.
 // dresidual may be null; dinp may alias dresidual.
 template <typename T>
 void rmsnorm_backward_input(T* dinp, const T* dresidual, const T* dout, const T* inp,
-                            const T* weight, const T* rstd, int n, int c);
+                            const T* weight, const Acc<T>* rstd, int n, int c);
 
 // dweight (C) += sum_n dout * xhat.
 template <typename T>
-void rmsnorm_backward_weight(T* dweight, const T* dout, const T* inp, const T* rstd, int n, int c);
+void rmsnorm_backward_weight(Acc<T>* dweight, const T* dout, const T* inp, const Acc<T>* rstd,
+                             int n, int c);
 
 }  // namespace plait::kernels
