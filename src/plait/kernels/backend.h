@@ -27,6 +27,7 @@
 #include <span>
 #include <string_view>
 
+#include "plait/core/bf16.h"
 #include "plait/core/memory_space.h"
 #include "plait/kernels/adamw.h"
 #include "plait/kernels/attention.h"
@@ -123,6 +124,66 @@ class Backend : public MemorySpace {
   virtual void accumulate(float* dst, const float* src, std::size_t n) = 0;
   // values[i] = std · N(0, 1) from the counter-based draw key + i (kernels/normal_init.h).
   virtual void normal_init(float* values, std::size_t n, double std, std::uint64_t key) = 0;
+
+  // ---- bf16 mixed precision (spec/precision_policy.h): the same operations with bf16
+  // activations, K/V and compute weights, fp32 statistics, weight gradients, dK/dV
+  // accumulators and losses, fp32 arithmetic inside. Overloads of the fp32 forms, so a block
+  // templated on its activation type calls the right one. A backend without them throws
+  // (backend.cpp): the CUDA backend is fp32 for now.
+  virtual bool supports_bf16() const { return false; }
+  // dst = round(src) and dst = widen(src), n elements.
+  virtual void convert(bf16* dst, const float* src, std::size_t n);
+  virtual void convert(float* dst, const bf16* src, std::size_t n);
+  virtual void matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
+                              const bf16* residual, int n, int c, int oc);
+  virtual void matmul_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, int n,
+                                     int c, int oc, bool accumulate);
+  virtual void matmul_backward_weight(float* dweight, float* dbias, const bf16* dout,
+                                      const bf16* inp, int n, int c, int oc);
+  virtual void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp,
+                                 const bf16* weight, const bf16* bias, int n, int c, double eps);
+  virtual void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                        const bf16* inp, const bf16* weight, const float* mean,
+                                        const float* rstd, int n, int c);
+  virtual void layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout,
+                                         const bf16* inp, const float* mean, const float* rstd,
+                                         int n, int c);
+  virtual void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight, int n,
+                               int c, double eps);
+  virtual void rmsnorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                      const bf16* inp, const bf16* weight, const float* rstd,
+                                      int n, int c);
+  virtual void rmsnorm_backward_weight(float* dweight, const bf16* dout, const bf16* inp,
+                                       const float* rstd, int n, int c);
+  virtual void gelu_forward(bf16* out, const bf16* inp, std::size_t n);
+  virtual void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, std::size_t n);
+  virtual void swiglu_forward(bf16* out, const bf16* gate_up, int n, int f);
+  virtual void swiglu_backward(bf16* dgate_up, const bf16* dout, const bf16* gate_up, int n,
+                               int f);
+  virtual void rotary_forward(bf16* x, int batch, int s, int heads, int head_dim, int row_stride,
+                              int pos0, double theta);
+  virtual void rotary_backward(bf16* dx, int batch, int s, int heads, int head_dim,
+                               int row_stride, int pos0, double theta);
+  // lse: (B, H, s) fp32 log-sum-exp per query row (FlashAttention-2); the backward reads the
+  // forward's output. workspace: attention_backward_workspace(...) fp32 elements.
+  virtual void attention_forward(bf16* out, float* lse, const bf16* q,
+                                 std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
+                                 int heads, int kv_heads);
+  virtual void attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks,
+                                  const bf16* dout, const bf16* q, const bf16* out,
+                                  const float* lse, int batch, int s, int c, int heads,
+                                  int kv_heads, float* workspace);
+  virtual void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,
+                                 const bf16* wpe, int batch, int s, int c, int pos0, int vocab);
+  virtual void embedding_backward(float* dwte, float* dwpe, const bf16* dout,
+                                  const std::int32_t* tokens, int batch, int s, int c, int pos0,
+                                  int vocab);
+  virtual double cross_entropy_forward_backward(bf16* logits, float* losses,
+                                                const std::int32_t* targets, int n, int v,
+                                                double loss_scale);
+  // The fp32 update, also writing the updated master rounded to bf16 into `copy`.
+  virtual void adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
+                            std::size_t n, const AdamWHyper& hyper);
 };
 
 }  // namespace plait::kernels

@@ -218,7 +218,7 @@ std::vector<std::vector<float>> DistributedTrainer::gather_parameters() {
     ShardedChunk& chunk = dp_->chunk(c);
     std::vector<float>& out = full[static_cast<std::size_t>(c)];
     out.resize(chunk.model().parameters().size());
-    if (!chunk.policy().shards_parameters() && !chunk.policy().offload) {
+    if (!chunk.master_sharded()) {
       const std::span<const float> p = chunk.model().parameters();
       std::copy(p.begin(), p.end(), out.begin());
       continue;

@@ -72,6 +72,7 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
   r.clip_factor = clip.factor;
   r.lr = schedule_.at(static_cast<int>(step));
   optimizer_.step(grads, r.lr, clip.factor);
+  model_.refresh_compute_weights();  // bf16: the compute copy of the updated master
   r.optimizer_seconds += monotonic_seconds() - t0;
   return r;
 }

@@ -115,6 +115,11 @@ class ShardedChunk {
   // The rank's shard of the weights where the optimizer keeps them: the host master (offload),
   // else the device buffer's shard range.
   std::span<float> shard_parameters();
+  // Whether this rank's fp32 master is only its shard (or lives on the host): offload, level 3,
+  // or bf16 at level >= 1 (mixed precision's master is optimizer state, sharded with it).
+  bool master_sharded() const;
+  // bf16: whether the compute copy is the resident shard between uses (level 3).
+  bool compute_copy_sharded() const { return bf16_ && s_.policy.shards_parameters(); }
   // Counts of each holder's block (the shard sizes), for gathers.
   std::vector<std::size_t> block_counts() const;
 
@@ -130,9 +135,14 @@ class ShardedChunk {
   void on_staged();        // the gradient shard is on the host
   void run_optimizer(double lr, double clip_factor);
   void start_weight_gather();  // the collective part of a level-3 gather
+  // bf16: rounds the updated master shard into the compute copy's shard where it is resident.
+  void refresh_copy_shard();
+  // All-gathers of the weights the kernels read (fp32 weights or the bf16 copy), in buckets.
+  void gather_compute_weights(std::vector<comm::Request>& into);
 
   model::StageModel& model_;
   ChunkSharding s_;
+  bool bf16_ = false;  // mixed precision: the kernels read the model's bf16 copy of the master
   MemoryTracker* host_;
   CopyEngine* copies_;
   std::int64_t begin_ = 0, end_ = 0;

@@ -13,6 +13,7 @@
 
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
+#include "plait/spec/unit_memory.h"
 
 namespace plait::runtime {
 
@@ -44,6 +45,10 @@ struct TrainConfig {
   // The stall watchdog (comm/watchdog.h): the job ends when no rank has made progress for this
   // many seconds; 0 disables it.
   double stall_timeout_s = 300;
+  // The element types of the engine's tensors (spec/precision_policy.h): "fp32", or "bf16"
+  // mixed precision (a plan file's "mixed16" means bf16). fp16 is refused: it would need loss
+  // scaling, which bf16's fp32 exponent range makes unnecessary.
+  spec::Precision precision = spec::Precision::fp32;
 
   std::int64_t tokens_per_step() const {
     return std::int64_t{seq} * microbatch_size * microbatches;

@@ -1,5 +1,7 @@
 #include "plait/runtime/training_checkpoint.h"
 
+#include "plait/spec/precision_policy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/rank_gather.h"
+#include "plait/spec/precision_policy.h"
 
 namespace plait::runtime {
 namespace fs = std::filesystem;
@@ -103,7 +106,9 @@ struct ChunkImage {
 
 void post_chunk_gather(ShardedChunk& chunk, comm::Communicator* group, ChunkImage& image,
                        std::vector<comm::Request>& pending) {
-  const bool gather_weights = chunk.policy().shards_parameters();
+  // The master's other holders' shards, where this rank keeps only its own (level 3, bf16 at
+  // level >= 1; an offloaded level-0 master is whole on the host: shard_parameters()).
+  const bool gather_weights = chunk.master_sharded();
   const bool gather_moments = chunk.policy().level > 0;
   const bool writer = chunk.sharding().index == 0;
   const std::size_t E = chunk.model().parameters().size();
@@ -138,6 +143,21 @@ void post_chunk_gather(ShardedChunk& chunk, comm::Communicator* group, ChunkImag
     pending.push_back(group->isend(chunk.optimizer().first_moment(), 0, 1));
     pending.push_back(group->isend(chunk.optimizer().second_moment(), 0, 2));
   }
+}
+
+// bf16: the compute copy of tensor t rounded from its fp32 values, where this rank holds it
+// (all of it; at level 3 its shard's part; nothing when level 3 parks it on the host).
+void restore_compute_copy(model::StageModel& m, const ShardedChunk& chunk, const model::NamedTensor& t,
+                          std::span<const float> values) {
+  bf16* copy = m.compute_weight_storage().data();
+  if (!chunk.compute_copy_sharded()) {
+    m.backend().convert(copy + t.offset, values.data(), t.numel);
+    return;
+  }
+  if (chunk.policy().offload) return;
+  const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
+  const std::size_t lo = std::max(t.offset, b), hi = std::min(t.offset + t.numel, e);
+  if (lo < hi) m.backend().convert(copy + lo, values.data() + (lo - t.offset), hi - lo);
 }
 
 // Copies the part of tensor `t` (whose full values are `values`) that falls in [begin, end) of
@@ -187,7 +207,12 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
     model::StageModel& m = trainer.chunk(c);
     const ChunkImage& image = images[static_cast<std::size_t>(c)];
     const bool gathered = !image.parameters.empty();
-    const std::span<const float> p = gathered ? std::span<const float>(image.parameters) : m.parameters();
+    ShardedChunk& sharded = trainer.data_parallel().chunk(c);
+    // A lone holder's master is all of the stage: on the host when offloaded (bf16 keeps no
+    // device fp32 copy then), else the device buffer.
+    const std::span<const float> p = gathered ? std::span<const float>(image.parameters)
+                                   : sharded.master_sharded() ? std::span<const float>(sharded.shard_parameters())
+                                                              : std::span<const float>(m.parameters());
     const std::span<const float> first = gathered ? std::span<const float>(image.first) : trainer.optimizer(c).first_moment();
     const std::span<const float> second = gathered ? std::span<const float>(image.second) : trainer.optimizer(c).second_moment();
     std::vector<checkpoint::TensorRef> tensors;
@@ -273,7 +298,7 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
     const std::span<float> second = opt.second_moment();
     // Where the rank keeps each part: the whole device buffer unless level 3 parks it, the
     // optimizer's shard (host master, or the device buffer's own range) and the moments' shard.
-    const bool device_weights = !chunk.policy().shards_parameters();
+    const bool device_weights = !chunk.master_sharded();
     const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
     for (const model::NamedTensor& t : m.tensors()) {
       for (const char* suffix : {"", ".adam_m", ".adam_v"}) {
@@ -294,6 +319,7 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
       reader.read(t.name, values);
       if (device_weights) std::copy(values.begin(), values.end(), m.parameters().begin() + static_cast<std::ptrdiff_t>(t.offset));
       copy_part(t, values, b, e, chunk.shard_parameters());
+      if (spec::has_compute_copy(m.precision())) restore_compute_copy(m, chunk, t, values);
       reader.read(t.name + ".adam_m", values);
       copy_part(t, values, b, e, first);
       reader.read(t.name + ".adam_v", values);

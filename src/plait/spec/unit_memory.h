@@ -16,7 +16,8 @@
 //                       dq, d_norm1 (5C + (m-1) F)
 //   during B only       d_attention_out (C), [llama] d of the SwiGLU output (F), the attention
 //                       backward's workspace
-//   dK/dV (2K, kv_cache) from the micro-batch's first B to the unit's W.
+//   dK/dV (2K, kv_cache) from the micro-batch's first B to the unit's W (bf16: the fp32
+//                       accumulator to the unit's B, which rounds it into a bf16 copy kept to W).
 // The embedding stage keeps the tokens (int32) and dL/d(embedding) (C); the head stage keeps
 // x_final, the final norm's output and statistics, the logits (which become dlogits) and
 // d_final_norm (C), and allocates the per-token losses inside F.
@@ -83,6 +84,10 @@ struct UnitMemory {
   // This unit's dK/dV accumulator (kv_cache), allocated zeroed for EVERY unit of the
   // micro-batch by the micro-batch's first B (the last segment's), freed by the unit's W.
   std::size_t dkv = 0;
+  // The dK/dV the unit holds from its B to its W: fp32, the accumulator itself (= dkv); bf16,
+  // the accumulator rounded to bf16 by the unit's B, which frees the fp32 one
+  // (spec/precision_policy.h). So B changes the K/V category by dkv_kept - dkv - forward_kv.
+  std::size_t dkv_kept = 0;
   // Activations B frees (of what F left) and allocates to keep until W (a recomputed layer's
   // rebuilt state that W needs, besides B's outputs).
   std::size_t backward_freed = 0;
