@@ -53,6 +53,7 @@ struct TrainArgs {
   std::string config;
   std::string steps_text, threads_text, trace_step_text, stop_at_text;
   std::string memory_limit;
+  std::string precision;  // --precision: overrides train.precision
   ParallelFlags layout;
   std::string recv_lookahead = std::to_string(runtime::kDefaultRecvLookahead);
   std::string trace, html;
@@ -140,6 +141,12 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
               static_cast<long long>(t.tokens_per_step()), t.segments.segments(), t.lr, t.min_lr,
               t.warmup_steps, t.weight_decay, t.grad_clip, runtime::to_string(t.on_nonfinite));
   std::printf("  threads: %d per rank (%s)\n", omp_get_max_threads(), threads.why.c_str());
+  if (t.precision == spec::Precision::bf16) {
+    std::printf("  precision: bf16 mixed precision: bf16 activations, K/V, stage messages and compute "
+                "weights; fp32 master weights, gradients, AdamW state, statistics and loss\n");
+  } else {
+    std::printf("  precision: fp32\n");
+  }
   const std::vector<std::int64_t>& lengths = plan.partition.lengths;
   std::printf("  parallel: %s on %d rank(s), %d virtual stage(s) of %s layers, segments %s, "
               "receives posted %s\n",
@@ -412,6 +419,9 @@ void run_train(TrainArgs args) {
     job.run.train.steps = args.steps;
     job.run.train.warmup_steps = std::min(job.run.train.warmup_steps, args.steps);
   }
+  if (!args.precision.empty()) {
+    job.run.train.precision = args.precision == "bf16" ? spec::Precision::bf16 : spec::Precision::fp32;
+  }
   apply_parallel_flags(args.layout, job);
   // Output files are written at the end of the run: a missing directory is created now, and one
   // that cannot be is an error before any training.
@@ -461,6 +471,11 @@ void register_train(CLI::App& app) {
                   "JSON file with sections model, train, data, checkpoint and parallel (docs/config.md)")
       ->type_name("FILE");
   cmd->add_option("--steps", args->steps_text, "Override train.steps (for a quick look)")->type_name("N");
+  cmd->add_option("--precision", args->precision,
+                  "Override train.precision: fp32, or bf16 mixed precision (bf16 activations and "
+                  "compute weights, fp32 master weights, gradients and AdamW state; docs/engine.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->type_name("fp32|bf16");
   cmd->add_option("--threads", args->threads_text,
                   "OpenMP/OpenBLAS threads per rank (default: OMP_NUM_THREADS; else under mpirun\n"
                   "the hardware threads divided by the ranks on this node, at least 1; else all\n"

@@ -1,9 +1,8 @@
-// The CPU backend's bf16 operations. Each widens its bf16 operands to fp32 (exact), runs the fp32
-// kernel and rounds its bf16 outputs once (round to nearest even): the numerics of a bf16 kernel
-// that computes in fp32 (spec/precision_policy.h), the arithmetic bitwise the fp32 kernel's on
-// the widened inputs. The widened copies are host scratch outside the engine's accounting; the
-// native kernels (oneDNN's bf16 GEMM, the bf16 element-wise and attention kernels) replace
-// these one by one.
+// The CPU backend's bf16 operations: the bf16 instantiations of this directory's kernels (fp32
+// arithmetic, one rounding per output; spec/precision_policy.h). The GEMMs and attention still
+// widen their bf16 operands to fp32 (exact), run the fp32 kernel and round the outputs once:
+// the same numerics up to accumulation order, with host scratch outside the engine's accounting,
+// until oneDNN's bf16 GEMM and the tiled attention replace them.
 #include <omp.h>
 
 #include <vector>
@@ -19,19 +18,13 @@
 #include "plait/kernels/rmsnorm.h"
 #include "plait/kernels/rotary.h"
 #include "plait/kernels/swiglu.h"
+#include "plait/kernels/vector_ops.h"
 
 namespace plait::kernels {
 namespace {
 
-void round_into(bf16* dst, const float* src, std::size_t n) {
-#pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < n; ++i) dst[i] = bf16(src[i]);
-}
-
-void widen_into(float* dst, const bf16* src, std::size_t n) {
-#pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
-}
+void round_into(bf16* dst, const float* src, std::size_t n) { kernels::convert(dst, src, n); }
+void widen_into(float* dst, const bf16* src, std::size_t n) { kernels::convert(dst, src, n); }
 
 // An fp32 copy of n bf16 values (empty for a null pointer).
 struct Wide {
@@ -49,8 +42,8 @@ std::size_t sz(int a, int b) { return static_cast<std::size_t>(a) * static_cast<
 
 }  // namespace
 
-void CpuBackend::convert(bf16* dst, const float* src, std::size_t n) { round_into(dst, src, n); }
-void CpuBackend::convert(float* dst, const bf16* src, std::size_t n) { widen_into(dst, src, n); }
+void CpuBackend::convert(bf16* dst, const float* src, std::size_t n) { kernels::convert(dst, src, n); }
+void CpuBackend::convert(float* dst, const bf16* src, std::size_t n) { kernels::convert(dst, src, n); }
 
 void CpuBackend::matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
                                 const bf16* residual, int n, int c, int oc) {
@@ -76,87 +69,62 @@ void CpuBackend::matmul_backward_weight(float* dweight, float* dbias, const bf16
 void CpuBackend::layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp,
                                    const bf16* weight, const bf16* bias, int n, int c,
                                    double eps) {
-  Wide x(inp, sz(n, c)), w(weight, c), b(bias, c), y(sz(n, c));
-  kernels::layernorm_forward<float>(y.get(), mean, rstd, x.get(), w.get(), b.get(), n, c, eps);
-  round_into(out, y.get(), sz(n, c));
+  kernels::layernorm_forward<bf16>(out, mean, rstd, inp, weight, bias, n, c, eps);
 }
 
 void CpuBackend::layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
                                           const bf16* inp, const bf16* weight, const float* mean,
                                           const float* rstd, int n, int c) {
-  Wide r(dresidual, sz(n, c)), d(dout, sz(n, c)), x(inp, sz(n, c)), w(weight, c), y(sz(n, c));
-  kernels::layernorm_backward_input<float>(y.get(), r.get(), d.get(), x.get(), w.get(), mean, rstd,
-                                           n, c);
-  round_into(dinp, y.get(), sz(n, c));
+  kernels::layernorm_backward_input<bf16>(dinp, dresidual, dout, inp, weight, mean, rstd, n, c);
 }
 
 void CpuBackend::layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout,
                                            const bf16* inp, const float* mean, const float* rstd,
                                            int n, int c) {
-  Wide d(dout, sz(n, c)), x(inp, sz(n, c));
-  kernels::layernorm_backward_weight<float>(dweight, dbias, d.get(), x.get(), mean, rstd, n, c);
+  kernels::layernorm_backward_weight<bf16>(dweight, dbias, dout, inp, mean, rstd, n, c);
 }
 
 void CpuBackend::rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight,
                                  int n, int c, double eps) {
-  Wide x(inp, sz(n, c)), w(weight, c), y(sz(n, c));
-  kernels::rmsnorm_forward<float>(y.get(), rstd, x.get(), w.get(), n, c, eps);
-  round_into(out, y.get(), sz(n, c));
+  kernels::rmsnorm_forward<bf16>(out, rstd, inp, weight, n, c, eps);
 }
 
 void CpuBackend::rmsnorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
                                         const bf16* inp, const bf16* weight, const float* rstd,
                                         int n, int c) {
-  Wide r(dresidual, sz(n, c)), d(dout, sz(n, c)), x(inp, sz(n, c)), w(weight, c), y(sz(n, c));
-  kernels::rmsnorm_backward_input<float>(y.get(), r.get(), d.get(), x.get(), w.get(), rstd, n, c);
-  round_into(dinp, y.get(), sz(n, c));
+  kernels::rmsnorm_backward_input<bf16>(dinp, dresidual, dout, inp, weight, rstd, n, c);
 }
 
 void CpuBackend::rmsnorm_backward_weight(float* dweight, const bf16* dout, const bf16* inp,
                                          const float* rstd, int n, int c) {
-  Wide d(dout, sz(n, c)), x(inp, sz(n, c));
-  kernels::rmsnorm_backward_weight<float>(dweight, d.get(), x.get(), rstd, n, c);
+  kernels::rmsnorm_backward_weight<bf16>(dweight, dout, inp, rstd, n, c);
 }
 
 void CpuBackend::gelu_forward(bf16* out, const bf16* inp, std::size_t n) {
-  Wide x(inp, n), y(n);
-  kernels::gelu_forward<float>(y.get(), x.get(), n);
-  round_into(out, y.get(), n);
+  kernels::gelu_forward<bf16>(out, inp, n);
 }
 
 void CpuBackend::gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, std::size_t n) {
-  Wide x(inp, n), d(dout, n), y(n);
-  kernels::gelu_backward<float>(y.get(), x.get(), d.get(), n);
-  round_into(dinp, y.get(), n);
+  kernels::gelu_backward<bf16>(dinp, inp, dout, n);
 }
 
 void CpuBackend::swiglu_forward(bf16* out, const bf16* gate_up, int n, int f) {
-  Wide g(gate_up, sz(n, 2 * f)), y(sz(n, f));
-  kernels::swiglu_forward<float>(y.get(), g.get(), n, f);
-  round_into(out, y.get(), sz(n, f));
+  kernels::swiglu_forward<bf16>(out, gate_up, n, f);
 }
 
 void CpuBackend::swiglu_backward(bf16* dgate_up, const bf16* dout, const bf16* gate_up, int n,
                                  int f) {
-  Wide d(dout, sz(n, f)), g(gate_up, sz(n, 2 * f)), y(sz(n, 2 * f));
-  kernels::swiglu_backward<float>(y.get(), d.get(), g.get(), n, f);
-  round_into(dgate_up, y.get(), sz(n, 2 * f));
+  kernels::swiglu_backward<bf16>(dgate_up, dout, gate_up, n, f);
 }
 
 void CpuBackend::rotary_forward(bf16* x, int batch, int s, int heads, int head_dim, int row_stride,
                                 int pos0, double theta) {
-  const std::size_t n = sz(batch * s, row_stride);
-  Wide y(x, n);
-  kernels::rotary_forward<float>(y.get(), batch, s, heads, head_dim, row_stride, pos0, theta);
-  round_into(x, y.get(), n);
+  kernels::rotary_forward<bf16>(x, batch, s, heads, head_dim, row_stride, pos0, theta);
 }
 
 void CpuBackend::rotary_backward(bf16* dx, int batch, int s, int heads, int head_dim,
                                  int row_stride, int pos0, double theta) {
-  const std::size_t n = sz(batch * s, row_stride);
-  Wide y(dx, n);
-  kernels::rotary_backward<float>(y.get(), batch, s, heads, head_dim, row_stride, pos0, theta);
-  round_into(dx, y.get(), n);
+  kernels::rotary_backward<bf16>(dx, batch, s, heads, head_dim, row_stride, pos0, theta);
 }
 
 namespace {
@@ -211,34 +179,24 @@ void CpuBackend::attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blo
 
 void CpuBackend::embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,
                                    const bf16* wpe, int batch, int s, int c, int pos0, int vocab) {
-  Wide te(wte, sz(vocab, c)), y(sz(batch * s, c));
-  // wpe rows [0, pos0 + s) are the ones read.
-  Wide pe(wpe, sz(pos0 + s, c));
-  kernels::embedding_forward<float>(y.get(), tokens, te.get(), pe.get(), batch, s, c, pos0, vocab);
-  round_into(out, y.get(), sz(batch * s, c));
+  kernels::embedding_forward<bf16>(out, tokens, wte, wpe, batch, s, c, pos0, vocab);
 }
 
 void CpuBackend::embedding_backward(float* dwte, float* dwpe, const bf16* dout,
                                     const std::int32_t* tokens, int batch, int s, int c, int pos0,
                                     int /*vocab*/) {
-  Wide d(dout, sz(batch * s, c));
-  kernels::embedding_backward<float>(dwte, dwpe, d.get(), tokens, batch, s, c, pos0);
+  kernels::embedding_backward<bf16>(dwte, dwpe, dout, tokens, batch, s, c, pos0);
 }
 
 double CpuBackend::cross_entropy_forward_backward(bf16* logits, float* losses,
                                                   const std::int32_t* targets, int n, int v,
                                                   double loss_scale) {
-  Wide x(logits, sz(n, v));
-  const double loss =
-      kernels::cross_entropy_forward_backward<float>(x.get(), losses, targets, n, v, loss_scale);
-  round_into(logits, x.get(), sz(n, v));
-  return loss;
+  return kernels::cross_entropy_forward_backward<bf16>(logits, losses, targets, n, v, loss_scale);
 }
 
 void CpuBackend::adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
                               std::size_t n, const AdamWHyper& hyper) {
-  kernels::adamw_update(params, grads, m, v, n, hyper);
-  round_into(copy, params, n);
+  kernels::adamw_update(params, copy, grads, m, v, n, hyper);
 }
 
 }  // namespace plait::kernels

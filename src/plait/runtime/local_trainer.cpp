@@ -13,10 +13,20 @@ namespace {
 
 }  // namespace
 
+namespace {
+
+model::StageSpec whole_model(const spec::ModelSpec& model, spec::Precision precision) {
+  model::StageSpec s = model::StageSpec::whole_model(model);
+  s.precision = precision;
+  return s;
+}
+
+}  // namespace
+
 LocalTrainer::LocalTrainer(const spec::ModelSpec& model, const TrainConfig& train,
                            const spec::SequencePartition& partition, MemoryTracker& tracker)
     : train_(train),
-      model_(model, model::StageSpec::whole_model(model), tracker),
+      model_(model, whole_model(model, train.precision), tracker),
       optimizer_(model_.parameters(), optim::param_ranges(model_.tensors()),
                  {train.beta1, train.beta2, train.eps, train.weight_decay}, tracker,
                  model_.backend()),
