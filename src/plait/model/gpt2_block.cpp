@@ -25,8 +25,6 @@ void Gpt2Block::saved_forward(Gpt2State& st, std::span<const kernels::KVBlock<fl
   const int s = seg.length;
   const int n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c;
-  int e = s;
-  for (const auto& blk : prefix) e += blk.length;
 
   // Attention half.
   st.ln1 = pool.acquire(kAct, nc);
@@ -43,10 +41,10 @@ void Gpt2Block::saved_forward(Gpt2State& st, std::span<const kernels::KVBlock<fl
   }
   std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
   blocks.push_back({st.kv.data(), nullptr, s});
-  st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
+  st.lse = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s);
   st.atty = pool.acquire(kAct, nc);
   // GPT-2 is multi-head attention: every query head has its own K/V head (kv_heads = heads).
-  backend_.attention_forward(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, h);
+  backend_.attention_forward(st.atty.data(), st.lse.data(), st.q.data(), blocks, batch, s, c, h, h);
   st.x_mid = pool.acquire(kAct, nc);
   backend_.matmul_forward(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
                         c, c);
@@ -99,7 +97,7 @@ void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlo
   st.d_ln1 = pool.acquire(kAct, nc);
   PooledBuffer d_atty = pool.acquire(kAct, nc);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h, c / h));
 
   // MLP half, top down.
   backend_.matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, f, c, false);
@@ -110,7 +108,7 @@ void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlo
   // Attention half.
   backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.proj_w, n, c, c, false);
   backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.atty.data(),
-                              st.probs.data(),
+                              st.lse.data(),
                             batch, s, c, h, h, workspace.data());
   backend_.matmul_backward_input(st.d_ln1.data(), st.dq.data(), p_.attn_w, n, c, c, false);
   backend_.matmul_backward_input(st.d_ln1.data(), st.dkv.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
@@ -120,7 +118,7 @@ void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlo
 
   st.fc_pre.reset();
   st.q.reset();
-  st.probs.reset();
+  st.lse.reset();
   st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
 }
 

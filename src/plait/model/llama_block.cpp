@@ -25,8 +25,6 @@ void LlamaBlock::saved_forward(LlamaState& st, std::span<const kernels::KVBlock<
   const int k = model_.kv_dim(), f = model_.ffn_hidden;
   const int s = seg.length, n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c, nf = static_cast<std::size_t>(n) * f;
-  int e = s;
-  for (const auto& blk : prefix) e += blk.length;
 
   // Attention half.
   st.n1 = pool.acquire(kAct, nc);
@@ -42,9 +40,9 @@ void LlamaBlock::saved_forward(LlamaState& st, std::span<const kernels::KVBlock<
   backend_.rotary_forward(st.q.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
   std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
   blocks.push_back({st.kv.data(), nullptr, s});
-  st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
+  st.lse = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s);
   st.atty = pool.acquire(kAct, nc);
-  backend_.attention_forward(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, kvh);
+  backend_.attention_forward(st.atty.data(), st.lse.data(), st.q.data(), blocks, batch, s, c, h, kvh);
   st.x_mid = pool.acquire(kAct, nc);
   backend_.matmul_forward(st.x_mid.data(), st.atty.data(), p_.o_w, nullptr, st.x_in.data(), n, c, c);
 
@@ -93,7 +91,7 @@ void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBl
   PooledBuffer d_atty = pool.acquire(kAct, nc);
   PooledBuffer d_h = pool.acquire(kAct, nf);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h, c / h));
 
   // MLP half, top down.
   backend_.matmul_backward_input(d_h.data(), st.dx_out.data(), p_.down_w, n, f, c, false);
@@ -104,7 +102,7 @@ void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBl
   // Attention half: gradients w.r.t. the rotated q and k, rotated back once complete.
   backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.o_w, n, c, c, false);
   backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.atty.data(),
-                              st.probs.data(),
+                              st.lse.data(),
                             batch, s, c, h, kvh, workspace.data());
   backend_.rotary_backward(st.dq.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
   backend_.rotary_backward(st.dkv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
@@ -115,7 +113,7 @@ void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBl
 
   st.gate_up.reset();
   st.q.reset();
-  st.probs.reset();
+  st.lse.reset();
   st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
 }
 

@@ -31,7 +31,7 @@ constexpr int attention_padded_head_dim(int head_dim) {
 // (Bq·dp), a key tile's V rows (Bk·dp), its scores/probabilities transposed (Bk·Bq), and four
 // values per query (4·Bq: running maximum and sum, the tile's maximum, the rescaling). The
 // forward allocates it per call on each thread, outside the memory tracker (like a stack
-// frame: ~70 KiB at d = 64, whatever s).
+// frame: 65 KiB at d = 64, whatever s).
 constexpr std::size_t attention_forward_tile_elements(int head_dim) {
   const std::size_t q = kAttentionQueryTile, k = kAttentionKeyTile, d = head_dim,
                     dp = attention_padded_head_dim(head_dim);

@@ -14,10 +14,6 @@ ParameterBytes parameter_bytes(Precision precision) {
   return {2, 4, 12};
 }
 
-std::size_t attention_workspace_elements(int s, int e, int threads) {
-  return static_cast<std::size_t>(threads) * std::min(s, kAttentionQueryBlock) * e;
-}
-
 UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
                        const Segment& segment, Precision precision, int threads) {
   using i64 = std::int64_t;
@@ -25,7 +21,7 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   // Element sizes (unit_memory.h): activations and their gradients, K/V, statistics (norm
   // means and rstds, log-sum-exp), logits, dK/dV accumulators, token ids.
   const i64 act = fp32 ? 4 : 2, kvb = act, stat = 4, logit = 4, dkvb = 4, tok = 4;
-  const i64 s = segment.length, e = segment.end();
+  const i64 s = segment.length;
   const i64 n = i64{batch} * s;
   const i64 C = model.hidden, K = model.kv_dim(), F = model.ffn_hidden, V = model.vocab;
   const i64 H = model.heads;
@@ -37,14 +33,16 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   // One layer, in bytes for the unit.
   const i64 norm_stats = n * stat * (llama ? 2 : 4);
   const i64 keep_for_w = n * act * (5 * C + F) + norm_stats;
-  const i64 attention_state = fp32 ? i64{batch} * H * s * e * 4 : n * H * stat;
+  const i64 attention_state = n * H * stat;  // the log-sum-exp of every query row and head
   const i64 free_at_b = n * act * (C + m1 * F) + attention_state;  // q, MLP pre-act., attention
   const i64 kv = n * 2 * K * kvb;
   const i64 dkv = n * 2 * K * dkvb;
   const i64 b_outputs = n * act * (m1 * F + 4 * C);  // kept to W, besides dx_out
-  const i64 workspace = fp32 ? static_cast<i64>(attention_workspace_elements(
-                                   segment.length, segment.end(), threads)) * 4
-                             : n * H * 4;  // kernels/cuda/attention.h: D = rowsum(dO * O)
+  // The attention backward's scratch: the CPU kernel's tiles per thread (spec/attention_tiles.h);
+  // on the GPU (the bf16 table) kernels/cuda/attention.h's D = rowsum(dO * O).
+  const i64 workspace =
+      fp32 ? static_cast<i64>(attention_workspace_elements(model.head_dim(), threads)) * 4
+           : n * H * 4;
   const i64 b_scratch = n * act * (C + (llama ? F : 0)) + workspace;
   const i64 nc = n * C * act;
   // Head: x_final, the final norm's output, its statistics, the logits; d_final_norm in B.
