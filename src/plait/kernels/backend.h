@@ -19,8 +19,8 @@
 //
 // Kernels: the fp32 forms of kernels/<op>.h, same arguments in the same order, same formulas
 // (the headers beside this one document them), plus the few the CUDA kernels (kernels/cuda/)
-// need and the CPU's do not (attention's output and the workspace's batch and heads, the
-// embedding backward's vocab), which the CPU backend ignores; it calls those functions, so its
+// need and the CPU's do not (the attention workspace's batch and heads, the embedding
+// backward's vocab), which the CPU backend ignores; it calls those functions, so its
 // results are bitwise the engine's before the seam.
 #include <cstddef>
 #include <cstdint>
@@ -57,8 +57,10 @@ class Backend : public MemorySpace {
 
   // ---- kernels (fp32; kernels/<op>.h)
   // Elements of attention_backward's workspace for a segment of s queries seeing e keys, batch
-  // rows and heads query heads (the CPU's is per OpenMP thread and (s, e); the CUDA one B·H·s).
-  virtual std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const = 0;
+  // rows, heads query heads of head_dim (the CPU's is a tile scratch per OpenMP thread, from
+  // head_dim alone, spec/attention_tiles.h; the CUDA one B·H·s).
+  virtual std::size_t attention_backward_workspace(int batch, int s, int e, int heads,
+                                                   int head_dim) const = 0;
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                               const float* residual, int n, int c, int oc) = 0;
   virtual void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n,
@@ -90,16 +92,15 @@ class Backend : public MemorySpace {
                               int pos0, double theta) = 0;
   virtual void rotary_backward(float* dx, int batch, int s, int heads, int head_dim,
                                int row_stride, int pos0, double theta) = 0;
-  // probs: (B, H, s, e) floats of state kept from the forward to the backward. The CPU backend
-  // keeps the probabilities there; the CUDA one only each row's log-sum-exp, in the first
-  // B·H·s (FlashAttention-2), and its backward needs the forward's output `out` (the CPU's
-  // ignores it).
-  virtual void attention_forward(float* out, float* probs, const float* q,
+  // lse: (B, H, s) floats kept from the forward to the backward, each row's log-sum-exp (both
+  // backends run FlashAttention-2 and never store the probabilities); the backward reads the
+  // forward's output `out` too.
+  virtual void attention_forward(float* out, float* lse, const float* q,
                                  std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                                  int heads, int kv_heads) = 0;
   virtual void attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
                                   const float* dout, const float* q, const float* out,
-                                  const float* probs, int batch, int s, int c, int heads,
+                                  const float* lse, int batch, int s, int c, int heads,
                                   int kv_heads, float* workspace) = 0;
   // tokens: device memory (copied there from the host by the caller).
   virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,

@@ -28,7 +28,8 @@ class CpuBackend : public Backend {
   void synchronize() override {}
   bool computes_on_calling_thread() const override;
 
-  std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const override;
+  std::size_t attention_backward_workspace(int batch, int s, int e, int heads,
+                                           int head_dim) const override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       const float* residual, int n, int c, int oc) override;
   void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n, int c,
@@ -60,11 +61,11 @@ class CpuBackend : public Backend {
                       int pos0, double theta) override;
   void rotary_backward(float* dx, int batch, int s, int heads, int head_dim, int row_stride,
                        int pos0, double theta) override;
-  void attention_forward(float* out, float* probs, const float* q,
+  void attention_forward(float* out, float* lse, const float* q,
                          std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                          int heads, int kv_heads) override;
   void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
-                          const float* q, const float* out, const float* probs, int batch, int s,
+                          const float* q, const float* out, const float* lse, int batch, int s,
                           int c, int heads, int kv_heads, float* workspace) override;
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                          const float* wpe, int batch, int s, int c, int pos0,

@@ -1,8 +1,8 @@
 // The CPU backend's bf16 operations: the bf16 instantiations of this directory's kernels (fp32
-// arithmetic, one rounding per output; spec/precision_policy.h). The GEMMs and attention still
-// widen their bf16 operands to fp32 (exact), run the fp32 kernel and round the outputs once:
-// the same numerics up to accumulation order, with host scratch outside the engine's accounting,
-// until oneDNN's bf16 GEMM and the tiled attention replace them.
+// arithmetic, one rounding per output; spec/precision_policy.h). The GEMMs still widen their
+// bf16 operands to fp32 (exact), run the fp32 kernel and round the outputs once: the same
+// numerics up to accumulation order, with host scratch outside the engine's accounting, until
+// oneDNN's bf16 GEMM replaces them.
 #include <omp.h>
 
 #include <vector>
@@ -127,54 +127,18 @@ void CpuBackend::rotary_backward(bf16* dx, int batch, int s, int heads, int head
   kernels::rotary_backward<bf16>(dx, batch, s, heads, head_dim, row_stride, pos0, theta);
 }
 
-namespace {
-
-// fp32 copies of the K/V blocks (the dK/dV accumulators are fp32 already) and the fp32 forward,
-// which the interim backward runs again for the probabilities the bf16 form does not keep.
-struct WideAttention {
-  std::vector<Wide> kv;
-  std::vector<KVBlock<float>> blocks;
-  Wide q, out, probs;
-  int e = 0;
-  WideAttention(const bf16* q16, std::span<const KVBlock<bf16>> b16, int batch, int s, int c,
-                int heads, int kv_heads)
-      : q(q16, sz(batch * s, c)), out(sz(batch * s, c)), probs(0) {
-    const int ckv = c / heads * kv_heads;
-    for (const auto& b : b16) {
-      kv.emplace_back(b.kv, sz(batch * b.length, 2 * ckv));
-      e += b.length;
-    }
-    for (std::size_t i = 0; i < b16.size(); ++i) {
-      blocks.push_back({kv[i].get(), b16[i].dkv, b16[i].length});
-    }
-    probs = Wide(sz(batch * heads, s) * static_cast<std::size_t>(e));
-    kernels::attention_forward<float>(out.get(), probs.get(), q.get(), blocks, batch, s, c, heads,
-                                      kv_heads);
-  }
-};
-
-}  // namespace
-
 void CpuBackend::attention_forward(bf16* out, float* lse, const bf16* q,
                                    std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
                                    int heads, int kv_heads) {
-  WideAttention a(q, blocks, batch, s, c, heads, kv_heads);
-  round_into(out, a.out.get(), sz(batch * s, c));
-  // The interim kernel keeps nothing between F and B; lse stays unwritten until the tiled
-  // kernel that produces it replaces this one.
-  (void)lse;
+  kernels::attention_forward<bf16>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
 }
 
 void CpuBackend::attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks,
-                                    const bf16* dout, const bf16* q, const bf16* /*out*/,
-                                    const float* /*lse*/, int batch, int s, int c, int heads,
-                                    int kv_heads, float* /*workspace*/) {
-  WideAttention a(q, blocks, batch, s, c, heads, kv_heads);
-  Wide d(dout, sz(batch * s, c)), g(sz(batch * s, c));
-  Wide ws(kernels::attention_backward_workspace(s, a.e, omp_get_max_threads()));
-  kernels::attention_backward<float>(g.get(), a.blocks, d.get(), a.q.get(), a.probs.get(), batch,
-                                     s, c, heads, kv_heads, ws.get());
-  round_into(dq, g.get(), sz(batch * s, c));
+                                    const bf16* dout, const bf16* q, const bf16* out,
+                                    const float* lse, int batch, int s, int c, int heads,
+                                    int kv_heads, float* workspace) {
+  kernels::attention_backward<bf16>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
+                                    workspace);
 }
 
 void CpuBackend::embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,

@@ -26,8 +26,6 @@ void Gpt2Block<T>::saved_forward(Gpt2State& st, std::span<const KVRef> prefix, i
   const int s = seg.length;
   const int n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c;
-  int e = s;
-  for (const auto& blk : prefix) e += blk.length;
   auto act = [&](std::size_t count) { return pool.acquire_as<T>(kAct, count); };
   auto stat = [&](std::size_t count) { return pool.acquire(kAct, count); };
 
@@ -48,10 +46,10 @@ void Gpt2Block<T>::saved_forward(Gpt2State& st, std::span<const KVRef> prefix, i
   }
   std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(prefix);
   blocks.push_back({st.kv.template as<T>(), nullptr, s});
-  st.attn_state = stat(attention_state_elements<T>(batch, h, s, e));
+  st.lse = stat(static_cast<std::size_t>(batch) * h * s);
   st.atty = act(nc);
   // GPT-2 is multi-head attention: every query head has its own K/V head (kv_heads = heads).
-  backend_.attention_forward(st.atty.template as<T>(), st.attn_state.data(), st.q.template as<T>(),
+  backend_.attention_forward(st.atty.template as<T>(), st.lse.data(), st.q.template as<T>(),
                              std::span<const kernels::KVBlock<T>>(blocks), batch, s, c, h, h);
   st.x_mid = act(nc);
   backend_.matmul_forward(st.x_mid.template as<T>(), st.atty.template as<T>(), p_.proj_w,
@@ -111,7 +109,7 @@ void Gpt2Block<T>::backward_input(LayerState& state, std::span<const KVRef> kv, 
   st.d_ln1 = act(nc);
   PooledBuffer d_atty = act(nc);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h, c / h));
 
   T* const dx_out = st.dx_out.template as<T>();
   // MLP half, top down.
@@ -130,7 +128,7 @@ void Gpt2Block<T>::backward_input(LayerState& state, std::span<const KVRef> kv, 
   const std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(kv);
   backend_.attention_backward(st.dq.template as<T>(), std::span<const kernels::KVBlock<T>>(blocks),
                               d_atty.template as<T>(), st.q.template as<T>(),
-                              st.atty.template as<T>(), st.attn_state.data(), batch, s, c, h, h,
+                              st.atty.template as<T>(), st.lse.data(), batch, s, c, h, h,
                               workspace.data());
   const T* dkv = complete_dkv<T>(st, pool, backend_);
   backend_.matmul_backward_input(st.d_ln1.template as<T>(), st.dq.template as<T>(), p_.attn_w, n,
@@ -143,7 +141,7 @@ void Gpt2Block<T>::backward_input(LayerState& state, std::span<const KVRef> kv, 
 
   st.fc_pre.reset();
   st.q.reset();
-  st.attn_state.reset();
+  st.lse.reset();
   st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
 }
 

@@ -29,13 +29,12 @@ struct Gpt2Tensors {
 };
 
 // The unit's saved tensors (N = B*s rows, C hidden, F ffn_hidden, e = segment end):
-//   from F to the end of B:  q (N,C), attn_state (the attention kernel's: probs (B,H,s,e) or
-//                            the log-sum-exp (B,H,s)), fc_pre (N,F); kv (N,2C) in kv_cache
+//   from F to the end of B:  q (N,C), lse (B,H,s), fc_pre (N,F); kv (N,2C) in kv_cache
 //   from F to W:             x_in, ln1, atty, x_mid, ln2 (N,C each), mean1/rstd1/mean2/rstd2
 //                            (N each), fc_gelu (N,F)
 //   from B to W:             dx_out, d_ln2, dx_mid, dq, d_ln1 (N,C each), d_fc_pre (N,F)
 struct Gpt2State : LayerState {
-  PooledBuffer q, attn_state, fc_pre;
+  PooledBuffer q, lse, fc_pre;
   PooledBuffer ln1, mean1, rstd1, atty, x_mid, ln2, mean2, rstd2, fc_gelu;
   PooledBuffer d_fc_pre, d_ln2, dx_mid, dq, d_ln1;
 };

@@ -10,15 +10,6 @@
 
 namespace plait::model {
 
-// fp32 elements of the state the attention kernel keeps from F to B for a unit of s queries
-// seeing e keys: the fp32 kernel's probabilities (B,H,s,e), the bf16 one's log-sum-exp (B,H,s).
-template <typename T>
-std::size_t attention_state_elements(int batch, int heads, int s, int e) {
-  const std::size_t rows = static_cast<std::size_t>(batch) * heads * s;
-  if constexpr (std::is_same_v<T, float>) return rows * static_cast<std::size_t>(e);
-  return rows;
-}
-
 // The unit's completed dK/dV as the K/V projection's B and W GEMMs take it, called once this
 // unit's attention backward has added its share (nothing adds to it afterwards). fp32: the
 // accumulator itself. bf16: the accumulator rounded into st.dkv_kept, which the unit keeps to its

@@ -27,8 +27,6 @@ void LlamaBlock<T>::saved_forward(LlamaState& st, std::span<const KVRef> prefix,
   const int k = model_.kv_dim(), f = model_.ffn_hidden;
   const int s = seg.length, n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c, nf = static_cast<std::size_t>(n) * f;
-  int e = s;
-  for (const auto& blk : prefix) e += blk.length;
   auto act = [&](std::size_t count) { return pool.acquire_as<T>(kAct, count); };
   auto stat = [&](std::size_t count) { return pool.acquire(kAct, count); };
 
@@ -50,9 +48,9 @@ void LlamaBlock<T>::saved_forward(LlamaState& st, std::span<const KVRef> prefix,
   backend_.rotary_forward(st.q.template as<T>(), batch, s, h, d, c, seg.start, model_.rope_theta);
   std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(prefix);
   blocks.push_back({st.kv.template as<T>(), nullptr, s});
-  st.attn_state = stat(attention_state_elements<T>(batch, h, s, e));
+  st.lse = stat(static_cast<std::size_t>(batch) * h * s);
   st.atty = act(nc);
-  backend_.attention_forward(st.atty.template as<T>(), st.attn_state.data(), st.q.template as<T>(),
+  backend_.attention_forward(st.atty.template as<T>(), st.lse.data(), st.q.template as<T>(),
                              std::span<const kernels::KVBlock<T>>(blocks), batch, s, c, h, kvh);
   st.x_mid = act(nc);
   backend_.matmul_forward(st.x_mid.template as<T>(), st.atty.template as<T>(), p_.o_w, nullptr,
@@ -110,7 +108,7 @@ void LlamaBlock<T>::backward_input(LayerState& state, std::span<const KVRef> kv,
   PooledBuffer d_atty = act(nc);
   PooledBuffer d_h = act(nf);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h, c / h));
 
   T* const dx_out = st.dx_out.template as<T>();
   // MLP half, top down.
@@ -128,7 +126,7 @@ void LlamaBlock<T>::backward_input(LayerState& state, std::span<const KVRef> kv,
   const std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(kv);
   backend_.attention_backward(st.dq.template as<T>(), std::span<const kernels::KVBlock<T>>(blocks),
                               d_atty.template as<T>(), st.q.template as<T>(),
-                              st.atty.template as<T>(), st.attn_state.data(), batch, s, c, h, kvh,
+                              st.atty.template as<T>(), st.lse.data(), batch, s, c, h, kvh,
                               workspace.data());
   backend_.rotary_backward(st.dq.template as<T>(), batch, s, h, d, c, seg.start,
                            model_.rope_theta);
@@ -143,7 +141,7 @@ void LlamaBlock<T>::backward_input(LayerState& state, std::span<const KVRef> kv,
 
   st.gate_up.reset();
   st.q.reset();
-  st.attn_state.reset();
+  st.lse.reset();
   st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
 }
 

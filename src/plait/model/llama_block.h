@@ -34,14 +34,13 @@ struct LlamaTensors {
 };
 
 // The unit's saved tensors (N = B*s rows, C hidden, K = kv_dim, F ffn_hidden, e = segment end):
-//   from F to the end of B:  q (N,C) rotated, attn_state (the attention kernel's: probs
-//                            (B,H,s,e) or the log-sum-exp (B,H,s)), gate_up (N,2F); kv (N,2K)
+//   from F to the end of B:  q (N,C) rotated, lse (B,H,s), gate_up (N,2F); kv (N,2K)
 //                            rotated K | V in kv_cache
 //   from F to W:             x_in, n1, atty, x_mid, n2 (N,C each), rstd1/rstd2 (N each),
 //                            h = swiglu(gate_up) (N,F)
 //   from B to W:             dx_out, d_n2, dx_mid, dq, d_n1 (N,C each), d_gate_up (N,2F)
 struct LlamaState : LayerState {
-  PooledBuffer q, attn_state, gate_up;
+  PooledBuffer q, lse, gate_up;
   PooledBuffer n1, rstd1, atty, x_mid, n2, rstd2, h;
   PooledBuffer d_gate_up, d_n2, dx_mid, dq, d_n1;
 };

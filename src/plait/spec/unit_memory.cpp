@@ -16,14 +16,9 @@ ParameterBytes parameter_bytes(Precision precision) {
   return {2, 4, 12};
 }
 
-std::size_t attention_workspace_elements(int s, int e, int threads) {
-  return static_cast<std::size_t>(threads) * std::min(s, kAttentionQueryBlock) * e;
-}
-
 UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
                        const Segment& segment, Precision precision, int threads) {
   using i64 = std::int64_t;
-  const bool fp32 = precision == Precision::fp32;
   // Element sizes (unit_memory.h): activations and their gradients, K/V, statistics (norm
   // means and rstds, log-sum-exp), logits, dK/dV accumulators, token ids.
   using TC = TensorClass;
@@ -31,7 +26,7 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
             stat = bytes_of(TC::norm_statistic, precision), logit = bytes_of(TC::logits, precision),
             dkvb = bytes_of(TC::dkv_accumulator, precision), tok = 4;
   const bool keeps_copy = dtype_of(TC::dkv_kept, precision) != dtype_of(TC::dkv_accumulator, precision);
-  const i64 s = segment.length, e = segment.end();
+  const i64 s = segment.length;
   const i64 n = i64{batch} * s;
   const i64 C = model.hidden, K = model.kv_dim(), F = model.ffn_hidden, V = model.vocab;
   const i64 H = model.heads;
@@ -43,15 +38,15 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   // One layer, in bytes for the unit.
   const i64 norm_stats = n * stat * (llama ? 2 : 4);
   const i64 keep_for_w = n * act * (5 * C + F) + norm_stats;
-  const i64 attention_state = fp32 ? i64{batch} * H * s * e * 4 : n * H * stat;
+  const i64 attention_state = n * H * stat;  // the log-sum-exp of every query row and head
   const i64 free_at_b = n * act * (C + m1 * F) + attention_state;  // q, MLP pre-act., attention
   const i64 kv = n * 2 * K * kvb;
   const i64 dkv = n * 2 * K * dkvb;
   const i64 dkv_kept = keeps_copy ? n * 2 * K * bytes_of(TC::dkv_kept, precision) : dkv;
   const i64 b_outputs = n * act * (m1 * F + 4 * C);  // kept to W, besides dx_out
-  // The CPU attention backward's fp32 scratch, whatever the activations' type.
-  const i64 workspace = static_cast<i64>(attention_workspace_elements(segment.length, segment.end(),
-                                                                      threads)) * 4;
+  // The CPU attention backward's fp32 tile scratch per thread (spec/attention_tiles.h), whatever
+  // the activations' type.
+  const i64 workspace = static_cast<i64>(attention_workspace_elements(model.head_dim(), threads)) * 4;
   const i64 b_scratch = n * act * (C + (llama ? F : 0)) + workspace;
   const i64 nc = n * C * act;
   // Head: x_final, the final norm's output, its statistics, the logits; d_final_norm in B.

@@ -10,12 +10,13 @@
 //                       activation (F), norm statistics (gpt2: mean + rstd twice, llama: rstd
 //                       twice)
 //   from F to end of B  q (C), the MLP's pre-activation ((m-1) F: fc_pre, or gate|up), the
-//                       attention state (fp32 engine: the probabilities, batch*H*s*e per unit;
-//                       bf16: FlashAttention's log-sum-exp, H per token); K/V (2K, kv_cache)
+//                       attention state (FlashAttention's fp32 log-sum-exp, H per token, in
+//                       both precisions: no S x S probabilities); K/V (2K, kv_cache)
 //   from B to W         dx_out, the MLP pre-activation's gradient ((m-1) F), d_norm2, dx_mid,
 //                       dq, d_norm1 (5C + (m-1) F)
 //   during B only       d_attention_out (C), [llama] d of the SwiGLU output (F), the attention
-//                       backward's workspace
+//                       backward's workspace (the CPU kernel's tile scratch per thread,
+//                       spec/attention_tiles.h)
 //   dK/dV (2K, kv_cache) from the micro-batch's first B to the unit's W (bf16: the fp32
 //                       accumulator to the unit's B, which rounds it into a bf16 copy kept to W).
 // The embedding stage keeps the tokens (int32) and dL/d(embedding) (C); the head stage keeps
@@ -35,12 +36,12 @@
 //
 // Precisions (element bytes): fp32 (plait's CPU engine) 4 everywhere; bf16 (mixed precision:
 // the GPU backend's layout) 2 for activations, K/V and their gradients, 4 for statistics,
-// logits and dK/dV accumulators, FlashAttention (no S x S probabilities; its backward's
-// workspace is one fp32 value per query row and head, N*H: D = rowsum(dO * O), FlashAttention-2
-// Algorithm 2 line 4, as kernels/cuda/attention.h allocates it; dQ has its own kernel and no
-// fp32 accumulator).
+// logits and dK/dV accumulators, and the GPU's attention backward workspace: one fp32 value per
+// query row and head, N*H: D = rowsum(dO * O), FlashAttention-2 Algorithm 2 line 4, as
+// kernels/cuda/attention.h allocates it (dQ has its own kernel and no fp32 accumulator).
 #include <cstddef>
 
+#include "plait/spec/attention_tiles.h"
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
 
@@ -57,11 +58,6 @@ struct ParameterBytes {
   double total() const { return parameters + gradients + optimizer; }
 };
 ParameterBytes parameter_bytes(Precision precision);
-
-// The CPU attention kernel (kernels/attention.cpp) processes queries in blocks of this many
-// rows; its backward needs threads * min(s, block) * e elements of scratch.
-inline constexpr int kAttentionQueryBlock = 128;
-std::size_t attention_workspace_elements(int s, int e, int threads);
 
 // What part of the model a stage holds, as far as memory is concerned.
 struct StagePart {
