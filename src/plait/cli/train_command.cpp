@@ -48,6 +48,8 @@
 namespace plait::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 // The flags as given; numbers are checked by parse_numbers (flag_values.h, as plait sim does).
 struct TrainArgs {
   std::string config;
@@ -123,6 +125,43 @@ std::string join(const std::vector<T>& values, const char* sep) {
   return out;
 }
 
+// Where the header's micro-batch count comes from: train.microbatches counts per replica in the
+// generated parallel form and the whole step in the explicit one (docs/config.md), and the header
+// prints the global count, so it says which.
+std::string microbatches_source(const runtime::JobConfig& job) {
+  const int m = job.run.train.microbatches;
+  if (job.parallel.form == runtime::ParallelConfig::Form::explicit_layout) {
+    return "train.microbatches " + std::to_string(m) + ", the global count in the explicit parallel form";
+  }
+  return "train.microbatches " + std::to_string(m) + " per replica x dp " + std::to_string(job.parallel.dp);
+}
+
+// "ZeRO level 0/2 on the virtual stages (parallel.shard), AdamW moments and master weights
+// offloaded to the host tier on virtual stage(s) 1 (parallel.offload)", or "" when nothing is
+// sharded or offloaded: the memory tables show the effect, this line the cause.
+std::string describe_sharding(const runtime::ParallelConfig& p, int vstages) {
+  std::vector<int> levels, offloaded;
+  for (int v = 0; v < vstages; ++v) {
+    levels.push_back(p.shard_level(v));
+    if (p.offloaded(v)) offloaded.push_back(v);
+  }
+  const bool sharded = std::any_of(levels.begin(), levels.end(), [](int l) { return l > 0; });
+  if (!sharded && offloaded.empty()) return "";
+  const bool uniform = std::all_of(levels.begin(), levels.end(), [&](int l) { return l == levels[0]; });
+  std::string s = "ZeRO level " + (uniform ? std::to_string(levels[0]) + " on every virtual stage"
+                                           : join(levels, "/") + " on the virtual stages") +
+                  " (parallel.shard)";
+  if (sharded && p.shard_shares == runtime::ParallelConfig::Shares::memory) {
+    s += ", shards proportional to memory_bytes";
+  }
+  s += offloaded.empty() ? ", nothing offloaded"
+       : static_cast<int>(offloaded.size()) == vstages
+           ? ", AdamW moments and master weights offloaded to the host tier on every virtual stage (parallel.offload)"
+           : ", AdamW moments and master weights offloaded to the host tier on virtual stage(s) " + join(offloaded, ", ") +
+                 " (parallel.offload)";
+  return s;
+}
+
 void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                   const runtime::PipelinePlan& plan, const runtime::TrainConfig& t,
                   std::int32_t lookahead, const ThreadChoice& threads) {
@@ -131,15 +170,17 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                              : args.resume        ? job.run.source + ", the checkpoint's own"
                                                   : "built-in default (the same as configs/default.json)";
   std::printf("plait train: config %s\n", source.c_str());
-  std::printf("  model: %s, max_seq %lld, %s embeddings: %.2fM parameters\n", spec::describe(m).c_str(),
-              static_cast<long long>(m.max_seq), m.tie_embeddings ? "tied" : "untied",
-              static_cast<double>(m.parameter_count()) / 1e6);
-  std::printf("  train: %d steps of %d x %d sequences of %d tokens (%lld tokens/step), %d "
-              "segment(s), lr %.2e -> %.2e (warm-up %d), AdamW wd %.2f, clip %.2f, non-finite "
-              "steps: %s\n",
+  // spec::describe names an untied head; a tied one is said here.
+  std::printf("  model: %s%s, max_seq %lld: %.2fM parameters\n", spec::describe(m).c_str(),
+              m.tie_embeddings ? ", LM head tied to the token embedding" : "",
+              static_cast<long long>(m.max_seq), static_cast<double>(m.parameter_count()) / 1e6);
+  std::printf("  train: %d steps of %d micro-batch(es) x %d sequences of %d tokens (%lld "
+              "tokens/step; %s), %d segment(s), lr %.2e -> %.2e (warm-up %d), AdamW wd %.2f, "
+              "clip %.2f, non-finite steps: %s\n",
               t.steps, t.microbatches, t.microbatch_size, t.seq,
-              static_cast<long long>(t.tokens_per_step()), t.segments.segments(), t.lr, t.min_lr,
-              t.warmup_steps, t.weight_decay, t.grad_clip, runtime::to_string(t.on_nonfinite));
+              static_cast<long long>(t.tokens_per_step()), microbatches_source(job).c_str(),
+              t.segments.segments(), t.lr, t.min_lr, t.warmup_steps, t.weight_decay, t.grad_clip,
+              runtime::to_string(t.on_nonfinite));
   std::printf("  threads: %d per rank (%s)\n", omp_get_max_threads(), threads.why.c_str());
   if (t.precision == spec::Precision::bf16) {
     std::printf("  precision: bf16 mixed precision: bf16 activations, K/V, stage messages and compute "
@@ -161,6 +202,9 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                 "(parallel.recompute: %s)\n",
                 join(counts, "/").c_str(), join(plan.vstage_layers, "/").c_str(),
                 job.parallel.recompute.describe().c_str());
+  }
+  if (const std::string sharding = describe_sharding(job.parallel, plan.num_vstages()); !sharding.empty()) {
+    std::printf("  sharding: %s\n", sharding.c_str());
   }
   for (int r = 0; r < plan.num_ranks(); ++r) {
     std::printf("    %s: %zu actions\n", plan.rank_label(r).c_str(), plan.schedule.ranks[r].size());
@@ -225,6 +269,11 @@ auto reported_by_lead(bool lead, F&& f) {
   }
 }
 
+bool same_directory(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+}
+
 void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& job,
                      const TrainArgs& args) {
   std::printf("  data: %s\n", run.data().describe().c_str());
@@ -233,8 +282,15 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
   }
   if (job.run.checkpoint) {
     const runtime::CheckpointConfig& c = *job.run.checkpoint;
-    std::printf("  checkpoints: into %s%s, %s%s\n", c.dir.c_str(),
-                args.config.empty() && args.resume ? " (where the checkpoint resumed from lives)" : "",
+    std::string where;
+    if (args.config.empty() && args.resume) {
+      where = " (where the checkpoint resumed from lives)";
+    } else if (!run.resumed_from().empty() && !same_directory(fs::path(run.resumed_from()).parent_path(), c.dir)) {
+      // --resume DIR with a --config whose checkpoint.dir is elsewhere: saves follow the config.
+      where = " (the config's checkpoint.dir; the checkpoint resumed from is in " +
+              fs::path(run.resumed_from()).parent_path().string() + ")";
+    }
+    std::printf("  checkpoints: into %s%s, %s%s\n", c.dir.c_str(), where.c_str(),
                 c.every > 0 ? ("every " + std::to_string(c.every) + " steps and after the last").c_str()
                             : "after the last step",
                 c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
@@ -327,8 +383,11 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   const double start = monotonic_seconds();
   double first_loss = 0, last_loss = 0, bubble_sum = 0, makespan_sum = 0, step_sum = 0;
   int measured_steps = 0, skipped = 0;
-  constexpr int kAverage = 10;  // report the loss averaged over the first and last 10 steps
-  const int window = std::max(1, std::min(kAverage, steps));
+  // Report the loss averaged over the first and last 10 steps; a run shorter than 20 steps
+  // averages its first and last halves (the windows never overlap, so start and end differ
+  // whenever the loss moved), a run of one step has one loss.
+  constexpr int kAverage = 10;
+  const int window = std::max(1, std::min(kAverage, steps / 2));
   runtime::MeasuredStep traced;
   char line[512];
   while (!run->done()) {
@@ -365,7 +424,8 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     if (r.skipped) m["nonfinite"] = r.nonfinite;
     metrics->write(m);
     if (!rec.checkpoint.empty()) {
-      progress->note("  checkpoint: " + rec.checkpoint + " (step " + std::to_string(step + 1) + ")");
+      progress->note("  checkpoint: " + rec.checkpoint + " (after step " + std::to_string(step) +
+                     "; a resume starts at step " + std::to_string(step + 1) + ")");
     }
   }
   const double secs = monotonic_seconds() - start;
@@ -377,10 +437,15 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     std::printf("done: no steps to train (the checkpoint is at step %d of %d)\n", first, t.steps);
     return;
   }
-  std::printf("done: %d steps (%d..%d) in %.1f s, %.0f tokens/s; loss (mean of %d steps) %.4f at "
-              "the start -> %.4f at the end%s\n",
-              steps, first, stop - 1, secs, steps * static_cast<double>(t.tokens_per_step()) / secs,
-              window, first_loss, last_loss,
+  char loss_text[160];
+  if (steps == 1) {
+    std::snprintf(loss_text, sizeof loss_text, "loss %.4f", last_loss);
+  } else {
+    std::snprintf(loss_text, sizeof loss_text, "loss (mean of %d step(s)) %.4f at the start (%d..%d) -> %.4f at the end (%d..%d)",
+                  window, first_loss, first, first + window - 1, last_loss, stop - window, stop - 1);
+  }
+  std::printf("done: %d steps (%d..%d) in %.1f s, %.0f tokens/s; %s%s\n", steps, first, stop - 1,
+              secs, steps * static_cast<double>(t.tokens_per_step()) / secs, loss_text,
               skipped ? (" (" + std::to_string(skipped) + " non-finite step(s) skipped)").c_str() : "");
   if (measured_steps > 0) {
     std::printf("pipeline (measured, mean of %d step(s)%s): step %.4f s, pipeline makespan %.4f s, "

@@ -556,6 +556,57 @@ TEST_F(TrainCheckpointCli, WithoutConfigTheCheckpointsOwnConfigRunsAsItsRunSawIt
       << refused.err;
 }
 
+// Relative paths in a config resolve against the directory plait starts in, not the config
+// file's; `--resume DIR --config FILE` reads DIR and writes new checkpoints into FILE's
+// checkpoint.dir, leaving DIR as it was (docs/config.md, "Relative paths").
+TEST_F(TrainCheckpointCli, RelativePathsResolveAgainstTheWorkingDirectoryAndSavesFollowTheConfig) {
+  const auto write = [&](const std::string& name, const std::string& ckpt) {
+    std::ofstream(dir_ / name) << R"({"model": {"layers": 1, "hidden": 16, "heads": 2, "vocab": 256, "max_seq": 16},
+ "train": {"steps": 3, "seq": 16, "microbatch_size": 2},
+ "data": {"shards": "shards", "tokenizer": "byte"},
+ "checkpoint": {"dir": ")" + ckpt + R"("}})";
+  };
+  fs::create_directories(dir_ / "configs");
+  write("configs/first.json", "first.ckpt");
+  write("second.json", "second.ckpt");
+  const std::string in_dir = "cd " + dir_.string() + " && OMP_NUM_THREADS=1 " PLAIT_BINARY " train ";
+  const Result first = shell(in_dir + "--config configs/first.json --stop-at 2");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.out.find(" shard(s) from shards/corpus_train_000000.bin"), std::string::npos) << first.out;
+  EXPECT_TRUE(fs::exists(dir_ / "first.ckpt" / "step_00000002" / "manifest.json"));  // not configs/first.ckpt
+  EXPECT_FALSE(fs::exists(dir_ / "configs" / "first.ckpt"));
+
+  const Result second = shell(in_dir + "--config second.json --resume first.ckpt");
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_NE(second.out.find("resumed from first.ckpt/step_00000002: step 2"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("checkpoints: into second.ckpt (the config's checkpoint.dir; the checkpoint resumed "
+                            "from is in first.ckpt)"),
+            std::string::npos)
+      << second.out;
+  EXPECT_TRUE(fs::exists(dir_ / "second.ckpt" / "step_00000003" / "manifest.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "first.ckpt" / "step_00000003"));
+}
+
+// The header of a data-parallel job says what the memory table only shows the effect of: the
+// shard level and offload, and the global micro-batch count with the per-replica one it comes from.
+TEST_F(TrainCheckpointCli, TheHeaderNamesTheGlobalBatchTheShardLevelAndOffload) {
+  std::ofstream(dir_ / "dp.json") << R"({"model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 32},
+ "train": {"steps": 1, "seq": 32, "microbatch_size": 2, "microbatches": 2},
+ "data": {"shards": ")" + (dir_ / "shards").string() + R"(", "tokenizer": "byte"},
+ "parallel": {"schedule": "1f1b", "pp": 1, "dp": 2, "shard": 2, "offload": true,
+              "devices": [{"host_memory_bytes": 67108864}, {"host_memory_bytes": 67108864}]}})";
+  const Result r = train(2, "--config " + (dir_ / "dp.json").string());
+  ASSERT_EQ(job_status(r).first, 0) << r.err;
+  EXPECT_NE(r.out.find("train: 1 steps of 4 micro-batch(es) x 2 sequences of 32 tokens (256 tokens/step; "
+                       "train.microbatches 2 per replica x dp 2)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  sharding: ZeRO level 2 on every virtual stage (parallel.shard), AdamW moments and master "
+                       "weights offloaded to the host tier on every virtual stage (parallel.offload)\n"),
+            std::string::npos)
+      << r.out;
+}
+
 // A rank that stops making progress ends the job: here rank 1 SIGSTOPs itself in step 3 (a real
 // SIGSTOP: it stays, stopped, sending nothing), so rank 0 waits on it forever. The report names
 // the rank that stopped responding and what rank 0 waits for.
