@@ -232,6 +232,7 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
                             : "after the last step",
                 c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
   }
+  if (const std::string w = run.lock_warning(); !w.empty()) std::fprintf(stderr, "plait: warning: %s\n", w.c_str());
   for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
   if (!run.initial_checkpoint().empty()) {
     std::printf("  checkpoint: %s (step 0, the untrained parameters: checkpoint.save_initial)\n",
