@@ -5,16 +5,14 @@
 #include "plait/core/atomic_file.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 
+#include "plait/core/append_file.h"
 #include "plait/core/directory.h"
+#include "plait/core/json_fields.h"
 #include "plait/core/error.h"
+#include "support/file_size_limit.h"
 #include "support/temp_dir.h"
 
 namespace plait {
@@ -55,6 +53,29 @@ TEST_F(AtomicFileTest, ALinkAtTheTargetIsReplacedItsTargetNeverWritten) {
   EXPECT_EQ(bytes_of(path("victim")), "precious");
 }
 
+TEST_F(AtomicFileTest, AnAppendedLogRefusesALinkAndJsonOutputsReplaceOne) {
+  put(path("victim"), "precious");
+  fs::create_symlink(path("victim"), path("metrics.jsonl"));
+  try {
+    AppendFile log(path("metrics.jsonl"));
+    FAIL() << "opened through the link";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path("metrics.jsonl") +
+                                         ": (file): is a symbolic link; plait does not write through links (give the file itself)");
+  }
+  fs::remove(path("metrics.jsonl"));
+  {
+    AppendFile log(path("metrics.jsonl"));
+    log.write("{\"step\": 0}\n");
+  }
+  AppendFile(path("metrics.jsonl")).write("{\"step\": 1}\n");
+  EXPECT_EQ(bytes_of(path("metrics.jsonl")), "{\"step\": 0}\n{\"step\": 1}\n");
+  fs::create_symlink(path("victim"), path("plan.json"));
+  write_json_file(path("plan.json"), nlohmann::json{{"a", 1}});
+  EXPECT_FALSE(fs::is_symlink(path("plan.json")));
+  EXPECT_EQ(bytes_of(path("victim")), "precious");
+}
+
 TEST_F(AtomicFileTest, NeverReplacingKeepsWhatIsThereAndLeavesNoTemporary) {
   const Directory dir = Directory::open(dir_.string());
   put(path("shard.bin"), "another run's");
@@ -77,27 +98,12 @@ TEST_F(AtomicFileTest, NeverReplacingKeepsWhatIsThereAndLeavesNoTemporary) {
 }
 
 TEST_F(AtomicFileTest, AFailingWriteLeavesNoTemporaryFile) {
-  // RLIMIT_FSIZE makes write(2) fail with EFBIG past 4 KiB, as a full disk fails it with ENOSPC;
-  // in a child, so the limit stays there.
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::signal(SIGXFSZ, SIG_IGN);
-    const rlimit limit{4096, 4096};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-    try {
-      AtomicFile f(Directory::open(dir_.string()), "big");
-      f.write(std::string(1 << 16, 'x'));
-      f.commit();
-    } catch (const Error& e) {
-      ::_exit(std::string(e.what()).find("cannot write: File too large") != std::string::npos ? 7 : 8);
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 7);
+  const std::string error = test::error_under_file_size_limit(4096, [&] {
+    AtomicFile f(Directory::open(dir_.string()), "big");
+    f.write(std::string(1 << 16, 'x'));
+    f.commit();
+  });
+  EXPECT_NE(error.find("cannot write: File too large"), std::string::npos) << error;
   EXPECT_EQ(temporaries(), 0u);
   EXPECT_FALSE(fs::exists(path("big")));
 }

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +28,7 @@
 #include "plait/cli/rank_memory_table.h"
 #include "plait/comm/abort_job.h"
 #include "plait/comm/mpi_session.h"
+#include "plait/core/append_file.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
@@ -258,18 +258,14 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path) {
-    if (path.empty()) return;
-    out_.open(path, std::ios::app);
-    if (!out_) throw InputError(path, "(file)", "cannot open the metrics file for writing");
+    if (!path.empty()) out_ = std::make_unique<AppendFile>(path);  // never through a link
   }
   void write(const nlohmann::json& record) {
-    if (!out_.is_open()) return;
-    out_ << record.dump() << "\n";
-    out_.flush();
+    if (out_) out_->write(record.dump() + "\n");
   }
 
  private:
-  std::ofstream out_;
+  std::unique_ptr<AppendFile> out_;
 };
 
 void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args,

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "plait/core/crc32c.h"
 #include "plait/core/error.h"
@@ -21,6 +22,16 @@ constexpr std::size_t kTokenDigits = 16;
 std::string parent_of(const std::string& path) {
   const std::string parent = std::filesystem::path(path).parent_path().string();
   return parent.empty() ? "." : parent;
+}
+
+// The directory of a file the user names (links followed), or an error naming the file.
+Directory parent_directory(const std::string& path) {
+  try {
+    return Directory::open(parent_of(path));
+  } catch (const InputError&) {
+    throw InputError(path, "(file)",
+                     "cannot write the file: its directory " + parent_of(path) + " does not exist or is not a directory");
+  }
 }
 
 }  // namespace
@@ -41,7 +52,7 @@ AtomicFile::AtomicFile(const Directory& dir, std::string name, Replace replace, 
 }
 
 AtomicFile::AtomicFile(const std::string& path, Replace replace)
-    : dir_(Directory::open(parent_of(path))),
+    : dir_(parent_directory(path)),
       name_(std::filesystem::path(path).filename().string()),
       replace_(replace) {
   check_plain_name(name_, path);
@@ -53,10 +64,10 @@ void AtomicFile::open_temporary(mode_t mode) {
   // nothing to survive.
   for (int attempt = 0; attempt < 8 && fd_ < 0; ++attempt) {
     tmp_ = name_ + std::string(kTmp) + unique_token();
-    fd_ = ::openat(dir_.fd(), tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    fd_ = ::openat(dir_.fd(), tmp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd_ < 0 && errno != EEXIST) break;
   }
-  if (fd_ < 0) throw Error(dir_.path_of(tmp_) + ": cannot create the file: " + std::strerror(errno));
+  if (fd_ < 0) throw Error(path() + ": cannot create a temporary file beside it: " + std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {
@@ -81,6 +92,21 @@ void AtomicFile::write_at(std::uint64_t offset, std::span<const std::byte> bytes
     if (n <= 0) throw Error(dir_.path_of(tmp_) + ": cannot write: " + std::strerror(n < 0 ? errno : ENOSPC));
     done += static_cast<std::size_t>(n);
     note_progress();  // a long write is progress for the stall watchdog
+  }
+}
+
+std::uint32_t AtomicFile::checksum_contents() const {
+  if (fd_ < 0) throw Error(path() + " was already committed");
+  std::vector<std::byte> block(std::size_t{1} << 20);
+  std::uint32_t crc = 0;
+  for (std::uint64_t at = 0;;) {
+    const ssize_t n = ::pread(fd_, block.data(), block.size(), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(dir_.path_of(tmp_) + ": cannot read it back: " + std::strerror(errno));
+    if (n == 0) return crc;
+    crc = plait::crc32c(std::span(block.data(), static_cast<std::size_t>(n)), crc);
+    at += static_cast<std::uint64_t>(n);
+    note_progress();
   }
 }
 

@@ -40,6 +40,8 @@ class AtomicFile {
   // Overwrites bytes already written (a header whose count is known at the end); the CRC is
   // then that of what was written, not of the file: callers that patch compute their own.
   void write_at(std::uint64_t offset, std::span<const std::byte> bytes);
+  // The CRC-32C of the file as it now lies on disk (read back: after write_at patches).
+  std::uint32_t checksum_contents() const;
   // fsync, close, rename into place, fsync the directory.
   void commit();
 

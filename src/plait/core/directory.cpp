@@ -190,32 +190,32 @@ std::vector<std::string> Directory::names() const {
   return out;
 }
 
-void Directory::rename(const std::string& from, const std::string& to, bool replace) const {
+void Directory::rename(const std::string& from, const Directory& target, const std::string& to, bool replace) const {
   check_plain_name(from, path_);
-  check_plain_name(to, path_);
-  if (::renameat2(fd_, from.c_str(), fd_, to.c_str(), replace ? 0 : RENAME_NOREPLACE) == 0) return;
+  check_plain_name(to, target.path_);
+  if (::renameat2(fd_, from.c_str(), target.fd_, to.c_str(), replace ? 0 : RENAME_NOREPLACE) == 0) return;
   int err = errno;
   if (!replace && err == EINVAL) {
     // A file system without RENAME_NOREPLACE (some network ones): linkat never replaces a file;
     // a directory is checked first (a window only another writer of this tree could use).
     if (kind_of(from) == Kind::kFile) {
-      if (::linkat(fd_, from.c_str(), fd_, to.c_str(), 0) == 0) {
+      if (::linkat(fd_, from.c_str(), target.fd_, to.c_str(), 0) == 0) {
         ::unlinkat(fd_, from.c_str(), 0);
         return;
       }
       err = errno;
-    } else if (kind_of(to) != Kind::kMissing) {
+    } else if (target.kind_of(to) != Kind::kMissing) {
       err = EEXIST;
-    } else if (::renameat(fd_, from.c_str(), fd_, to.c_str()) == 0) {
+    } else if (::renameat(fd_, from.c_str(), target.fd_, to.c_str()) == 0) {
       return;
     } else {
       err = errno;
     }
   }
   if (err == EEXIST || err == ENOTEMPTY) {
-    throw Error(path_of(to) + ": already exists; refusing to replace it (another run may have written it)");
+    throw Error(target.path_of(to) + ": already exists; refusing to replace it (another run may have written it)");
   }
-  throw Error(path_of(from) + ": cannot rename it to " + to + ": " + why(err));
+  throw Error(path_of(from) + ": cannot rename it to " + target.path_of(to) + ": " + why(err));
 }
 
 void Directory::remove_file(const std::string& name) const {

@@ -54,7 +54,9 @@ class Directory {
   // Renames `from` to `to`, both inside this directory. With `replace` false, an existing `to`
   // is never replaced (renameat2 RENAME_NOREPLACE; where a file system lacks it, a hard link
   // and unlink for files): Error naming it instead.
-  void rename(const std::string& from, const std::string& to, bool replace) const;
+  void rename(const std::string& from, const std::string& to, bool replace) const { rename(from, *this, to, replace); }
+  // The same into another directory of the same file system.
+  void rename(const std::string& from, const Directory& target, const std::string& to, bool replace) const;
   // Removes the file or link `name` (a missing one is fine).
   void remove_file(const std::string& name) const;
   // Removes `name` and, if it is a directory, everything inside it, without following a link
