@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +28,7 @@
 #include "plait/cli/rank_memory_table.h"
 #include "plait/comm/abort_job.h"
 #include "plait/comm/mpi_session.h"
+#include "plait/core/append_file.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
@@ -295,6 +295,7 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
                             : "after the last step",
                 c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
   }
+  if (const std::string w = run.lock_warning(); !w.empty()) std::fprintf(stderr, "plait: warning: %s\n", w.c_str());
   for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
   if (!run.initial_checkpoint().empty()) {
     std::printf("  checkpoint: %s (step 0, the untrained parameters: checkpoint.save_initial)\n",
@@ -320,18 +321,14 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path) {
-    if (path.empty()) return;
-    out_.open(path, std::ios::app);
-    if (!out_) throw InputError(path, "(file)", "cannot open the metrics file for writing");
+    if (!path.empty()) out_ = std::make_unique<AppendFile>(path);  // never through a link
   }
   void write(const nlohmann::json& record) {
-    if (!out_.is_open()) return;
-    out_ << record.dump() << "\n";
-    out_.flush();
+    if (out_) out_->write(record.dump() + "\n");
   }
 
  private:
-  std::ofstream out_;
+  std::unique_ptr<AppendFile> out_;
 };
 
 void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -168,6 +170,15 @@ void copy_part(const model::NamedTensor& t, std::span<const float> values, std::
   for (std::size_t i = lo; i < hi; ++i) out[i - begin] = values[i - t.offset];
 }
 
+// The staging directories' run name from the two int32 rank 0 broadcasts (a 64-bit token).
+std::string run_name(const std::int32_t (&token)[2]) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, token, sizeof v);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 }  // namespace
 
 std::string stage_file_name(int vstage) { return "stage_" + std::to_string(vstage) + ".safetensors"; }
@@ -181,9 +192,17 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
   note_progress(what + ": checking the state is finite");
   refuse_nonfinite_state(trainer, world, state.step);
   note_progress(what + ": creating its directory");
-  if (rank == 0) checkpoint::begin_checkpoint(where.dir, state.step);
-  world.barrier();  // the staging directory exists
-  const std::string staging = checkpoint::checkpoint_staging_dir(where.dir, state.step);
+  // Rank 0 names the staging directory (unique: checkpoint_store.h) and creates it; the
+  // broadcast of its name tells every writer it exists.
+  std::int32_t token[2] = {0, 0};
+  if (rank == 0) {
+    const std::uint64_t v = std::stoull(checkpoint::new_checkpoint_run(), nullptr, 16);
+    std::memcpy(token, &v, sizeof v);
+    checkpoint::begin_checkpoint(where.dir, state.step, run_name(token));
+  }
+  world.broadcast(std::span<std::int32_t>(token), 0);
+  const std::string run = run_name(token);
+  const std::string staging = checkpoint::checkpoint_staging_dir(where.dir, state.step, run);
 
   // Sharded stages: each stage's full state on its writer.
   std::vector<ChunkImage> images(static_cast<std::size_t>(trainer.num_chunks()));
@@ -256,6 +275,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
                           {"eps", adam.eps},
                           {"weight_decay", adam.weight_decay}};
     std::map<int, checkpoint::ManifestFile> files;
+    const Directory staging_dir = checkpoint::open_checkpoint_staging(staging);
     for (const auto& rank_files : all) {
       for (std::size_t i = 0; i + 2 < rank_files.size(); i += 3) {
         const int v = static_cast<int>(rank_files[i]);
@@ -264,7 +284,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
         f.bytes = static_cast<std::uint64_t>(rank_files[i + 1]);
         f.crc32c = static_cast<std::uint32_t>(rank_files[i + 2]);
         // The names come from the file itself (its header is small), which also proves it parses.
-        const checkpoint::SafetensorsReader reader((fs::path(staging) / f.path).string());
+        const checkpoint::SafetensorsReader reader(staging_dir.open_file(f.path), staging_dir.path_of(f.path));
         for (const checkpoint::SafetensorsEntry& e : reader.header().tensors) f.tensors.push_back(e.name);
         files.emplace(v, std::move(f));
       }
@@ -280,7 +300,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
       }
     };
     note_progress(what + ": committing it");
-    checkpoint::commit_checkpoint(where.dir, manifest, where.keep_last, kill_in_commit);
+    checkpoint::commit_checkpoint(where.dir, manifest, run, where.keep_last, kill_in_commit);
   }
   note_progress(what + ": waiting for the commit");
   world.barrier();  // committed: every rank may now rely on it

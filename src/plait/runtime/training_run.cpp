@@ -52,6 +52,7 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
     throw InputError(job.run.source, "checkpoint.dir", ckpt->dir + " is a file; checkpoints need a directory");
   }
+  if (ckpt) lock_checkpoint_dir();
   std::unique_ptr<checkpoint::CheckpointReader> reader = open_resume_point();
   std::optional<DataResume> data_resume;
   if (reader) {
@@ -94,6 +95,24 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   if (ckpt && ckpt->save_initial && !reader) initial_checkpoint_ = save(0);
 }
 
+void TrainingRun::lock_checkpoint_dir() {
+  // Only rank 0 locks: flock excludes open files, so the ranks of one job on one machine would
+  // exclude each other; rank 0 creates every staging directory and commits every save, and the
+  // other ranks write only into the staging directories it created under the lock.
+  std::string failure;
+  if (world_.rank() == 0) {
+    try {
+      const Directory root = checkpoint::create_checkpoint_root(job_.run.checkpoint->dir);
+      lock_ = std::make_unique<DirectoryLock>(root, "a checkpoint directory");
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  if (world_.allreduce(failure.empty() ? 0.0 : 1.0, comm::ReduceOp::kSum) == 0) return;
+  if (world_.rank() == 0) throw Error(failure);
+  throw Error("checkpoint.dir " + job_.run.checkpoint->dir + ": rank 0 could not lock it (rank 0 says why)");
+}
+
 std::unique_ptr<checkpoint::CheckpointReader> TrainingRun::open_resume_point() {
   if (!options_.resume) return nullptr;
   std::string path = *options_.resume;
@@ -125,6 +144,12 @@ std::unique_ptr<checkpoint::CheckpointReader> TrainingRun::open_resume_point() {
 void TrainingRun::prepare_checkpoint_root(const std::vector<std::string>& newer) {
   const CheckpointConfig& ckpt = *job_.run.checkpoint;
   checkpoint::create_checkpoint_root(ckpt.dir);  // an unusable directory fails now, not at a save
+  // Under the lock no live run's staging is here (unless flock is not supported: then keep all).
+  if (lock_ && lock_->warning().empty()) {
+    for (const std::string& n : checkpoint::remove_abandoned_staging(ckpt.dir)) {
+      notes_.push_back("removed " + n + ", left by a run that ended during a save");
+    }
+  }
   if (!options_.resume) return;
   for (const std::string& dir : newer) {
     const std::string aside = checkpoint::set_checkpoint_aside(dir);

@@ -18,6 +18,7 @@
 
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/comm/communicator.h"
+#include "plait/core/directory_lock.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/parallel_config.h"
@@ -65,8 +66,11 @@ class TrainingRun {
   // The checkpoint resumed from, or "".
   const std::string& resumed_from() const { return resumed_from_; }
   // What resuming found and did, one line each, for the lead rank to print: newer checkpoints
-  // skipped (and why) or kept aside, `latest` repaired.
+  // skipped (and why) or kept aside, `latest` repaired, staging left by runs that ended during a
+  // save removed.
   const std::vector<std::string>& resume_notes() const { return notes_; }
+  // Rank 0: why checkpoint.dir could not be locked (its file system lacks flock), or "".
+  std::string lock_warning() const { return lock_ ? lock_->warning() : ""; }
   // The step-0 checkpoint of checkpoint.save_initial, or "".
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }
   bool done() const { return finished_; }
@@ -83,6 +87,10 @@ class TrainingRun {
   // With --resume: the checkpoint to start from (training_resume.h), or null to start at step 0;
   // sets start_ and resumed_from_, and notes what was skipped.
   std::unique_ptr<checkpoint::CheckpointReader> open_resume_point();
+  // Collective, first of all: rank 0 takes checkpoint.dir's lock (DirectoryLock), and every rank
+  // throws if it could not (rank 0 the DirectoryInUseError naming the holder), so that a second
+  // job on the directory stops before anything is read or written.
+  void lock_checkpoint_dir();
   // Rank 0, once every rank has chosen where it starts: creates checkpoint.dir, and on a resume
   // sets the newer checkpoints aside and makes `latest` name the newest one left.
   void prepare_checkpoint_root(const std::vector<std::string>& newer);
@@ -95,6 +103,7 @@ class TrainingRun {
   std::unique_ptr<DistributedTrainer> trainer_;
   std::string resumed_from_, initial_checkpoint_;
   std::vector<std::string> notes_;
+  std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
   bool final_validation_ = false;  // one more validation after the last step of train.steps
   bool finished_ = false;

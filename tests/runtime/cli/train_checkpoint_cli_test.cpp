@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -69,6 +70,15 @@ Metrics read_metrics(const fs::path& p) {
 }
 
 double loss_of(const std::string& line) { return nlohmann::json::parse(line).at("loss").get<double>(); }
+
+// Staging directories of `step` in a checkpoint root (step_<N>.partial-<run>).
+std::size_t staging_dirs(const fs::path& root, int step) {
+  char prefix[32];
+  std::snprintf(prefix, sizeof prefix, "step_%08d.partial", step);
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(root)) n += e.path().filename().string().starts_with(prefix);
+  return n;
+}
 
 std::size_t count_of(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -235,7 +245,7 @@ TEST_F(TrainCheckpointCli, KillDuringSaveLeavesThePreviousCheckpointAndResumeIsE
     EXPECT_NE(killed.err.find("process rank " + std::to_string(victim) + " with PID"), std::string::npos)
         << killed.err;
     // The save of step 4 never completed: `latest` names step 2, which loads.
-    EXPECT_TRUE(fs::exists(ckpt / "step_00000004.partial"));
+    EXPECT_EQ(staging_dirs(ckpt, 4), 1u);
     EXPECT_FALSE(fs::exists(ckpt / "step_00000004"));
     const std::optional<std::string> latest = plait::checkpoint::latest_checkpoint(ckpt.string());
     ASSERT_TRUE(latest);
@@ -255,8 +265,63 @@ TEST_F(TrainCheckpointCli, KillDuringSaveLeavesThePreviousCheckpointAndResumeIsE
                 slurp(fs::path(whole).replace_extension("ckpt") / "step_00000006" / file))
           << file;
     }
-    EXPECT_FALSE(fs::exists(ckpt / "step_00000004.partial"));  // removed by the next commit
+    // The killed job's lock file stays, naming its rank 0; the kill freed the lock itself, so the
+    // restart above took it; the restart removed the dead run's staging directory.
+    EXPECT_NE(resumed.out.find("resume: removed step_00000004.partial-"), std::string::npos) << resumed.out;
+    EXPECT_EQ(staging_dirs(ckpt, 4), 0u);
+    EXPECT_TRUE(fs::exists(ckpt / ".plait.lock"));
   }
+}
+
+// Two jobs on one checkpoint.dir (a re-submitted job): the second is refused at once, on every
+// rank, with one line naming the directory and the first job's rank 0; the first finishes and its
+// checkpoints are complete and equal to those of a run that was alone.
+TEST_F(TrainCheckpointCli, ASecondJobOnTheSameCheckpointDirectoryIsRefused) {
+  const Metrics want = reference();
+  const fs::path cfg = config("first.json", 2, R"(, "eval_batches": 16)");
+  const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
+  const fs::path metrics = dir_ / "first.jsonl";
+  const fs::path status = dir_ / "first.status";
+  // The first job in the background (its validation passes made long, so it runs for seconds);
+  // the second starts once the first holds the lock and has said so.
+  const std::string first = "(bash " PLAIT_MPI_RUNNER " --timeout 120 --ranks 2 -- " + std::string(PLAIT_BINARY) +
+                            " train --config " + cfg.string() + " --metrics " + metrics.string() + " >" +
+                            (dir_ / "first.out").string() + " 2>" + (dir_ / "first.err").string() + "; echo $? >" +
+                            status.string() + ") &";
+  ASSERT_EQ(std::system(first.c_str()), 0);
+  for (int i = 0; i < 1200 && slurp(ckpt / ".plait.lock").find("pid=") == std::string::npos && !fs::exists(status); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(fs::exists(status)) << "the first job ended before the second could start: " << slurp(dir_ / "first.err");
+  const std::string holder = slurp(ckpt / ".plait.lock");
+  const Result second = train(2, "--config " + cfg.string() + " --resume");  // the same job, submitted again
+  for (int i = 0; i < 2400 && !fs::exists(status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(status));
+  EXPECT_EQ(std::atoi(slurp(status).c_str()), 0) << slurp(dir_ / "first.err");
+
+  const auto [code, seconds] = job_status(second);
+  EXPECT_NE(code, 0);
+  EXPECT_LE(seconds, 20.0);
+  EXPECT_EQ(count_of(second.err, "plait: error:"), 1u) << second.err;
+  const std::size_t pid_at = holder.find("pid=");
+  ASSERT_NE(pid_at, std::string::npos) << holder;
+  const std::string pid = holder.substr(pid_at + 4, holder.find('\n') - pid_at - 4);
+  EXPECT_NE(second.err.find("plait: error: rank 0: " + ckpt.string() + ": in use by another plait run (pid " + pid +
+                            " on host "),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("a checkpoint directory is written by one run at a time"), std::string::npos) << second.err;
+  // The first job's checkpoints: every one complete, the last equal to the lone run's.
+  const Metrics got = read_metrics(metrics);
+  for (const auto& [step, line] : want.train) EXPECT_EQ(got.train.at(step), line) << "step " << step;
+  for (const char* step : {"step_00000002", "step_00000004", "step_00000006"}) {
+    EXPECT_EQ(plait::checkpoint::CheckpointReader((ckpt / step).string()).manifest().files.size(), 2u) << step;
+  }
+  EXPECT_EQ(fs::path(*plait::checkpoint::latest_checkpoint(ckpt.string())).filename(), "step_00000006");
+  for (const char* file : {"stage_0.safetensors", "stage_1.safetensors"}) {
+    EXPECT_EQ(slurp(ckpt / "step_00000006" / file), slurp(dir_ / "whole.ckpt" / "step_00000006" / file)) << file;
+  }
+  EXPECT_EQ(staging_dirs(ckpt, 2) + staging_dirs(ckpt, 4) + staging_dirs(ckpt, 6), 0u);
 }
 
 TEST_F(TrainCheckpointCli, KillDuringValidationStopsTheJobNamingTheRank) {
