@@ -7,8 +7,12 @@
 // complete when recorded. Stateless apart from the event counter. Not final: tests derive from
 // it to observe the calls the engine makes through the seam.
 #include <atomic>
+#include <memory>
+
+#include "plait/core/memory_tracker.h"
 
 #include "plait/kernels/backend.h"
+#include "plait/kernels/onednn_context.h"
 
 namespace plait::kernels {
 
@@ -128,8 +132,16 @@ class CpuBackend : public Backend {
   void adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
                     std::size_t n, const AdamWHyper& hyper) override;
 
+  // The oneDNN context of the bf16 GEMMs (created at the first one): its ISA, path, primitive
+  // cache and workspace. The workspace is host memory charged to workspace_tracker() (category
+  // activations), not to a stage's tracker.
+  OneDnnContext& onednn();
+  const MemoryTracker& workspace_tracker() const { return workspace_tracker_; }
+
  private:
   std::atomic<std::uint64_t> recorded_{0};
+  MemoryTracker workspace_tracker_;
+  std::unique_ptr<OneDnnContext> onednn_;
 };
 
 // The process's CPU backend: the default of everything that takes a Backend.

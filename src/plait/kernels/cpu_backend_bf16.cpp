@@ -1,69 +1,46 @@
 // The CPU backend's bf16 operations: the bf16 instantiations of this directory's kernels (fp32
-// arithmetic, one rounding per output; spec/precision_policy.h). The GEMMs still widen their
-// bf16 operands to fp32 (exact), run the fp32 kernel and round the outputs once: the same
-// numerics up to accumulation order, with host scratch outside the engine's accounting, until
-// oneDNN's bf16 GEMM replaces them.
-#include <omp.h>
-
-#include <vector>
-
+// arithmetic, one rounding per output; spec/precision_policy.h); the GEMMs through oneDNN's
+// bf16 matmul (bf16_matmul.h), or widened operands and sgemm where the CPU has no native bf16.
+#include "plait/core/host_memory.h"
 #include "plait/kernels/adamw.h"
 #include "plait/kernels/attention.h"
+#include "plait/kernels/bf16_matmul.h"
 #include "plait/kernels/cpu_backend.h"
 #include "plait/kernels/cross_entropy.h"
 #include "plait/kernels/embedding.h"
 #include "plait/kernels/gelu.h"
 #include "plait/kernels/layernorm.h"
-#include "plait/kernels/matmul.h"
 #include "plait/kernels/rmsnorm.h"
 #include "plait/kernels/rotary.h"
 #include "plait/kernels/swiglu.h"
 #include "plait/kernels/vector_ops.h"
 
 namespace plait::kernels {
-namespace {
-
-void round_into(bf16* dst, const float* src, std::size_t n) { kernels::convert(dst, src, n); }
-void widen_into(float* dst, const bf16* src, std::size_t n) { kernels::convert(dst, src, n); }
-
-// An fp32 copy of n bf16 values (empty for a null pointer).
-struct Wide {
-  std::vector<float> v;
-  Wide(const bf16* src, std::size_t n) {
-    if (src == nullptr) return;
-    v.resize(n);
-    widen_into(v.data(), src, n);
-  }
-  explicit Wide(std::size_t n) : v(n) {}
-  float* get() { return v.empty() ? nullptr : v.data(); }
-};
-
-std::size_t sz(int a, int b) { return static_cast<std::size_t>(a) * static_cast<std::size_t>(b); }
-
-}  // namespace
 
 void CpuBackend::convert(bf16* dst, const float* src, std::size_t n) { kernels::convert(dst, src, n); }
 void CpuBackend::convert(float* dst, const bf16* src, std::size_t n) { kernels::convert(dst, src, n); }
 
+OneDnnContext& CpuBackend::onednn() {
+  if (!onednn_) {
+    onednn_ = std::make_unique<OneDnnContext>(host_memory(), workspace_tracker_,
+                                              MemoryCategory::kActivations);
+  }
+  return *onednn_;
+}
+
 void CpuBackend::matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
                                 const bf16* residual, int n, int c, int oc) {
-  Wide x(inp, sz(n, c)), w(weight, sz(oc, c)), b(bias, oc), r(residual, sz(n, oc)), y(sz(n, oc));
-  kernels::matmul_forward<float>(y.get(), x.get(), w.get(), b.get(), r.get(), n, c, oc);
-  round_into(out, y.get(), sz(n, oc));
+  matmul_forward_bf16(onednn(), out, inp, weight, bias, residual, n, c, oc);
 }
 
 void CpuBackend::matmul_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, int n,
                                        int c, int oc, bool accumulate) {
-  Wide d(dout, sz(n, oc)), w(weight, sz(oc, c));
-  Wide y = accumulate ? Wide(dinp, sz(n, c)) : Wide(sz(n, c));
-  kernels::matmul_backward_input<float>(y.get(), d.get(), w.get(), n, c, oc, accumulate);
-  round_into(dinp, y.get(), sz(n, c));
+  matmul_backward_input_bf16(onednn(), dinp, dout, weight, n, c, oc, accumulate);
 }
 
 void CpuBackend::matmul_backward_weight(float* dweight, float* dbias, const bf16* dout,
                                         const bf16* inp, int n, int c, int oc) {
-  Wide d(dout, sz(n, oc)), x(inp, sz(n, c));
-  kernels::matmul_backward_weight<float>(dweight, dbias, d.get(), x.get(), n, c, oc);
+  matmul_backward_weight_bf16(onednn(), dweight, dbias, dout, inp, n, c, oc);
 }
 
 void CpuBackend::layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp,
