@@ -371,12 +371,12 @@ Request NcclCommunicator::iallreduce(std::span<double> data, ReduceOp op) {
   return collective(data.data(), data.size(), ncclFloat64, "doubles", "allreduce", 0, to_nccl(op),
                     true);
 }
-Request NcclCommunicator::blocks_collective(void* data, std::size_t size, ncclDataType_t type,
+Request NcclCommunicator::blocks_collective(void* data, std::size_t elements, ncclDataType_t type,
                                             std::size_t element_bytes, const char* type_name,
                                             std::span<const std::size_t> counts,
                                             const std::string& what, bool reduce,
                                             ncclRedOp_t op) {
-  const std::string full = what + " of " + std::to_string(size) + " " + type_name + " in " +
+  const std::string full = what + " of " + std::to_string(elements) + " " + type_name + " in " +
                            std::to_string(counts.size()) + " blocks over " + describe_members() +
                            " (NCCL)";
   if (counts.size() != static_cast<std::size_t>(size())) {
@@ -385,9 +385,9 @@ Request NcclCommunicator::blocks_collective(void* data, std::size_t size, ncclDa
   }
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;
-  if (total != size) {
+  if (total != elements) {
     throw Error(full + ": the blocks hold " + std::to_string(total) +
-                " elements but the buffer has " + std::to_string(size));
+                " elements but the buffer has " + std::to_string(elements));
   }
   auto pending = std::make_unique<NcclOperation>(NcclOperation::Kind::kCollective, full, comm_);
   follow_compute(stream_, full);

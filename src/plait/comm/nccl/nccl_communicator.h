@@ -102,8 +102,8 @@ class NcclCommunicator final : public Communicator {
                          const char* type_name, int peer, int tag);
   Request collective(void* data, std::size_t count, ncclDataType_t type, const char* type_name,
                      const std::string& what, int root, ncclRedOp_t op, bool is_reduction);
-  // data: size elements of `type` (element_bytes each, named type_name in messages).
-  Request blocks_collective(void* data, std::size_t size, ncclDataType_t type,
+  // data: `elements` of `type` (element_bytes each, named type_name in messages).
+  Request blocks_collective(void* data, std::size_t elements, ncclDataType_t type,
                             std::size_t element_bytes, const char* type_name,
                             std::span<const std::size_t> counts, const std::string& what,
                             bool reduce, ncclRedOp_t op);
