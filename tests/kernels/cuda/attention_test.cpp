@@ -43,7 +43,7 @@ template <typename T>
 void check_attention(const Context& ctx, const Case& cs) {
   using R = Reference<T>;
   const std::string name = std::string("attention ") + type_name(T{}) + " " + cs.describe();
-  const int s = cs.s(), e = cs.e(), c = cs.c(), nb = static_cast<int>(cs.lengths.size());
+  const int s = cs.s(), c = cs.c(), nb = static_cast<int>(cs.lengths.size());
   const std::size_t qn = std::size_t(cs.batch) * s * c;
   const auto q = stored<T>(random_vector(qn, 61));
   const auto dout = stored<T>(random_vector(qn, 62));
