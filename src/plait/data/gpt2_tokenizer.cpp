@@ -12,6 +12,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
+#include "plait/core/printable_text.h"
 #include "plait/data/gpt2_byte_alphabet.h"
 #include "plait/data/gpt2_pretokenizer.h"
 #include "plait/data/utf8_decode.h"
@@ -22,6 +23,9 @@ namespace {
 constexpr std::size_t kMaxVocabulary = 65536;  // ids must fit llm.c's uint16 shards
 constexpr std::size_t kMaxCachedPieceBytes = 64;
 constexpr std::size_t kMaxCacheEntries = 1 << 18;
+// How much of a bad line an error quotes: enough to find it, not a copy of the file (the
+// vocabulary directory is the user's, and may be a link to anything).
+constexpr std::size_t kQuotedChars = 24;
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -156,7 +160,7 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
       if (line.rfind("#version", 0) != 0) {
         throw InputError(merges_name, field,
                          "expected the header \"#version: 0.2\", found \"" +
-                             std::string(line.substr(0, 40)) + "\"");
+                             printable_text(line, kQuotedChars) + "\"");
       }
       continue;
     }
@@ -165,7 +169,7 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
         space + 1 == line.size() || line.find(' ', space + 1) != std::string_view::npos) {
       throw InputError(merges_name, field,
                        "expected two tokens separated by one space, found \"" +
-                           std::string(line.substr(0, 80)) + "\"");
+                           printable_text(line, kQuotedChars) + "\"");
     }
     char32_t bad = 0;
     if (!spelled_to_bytes(line.substr(0, space), left_bytes, bad) ||
