@@ -14,6 +14,7 @@
 // - the default thread count under mpirun is the hardware threads shared by the local ranks.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -278,23 +279,28 @@ TEST_F(TrainCheckpointCli, KillDuringSaveLeavesThePreviousCheckpointAndResumeIsE
 // checkpoints are complete and equal to those of a run that was alone.
 TEST_F(TrainCheckpointCli, ASecondJobOnTheSameCheckpointDirectoryIsRefused) {
   const Metrics want = reference();
-  const fs::path cfg = config("first.json", 2, R"(, "eval_batches": 16)");
+  const fs::path cfg = config("first.json");
   const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
   const fs::path metrics = dir_ / "first.jsonl";
   const fs::path status = dir_ / "first.status";
-  // The first job in the background (its validation passes made long, so it runs for seconds);
-  // the second starts once the first holds the lock and has said so.
+  // The first job in the background; once its rank 0 holds the lock and has said so, the test
+  // stops that process (SIGSTOP: the lock stays held, the other rank waits for it) so that the
+  // first job is surely inside its run while the second starts, and lets it go on afterwards.
   const std::string first = "(bash " PLAIT_MPI_RUNNER " --timeout 120 --ranks 2 -- " + std::string(PLAIT_BINARY) +
                             " train --config " + cfg.string() + " --metrics " + metrics.string() + " >" +
                             (dir_ / "first.out").string() + " 2>" + (dir_ / "first.err").string() + "; echo $? >" +
                             status.string() + ") &";
   ASSERT_EQ(std::system(first.c_str()), 0);
-  for (int i = 0; i < 1200 && slurp(ckpt / ".plait.lock").find("pid=") == std::string::npos && !fs::exists(status); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 3000 && slurp(ckpt / ".plait.lock").find('\n') == std::string::npos && !fs::exists(status); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_FALSE(fs::exists(status)) << "the first job ended before the second could start: " << slurp(dir_ / "first.err");
   const std::string holder = slurp(ckpt / ".plait.lock");
+  const std::size_t pid_at = holder.find("pid=");
+  ASSERT_NE(pid_at, std::string::npos) << "the first job never took the lock: " << slurp(dir_ / "first.err");
+  const std::string pid = holder.substr(pid_at + 4, holder.find('\n') - pid_at - 4);
+  ASSERT_EQ(::kill(std::atoi(pid.c_str()), SIGSTOP), 0);
   const Result second = train(2, "--config " + cfg.string() + " --resume");  // the same job, submitted again
+  ::kill(std::atoi(pid.c_str()), SIGCONT);
   for (int i = 0; i < 2400 && !fs::exists(status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(fs::exists(status));
   EXPECT_EQ(std::atoi(slurp(status).c_str()), 0) << slurp(dir_ / "first.err");
@@ -303,9 +309,6 @@ TEST_F(TrainCheckpointCli, ASecondJobOnTheSameCheckpointDirectoryIsRefused) {
   EXPECT_NE(code, 0);
   EXPECT_LE(seconds, 20.0);
   EXPECT_EQ(count_of(second.err, "plait: error:"), 1u) << second.err;
-  const std::size_t pid_at = holder.find("pid=");
-  ASSERT_NE(pid_at, std::string::npos) << holder;
-  const std::string pid = holder.substr(pid_at + 4, holder.find('\n') - pid_at - 4);
   EXPECT_NE(second.err.find("plait: error: rank 0: " + ckpt.string() + ": in use by another plait run (pid " + pid +
                             " on host "),
             std::string::npos)
