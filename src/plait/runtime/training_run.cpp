@@ -7,6 +7,7 @@
 #include "plait/checkpoint/checkpoint_manifest.h"
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
 #include "plait/checkpoint/checkpoint_scan.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_resume.h"
@@ -179,11 +180,16 @@ TrainingStep TrainingRun::next() {
   }
   rec.result = trainer_->step(next_, data_->train());
   ++next_;
+  rec.stop_requests = rec.result->stop_requests;
+  rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;
-  if (ckpt && (next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {
+  if (ckpt && (rec.stopped || next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {
+    const double start = monotonic_seconds();
     rec.checkpoint = save(next_);
+    rec.save_seconds = monotonic_seconds() - start;
   }
-  finished_ = next_ == stop_ && !final_validation_;
+  stopped_ = rec.stopped;
+  finished_ = stopped_ || (next_ == stop_ && !final_validation_);
   return rec;
 }
 

@@ -8,6 +8,12 @@
 // the training step, then a checkpoint of the state after it ("step s + 1": the step a resumed
 // run starts at) when s + 1 is a multiple of checkpoint.every or the run's last step. After
 // the last step of train.steps one more validation runs (llm.c's last_step evaluation).
+//
+// A stop request (TrainerOptions::stop_requested: a preemption signal) that the reduction of
+// step s carries ends the run after step s on every rank: the checkpoint of step s + 1 is saved
+// (with a checkpoint section; once, if it was due anyway) and done() turns true, without the
+// final validation. A request carried by the run's last step changes nothing: the run is
+// complete (TrainingStep::stop_requests still says so).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,6 +51,9 @@ struct TrainingStep {
   std::optional<double> val_loss;               // validation before this step's update
   std::optional<DistributedStepResult> result;  // none for the final, validation-only pass
   std::string checkpoint;                       // the checkpoint saved after this step, or ""
+  double save_seconds = 0;                      // how long saving it took
+  int stop_requests = 0;                        // ranks asked to stop (DistributedStepResult)
+  bool stopped = false;  // the run stops after this step because of them (see above)
 };
 
 class TrainingRun {
@@ -70,6 +79,8 @@ class TrainingRun {
   // The step-0 checkpoint of checkpoint.save_initial, or "".
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }
   bool done() const { return finished_; }
+  // The run stopped before stop_step() because a rank was asked to (TrainingStep::stopped).
+  bool stopped_by_request() const { return stopped_; }
   // The step next() runs.
   std::int64_t next_step() const { return next_; }
   // Runs the next step (collective). Requires !done().
@@ -98,6 +109,7 @@ class TrainingRun {
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
   bool final_validation_ = false;  // one more validation after the last step of train.steps
   bool finished_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace plait::runtime
