@@ -63,6 +63,7 @@ struct TrainArgs {
   std::string resume_dir;
   std::string metrics;
   std::string inject_failure;
+  bool allow_recipe_change = false;
 
   int steps = 0, threads = 0, trace_step = -1;  // 0 / -1: not given
   long long stop_at = 0;
@@ -309,6 +310,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   options.trainer.failure = runtime::parse_failure_injection(args.inject_failure, "--inject-failure");
   options.resume = args.resume;
   options.stop_at = args.stop_at;
+  options.allow_recipe_change = args.allow_recipe_change;
   if (job.run.checkpoint && job.run.checkpoint->on_signal) {
     options.trainer.stop_requested = [] { return stop_signal() != 0; };
   }
@@ -547,10 +549,17 @@ void register_train(CLI::App& app) {
                   "Checkpoints newer than the one resumed are kept aside (renamed to\n"
                   "step_<N>.aside, never deleted). Parameters, AdamW moments and step count, data\n"
                   "position and seed are restored; the layout may differ from the one that saved\n"
-                  "it. Without --config: the checkpoint's own config (paths as its run saw them),\n"
-                  "writing new checkpoints beside the one resumed")
+                  "it, the recipe may not (--allow-recipe-change). Without --config: the\n"
+                  "checkpoint's own config (paths as its run saw them), writing new checkpoints\n"
+                  "beside the one resumed")
       ->expected(0, 1)
       ->type_name("[DIR]");
+  cmd->add_flag("--allow-recipe-change", args->allow_recipe_change,
+                "With --resume: continue although the optimizer (train.weight_decay, beta1, beta2,\n"
+                "eps, grad_clip), learning-rate schedule (lr, min_lr, warmup_steps, steps; --steps\n"
+                "too), batch (seq, microbatch_size, micro-batches per step), seed or data (by its\n"
+                "checksums) differ from the checkpoint's; each change is printed. Without it such a\n"
+                "resume is refused, naming every change. The model may never differ");
   cmd->add_option("--stop-at", args->stop_at_text,
                   "Stop before this step, saving a checkpoint there (with a checkpoint section),\n"
                   "without changing train.steps, which sets the learning-rate schedule; continue\n"

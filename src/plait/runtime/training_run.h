@@ -44,6 +44,9 @@ struct TrainingRunOptions {
   // section) without changing train.steps, the length of the learning-rate schedule. Must lie
   // after the start step and at most train.steps.
   std::int64_t stop_at = 0;
+  // Resume even when the optimizer, learning-rate schedule, batch, seed or data differ from the
+  // checkpoint's (resume_recipe.h; each change becomes a resume note). The model never may.
+  bool allow_recipe_change = false;
 };
 
 struct TrainingStep {
@@ -74,7 +77,7 @@ class TrainingRun {
   // The checkpoint resumed from, or "".
   const std::string& resumed_from() const { return resumed_from_; }
   // What resuming found and did, one line each, for the lead rank to print: newer checkpoints
-  // skipped (and why) or kept aside, `latest` repaired.
+  // skipped (and why) or kept aside, `latest` repaired, recipe changes allowed.
   const std::vector<std::string>& resume_notes() const { return notes_; }
   // The step-0 checkpoint of checkpoint.save_initial, or "".
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }

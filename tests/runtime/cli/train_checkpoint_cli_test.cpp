@@ -144,8 +144,13 @@ TEST_F(TrainCheckpointCli, FourStagesContinueOnTwoAndWithTheCheckpointsOwnConfig
   EXPECT_NE(job_status(own).first, 0);  // two.ckpt's config is pp 2: 4 ranks are refused
   EXPECT_NE(own.err.find("parallel.pp: the layout needs 2 ranks (pp 2 x dp 1) but the job has 4"), std::string::npos)
       << own.err;
-  const Result own2 = train(2, "--resume " + (dir_ / "two.ckpt").string() + " --steps 8");
+  // A longer schedule (--steps 8 of a 6-step run) is a recipe change: allowed explicitly, printed.
+  const Result own2 = train(2, "--resume " + (dir_ / "two.ckpt").string() + " --steps 8 --allow-recipe-change");
   ASSERT_EQ(job_status(own2).first, 0) << own2.err;
+  EXPECT_NE(own2.out.find("resume: recipe change (--allow-recipe-change): train.steps 6 -> 8, the learning-rate "
+                          "schedule"),
+            std::string::npos)
+      << own2.out;
   EXPECT_NE(own2.out.find("resumed from " + (dir_ / "two.ckpt" / "step_00000006").string() + ": step 6"),
             std::string::npos)
       << own2.out;
