@@ -46,11 +46,10 @@ std::pair<std::string, std::string> value_texts(const nlohmann::json& a, const n
 // implies: the error names the one set), then the rest.
 const char* const kModelOrder[] = {"family", "layers", "hidden", "heads", "kv_heads", "vocab", "max_seq"};
 
-void check_same_model(const nlohmann::json& saved_config, const JobConfig& job, const std::string& manifest) {
-  if (!saved_config.is_object() || !saved_config.contains("model") || !saved_config["model"].is_object()) {
-    throw InputError(manifest, "config.model", "missing; expected the model section of the run that wrote it");
-  }
-  const nlohmann::json& theirs = saved_config["model"];
+// Both sides as to_json writes them (every field explicit, defaults filled in), so that only
+// values can differ.
+void check_same_model(const JobConfig& saved, const JobConfig& job, const std::string& manifest) {
+  const nlohmann::json theirs = to_json(saved.run).at("model");
   const nlohmann::json ours = to_json(job.run).at("model");
   std::vector<std::string> keys(std::begin(kModelOrder), std::end(kModelOrder));
   for (const auto& [key, value] : ours.items()) {
@@ -79,9 +78,8 @@ std::string describe(const RecipeChange& c) { return c.field + " " + c.was + " -
 
 std::vector<RecipeChange> recipe_changes(const nlohmann::json& saved_config, const nlohmann::json& rng_state,
                                          const JobConfig& job, const std::string& manifest) {
-  check_same_model(saved_config, job, manifest);
-  const std::string file = manifest + " (config)";
-  const JobConfig saved = parse_job_config(saved_config, file);
+  const JobConfig saved = parse_job_config(saved_config, manifest + " (config)");
+  check_same_model(saved, job, manifest);
   const nlohmann::json theirs = to_json(saved.run).at("train");
   const nlohmann::json ours = to_json(job.run).at("train");
   std::vector<RecipeChange> changes;

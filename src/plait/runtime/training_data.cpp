@@ -100,24 +100,26 @@ bool same_source(const nlohmann::json& theirs, const nlohmann::json& ours) {
 
 }  // namespace
 
-void TrainingData::check_sources(const RunConfig& run, const DataResume& resume, const std::string& field) {
-  if (!resume.data_position.is_object() || !resume.data_position.contains("sources")) return;  // an older plait's
-  const nlohmann::json& theirs = resume.data_position["sources"];
-  if (!theirs.is_array()) {
-    throw InputError(resume.file, "data_position.sources", "expected an array of the data's sources");
+std::string data_sources_difference(const nlohmann::json& data_position, const nlohmann::json& sources,
+                                   const std::string& file) {
+  if (!data_position.is_object() || !data_position.contains("sources")) return "";  // an older plait's
+  const nlohmann::json& theirs = data_position["sources"];
+  if (!theirs.is_array()) throw InputError(file, "data_position.sources", "expected an array of the data's sources");
+  if (theirs.size() != sources.size()) {
+    return "the checkpoint's run read " + std::to_string(theirs.size()) + " source(s), this run reads " +
+           std::to_string(sources.size());
   }
-  std::string problem;
-  if (theirs.size() != sources_.size()) {
-    problem = "the checkpoint's run read " + std::to_string(theirs.size()) + " source(s), this run reads " +
-              std::to_string(sources_.size());
-  } else {
-    for (std::size_t i = 0; i < theirs.size() && problem.empty(); ++i) {
-      if (!same_source(theirs[i], sources_[i])) {
-        problem = "source " + std::to_string(i + 1) + " of " + std::to_string(theirs.size()) + " is " +
-                  source_text(sources_[i]) + " here, but the checkpoint's run read " + source_text(theirs[i]);
-      }
+  for (std::size_t i = 0; i < theirs.size(); ++i) {
+    if (!same_source(theirs[i], sources[i])) {
+      return "source " + std::to_string(i + 1) + " of " + std::to_string(theirs.size()) + " is " +
+             source_text(sources[i]) + " here, but the checkpoint's run read " + source_text(theirs[i]);
     }
   }
+  return "";
+}
+
+void TrainingData::check_sources(const RunConfig& run, const DataResume& resume, const std::string& field) {
+  const std::string problem = data_sources_difference(resume.data_position, sources_, resume.file);
   if (problem.empty()) return;
   if (resume.allow_change) {
     notes_.push_back("data change (--allow-recipe-change): " + problem +

@@ -40,6 +40,12 @@ struct DataResume {
   bool allow_change = false;
 };
 
+// How the sources a checkpoint's data_position records (its "sources"; none in an older plait's:
+// "") differ from `sources` (TrainingData's own, in the same form): "" when they are the same,
+// else the first difference, for a message. A malformed record is an InputError naming `file`.
+std::string data_sources_difference(const nlohmann::json& data_position, const nlohmann::json& sources,
+                                   const std::string& file);
+
 class TrainingData {
  public:
   // `global` is the job's global train section (JobConfig::global_train: M micro-batches of
