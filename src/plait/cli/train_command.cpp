@@ -10,9 +10,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -32,6 +34,7 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
+#include "plait/core/stop_signals.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/distributed_trainer.h"
@@ -63,6 +66,7 @@ struct TrainArgs {
   std::string resume_dir;
   std::string metrics;
   std::string inject_failure;
+  bool allow_recipe_change = false;
 
   int steps = 0, threads = 0, trace_step = -1;  // 0 / -1: not given
   long long stop_at = 0;
@@ -331,7 +335,25 @@ class MetricsLog {
   std::unique_ptr<AppendFile> out_;
 };
 
-void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args,
+// What rank 0 says when a stop signal ends the run after `rec` (docs/checkpoints.md,
+// "Preemption"): how many ranks were signalled (and with what, here), where every rank stopped,
+// and the checkpoint with the save's duration.
+std::string stop_note(const runtime::TrainingStep& rec, int ranks) {
+  const int here = stop_signal();
+  std::string line = "plait: a stop signal reached " + std::to_string(rec.stop_requests) + " of " +
+                     std::to_string(ranks) + " rank(s)" +
+                     (here != 0 ? std::string(" (") + stop_signal_name(here) + " on rank 0)" : std::string());
+  if (!rec.stopped) return line + " during the last step: the run is complete";
+  line += ": every rank stopped after step " + std::to_string(rec.step);
+  if (rec.checkpoint.empty()) return line + " (no checkpoint section: nothing saved)";
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f s", rec.save_seconds);
+  return line + "; saved its checkpoint " + rec.checkpoint + " in " + seconds + " (a resume starts at step " +
+         std::to_string(rec.step + 1) + ")";
+}
+
+// Returns whether a stop signal ended the run early (saved: the job exits kPreemptedExitStatus).
+bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args,
                  const ThreadChoice& threads) {
   comm::Communicator& world = session.world();
   const int rank = world.rank();
@@ -348,6 +370,10 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   options.trainer.failure = runtime::parse_failure_injection(args.inject_failure, "--inject-failure");
   options.resume = args.resume;
   options.stop_at = args.stop_at;
+  options.allow_recipe_change = args.allow_recipe_change;
+  if (job.run.checkpoint && job.run.checkpoint->on_signal) {
+    options.trainer.stop_requested = [] { return stop_signal() != 0; };
+  }
   std::unique_ptr<runtime::TrainingRun> run = reported_by_lead<Error>(lead, [&] {
     note_progress("setting up the run: data, parameters, checkpoint");
     std::unique_ptr<runtime::TrainingRun> r;
@@ -378,7 +404,9 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   std::unique_ptr<ProgressBar> progress;
   if (lead) progress = std::make_unique<ProgressBar>(t.steps, t.tokens_per_step());
   const double start = monotonic_seconds();
-  double first_loss = 0, last_loss = 0, bubble_sum = 0, makespan_sum = 0, step_sum = 0;
+  double bubble_sum = 0, makespan_sum = 0, step_sum = 0;
+  std::vector<double> first_losses;
+  std::deque<double> last_losses;  // a stop signal may end the run before `stop`
   int measured_steps = 0, skipped = 0;
   // Report the loss averaged over the first and last 10 steps; a run shorter than 20 steps
   // averages its first and last halves (the windows never overlap, so start and end differ
@@ -407,8 +435,9 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
       ++measured_steps;
     }
     if (timeline && step == trace_step) traced = measured;
-    if (step - first < window) first_loss += r.loss / window;
-    if (step >= stop - window) last_loss += r.loss / window;
+    if (static_cast<int>(first_losses.size()) < window) first_losses.push_back(r.loss);
+    last_losses.push_back(r.loss);
+    if (static_cast<int>(last_losses.size()) > window) last_losses.pop_front();
     if (r.skipped) ++skipped;
     if (!lead) continue;
     if (r.skipped) {
@@ -420,7 +449,9 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
                         {"skipped", r.skipped}};
     if (r.skipped) m["nonfinite"] = r.nonfinite;
     metrics->write(m);
-    if (!rec.checkpoint.empty()) {
+    if (rec.stop_requests > 0) {
+      progress->note(stop_note(rec, world.size()));
+    } else if (!rec.checkpoint.empty()) {
       progress->note("  checkpoint: " + rec.checkpoint + " (after step " + std::to_string(step) +
                      "; a resume starts at step " + std::to_string(step + 1) + ")");
     }
@@ -428,22 +459,29 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   const double secs = monotonic_seconds() - start;
   const std::vector<MemoryReport> memory = runtime::gather_memory_reports(world, tracker.report());
   const std::vector<MemoryReport> host = runtime::gather_memory_reports(world, run->trainer().host_tracker().report());
-  if (!lead) return;
+  const bool stopped = run->stopped_by_request();
+  if (!lead) return stopped;
   progress->finish();
   if (steps == 0) {
     std::printf("done: no steps to train (the checkpoint is at step %d of %d)\n", first, t.steps);
-    return;
+    return stopped;
   }
+  const int last = static_cast<int>(run->next_step()) - 1;  // the last step trained
+  const int trained = last + 1 - first;
+  const auto mean = [](const auto& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); };
+  const double first_loss = mean(first_losses), last_loss = mean(last_losses);
+  const int head = static_cast<int>(first_losses.size()), tail = static_cast<int>(last_losses.size());
   char loss_text[160];
-  if (steps == 1) {
+  if (trained == 1) {
     std::snprintf(loss_text, sizeof loss_text, "loss %.4f", last_loss);
   } else {
     std::snprintf(loss_text, sizeof loss_text, "loss (mean of %d step(s)) %.4f at the start (%d..%d) -> %.4f at the end (%d..%d)",
-                  window, first_loss, first, first + window - 1, last_loss, stop - window, stop - 1);
+                  head, first_loss, first, first + head - 1, last_loss, last - tail + 1, last);
   }
-  std::printf("done: %d steps (%d..%d) in %.1f s, %.0f tokens/s; %s%s\n", steps, first, stop - 1,
-              secs, steps * static_cast<double>(t.tokens_per_step()) / secs, loss_text,
-              skipped ? (" (" + std::to_string(skipped) + " non-finite step(s) skipped)").c_str() : "");
+  std::printf("done: %d steps (%d..%d) in %.1f s, %.0f tokens/s; %s%s%s\n", trained, first, last, secs,
+              trained * static_cast<double>(t.tokens_per_step()) / secs, loss_text,
+              skipped ? (" (" + std::to_string(skipped) + " non-finite step(s) skipped)").c_str() : "",
+              stopped ? (" (stopped by a signal before step " + std::to_string(run->stop_step()) + ")").c_str() : "");
   if (measured_steps > 0) {
     std::printf("pipeline (measured, mean of %d step(s)%s): step %.4f s, pipeline makespan %.4f s, "
                 "bubble %.2f%% (1 - busy / (ranks x makespan))\n",
@@ -453,6 +491,10 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   print_rank_memory_table(stdout, plan, memory);
   print_host_memory_table(stdout, plan, host);
   write_timelines(args, plan, traced, trace_step);
+  if (stopped) {
+    std::printf("preempted: exit status %d; continue with plait train --resume\n", runtime::kPreemptedExitStatus);
+  }
+  return stopped;
 }
 
 void run_train(TrainArgs args) {
@@ -494,8 +536,13 @@ void run_train(TrainArgs args) {
   const double stall = job.run.train.stall_timeout_s;
   const bool watch = stall > 0 && comm::launched_by_mpi_launcher();
   std::exception_ptr failure;
+  bool stopped = false;
   {
     comm::MpiSession session({}, watch ? comm::ThreadLevel::kMultiple : comm::ThreadLevel::kSerialized);
+    // After MPI_Init, so that these handlers are the ones in place (docs/checkpoints.md,
+    // "Preemption"); without them (no checkpoint section, or checkpoint.on_signal false) a
+    // signal ends the process as it always would.
+    if (job.run.checkpoint && job.run.checkpoint->on_signal) install_stop_signal_handlers(session.rank());
     try {
       if (watch && session.size() > 1) {
         if (session.thread_level() == comm::ThreadLevel::kMultiple) {
@@ -505,7 +552,7 @@ void run_train(TrainArgs args) {
                                "the stall watchdog (train.stall_timeout_s) is off\n");
         }
       }
-      train_ranks(session, job, args, threads);
+      stopped = train_ranks(session, job, args, threads);
     } catch (const std::exception& e) {
       // With several ranks, stop them all at once naming this rank (docs/comm.md); a job of one
       // rank finalizes MPI normally and reports the error like any other command.
@@ -514,6 +561,7 @@ void run_train(TrainArgs args) {
     }
   }
   if (failure) std::rethrow_exception(failure);
+  if (stopped) throw ExitStatus{runtime::kPreemptedExitStatus};
 }
 
 void register_train(CLI::App& app) {
@@ -525,7 +573,10 @@ void register_train(CLI::App& app) {
       "section (docs/runtime.md); without mpirun it is one rank. The config's \"checkpoint\"\n"
       "section saves checkpoints that --resume continues exactly (docs/checkpoints.md). Under\n"
       "mpirun a stall watchdog ends a job in which no rank makes progress for\n"
-      "train.stall_timeout_s (default 300 s), naming each rank and what it waits on. Without\n"
+      "train.stall_timeout_s (default 300 s), naming each rank and what it waits on. With a\n"
+      "checkpoint section, SIGUSR1, SIGTERM or SIGINT save and stop: every rank stops after the\n"
+      "same step, its checkpoint is saved and the job exits 75 (preempted; a second signal exits at\n"
+      "once; checkpoint.on_signal, docs/checkpoints.md \"Preemption\"). Without\n"
       "--config: a small built-in default that runs in a couple of minutes on 2 cores\n"
       "(configs/default.json).");
   auto args = std::make_shared<TrainArgs>();
@@ -576,10 +627,17 @@ void register_train(CLI::App& app) {
                   "Checkpoints newer than the one resumed are kept aside (renamed to\n"
                   "step_<N>.aside, never deleted). Parameters, AdamW moments and step count, data\n"
                   "position and seed are restored; the layout may differ from the one that saved\n"
-                  "it. Without --config: the checkpoint's own config (paths as its run saw them),\n"
-                  "writing new checkpoints beside the one resumed")
+                  "it, the recipe may not (--allow-recipe-change). Without --config: the\n"
+                  "checkpoint's own config (paths as its run saw them), writing new checkpoints\n"
+                  "beside the one resumed")
       ->expected(0, 1)
       ->type_name("[DIR]");
+  cmd->add_flag("--allow-recipe-change", args->allow_recipe_change,
+                "With --resume: continue although the optimizer (train.weight_decay, beta1, beta2,\n"
+                "eps, grad_clip), learning-rate schedule (lr, min_lr, warmup_steps, steps; --steps\n"
+                "too), batch (seq, microbatch_size, micro-batches per step), seed or data (by its\n"
+                "checksums) differ from the checkpoint's; each change is printed. Without it such a\n"
+                "resume is refused, naming every change. The model may never differ");
   cmd->add_option("--stop-at", args->stop_at_text,
                   "Stop before this step, saving a checkpoint there (with a checkpoint section),\n"
                   "without changing train.steps, which sets the learning-rate schedule; continue\n"

@@ -1,5 +1,6 @@
 #include "plait/runtime/pipeline_executor.h"
 
+#include <csignal>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -256,6 +257,8 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     }
     if (i == fail_at && failure.at(rank, step, Kind::kStop)) stop_self(rank, step);
     if (i == fail_at && failure.at(rank, step, Kind::kHang)) hang_self(rank, step);
+    if (i == fail_at && failure.at(rank, step, Kind::kSigterm)) signal_self(rank, step, SIGTERM);
+    if (i == fail_at && failure.at(rank, step, Kind::kSigusr1)) signal_self(rank, step, SIGUSR1);
     if (i == fail_at && failure.at(rank, step, Kind::kThrow)) {
       throw Error("step " + std::to_string(step) + ": injected failure before action " +
                   std::to_string(i) + " (" + action_text(s.action) + ")");

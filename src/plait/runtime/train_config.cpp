@@ -115,6 +115,7 @@ CheckpointConfig parse_checkpoint(const JsonFields& k) {
   c.every = static_cast<int>(k.integer_in("every", 0, 1 << 30, 0));
   c.keep_last = static_cast<int>(k.integer_in("keep_last", 0, 1 << 20, 0));
   c.save_initial = k.boolean("save_initial", false);
+  c.on_signal = k.boolean("on_signal", true);
   k.check_no_unknown_fields();
   return c;
 }
@@ -214,7 +215,8 @@ nlohmann::json to_json(const RunConfig& c) {
     j["checkpoint"] = {{"dir", c.checkpoint->dir},
                        {"every", c.checkpoint->every},
                        {"keep_last", c.checkpoint->keep_last},
-                       {"save_initial", c.checkpoint->save_initial}};
+                       {"save_initial", c.checkpoint->save_initial},
+                       {"on_signal", c.checkpoint->on_signal}};
   }
   return j;
 }

@@ -76,13 +76,21 @@ struct DataConfig {
 
 // Checkpoints of the run (docs/checkpoints.md): written into `dir` every `every` steps and after
 // the last step; `keep_last` > 0 keeps only the newest that many; `save_initial` also saves the
-// untrained parameters as step 0 when the run starts from scratch.
+// untrained parameters as step 0 when the run starts from scratch; `on_signal` makes SIGUSR1,
+// SIGTERM and SIGINT "save and stop": the job stops after the step under way, saves it, and
+// exits with kPreemptedExitStatus (docs/checkpoints.md, "Preemption").
 struct CheckpointConfig {
   std::string dir;
   int every = 0;  // 0: only after the last step
   int keep_last = 0;
   bool save_initial = false;
+  bool on_signal = true;
 };
+
+// The exit status of a run stopped by a signal after saving its checkpoint: EX_TEMPFAIL of
+// sysexits.h ("a temporary failure; the user is invited to retry"), so that a scheduler's
+// script can tell "preempted, resume me" (75) from success (0) and failure (other values).
+inline constexpr int kPreemptedExitStatus = 75;
 
 struct RunConfig {
   std::string source;  // the file it was read from, or "built-in default"
