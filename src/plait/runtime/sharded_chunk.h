@@ -118,6 +118,10 @@ class ShardedChunk {
   // Whether this rank's fp32 master is only its shard (or lives on the host): offload, level 3,
   // or bf16 at level >= 1 (mixed precision's master is optimizer state, sharded with it).
   bool master_sharded() const;
+  // Whether the device's fp32 buffer holds the whole stage between steps: fp32 below level 3
+  // (the kernels read it; an offloaded master is a host copy of its shard), bf16 only while the
+  // master is whole on the device.
+  bool device_fp32_whole() const { return bf16_ ? !master_sharded() : !s_.policy.shards_parameters(); }
   // bf16: whether the compute copy is the resident shard between uses (level 3).
   bool compute_copy_sharded() const { return bf16_ && s_.policy.shards_parameters(); }
   // Counts of each holder's block (the shard sizes), for gathers.

@@ -318,7 +318,7 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
     const std::span<float> second = opt.second_moment();
     // Where the rank keeps each part: the whole device buffer unless level 3 parks it, the
     // optimizer's shard (host master, or the device buffer's own range) and the moments' shard.
-    const bool device_weights = !chunk.master_sharded();
+    const bool device_weights = chunk.device_fp32_whole();
     const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
     for (const model::NamedTensor& t : m.tensors()) {
       for (const char* suffix : {"", ".adam_m", ".adam_v"}) {
