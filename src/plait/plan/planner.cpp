@@ -44,6 +44,9 @@ struct GroupingCandidate {
   Grouping groups;
   std::vector<std::vector<GroupOption>> options;
   bool lockstep = false;  // every stage as wide, every device of one type
+  bool needs_tp = false;  // some group cannot run at t = 1
+  bool can_tp = false;    // some group can run at t > 1
+  double tp_score = 0;    // the coarse score with TP where t = 1 cannot
 };
 
 struct Candidate {
@@ -137,7 +140,11 @@ class PlanSearch {
     select_tensor_parallel();
     choose_planning_speeds();
     limit_segmented_units();
-    for (int b : sizes_) fine_pass(b, coarse_pass(b));
+    for (int b : sizes_) {
+      const std::vector<GroupingCandidate> coarse = coarse_pass(b);
+      fine_pass(b, plain_shortlist(coarse), false);
+      fine_pass(b, tp_shortlist(coarse), true);
+    }
     result_.plans = simulate_shortlist(shortlist());
     result_.seconds = monotonic_seconds() - start;
     return std::move(result_);
@@ -382,42 +389,80 @@ class PlanSearch {
       // The coarse ranking keeps the first option that runs and holds the layers: t = 1 unless it
       // cannot (fewer micro-batches than devices, or the static state does not fit), then the
       // smallest t that can (pruning: the fine pass weighs every degree against the others).
-      auto first_option = [&](int g, int l) -> const GroupOption* {
-        const auto& options = c.options[static_cast<std::size_t>(g)];
-        for (std::size_t o = 0; o < options.size(); ++o) {
-          if (option_fits(g, options[o], l, o + 1 == options.size())) return &options[o];
+      // The first option that holds the layers: plain, t = 1 only (the ranking without TP); with
+      // TP, t = 1 unless it cannot (fewer micro-batches than devices, or the static state does
+      // not fit), then the smallest t that can (the fine pass weighs every degree).
+      auto score_of = [&](bool with_tp, double& score) {
+        auto first_option = [&](int g, int l) -> const GroupOption* {
+          const auto& options = c.options[static_cast<std::size_t>(g)];
+          const std::size_t usable = with_tp ? options.size() : (options.front().tp.degree == 1 ? 1 : 0);
+          for (std::size_t o = 0; o < usable; ++o) {
+            if (option_fits(g, options[o], l, o + 1 == usable)) return &options[o];
+          }
+          return nullptr;
+        };
+        auto time = [&](int g, int l) {
+          const GroupOption* o = first_option(g, l);
+          return o ? option_time(g, *o, l) : std::numeric_limits<double>::infinity();
+        };
+        auto fits = [&](int g, int l) { return first_option(g, l) != nullptr; };
+        const std::vector<int> layers = balance_layers(L_, P, time, fits);
+        if (layers.empty()) return false;
+        double work = 0, sum = 0, sync = 0;
+        for (int g = 0; g < P; ++g) {
+          const GroupOption* o = first_option(g, layers[g]);
+          const double t = option_time(g, *o, layers[g]);
+          work = std::max(work, t);
+          sum += t;
+          const double bytes = static_policy.sync_bytes_per_parameter() *
+                               static_cast<double>(params_of(layers[g], g == 0, g == P - 1, o->tp.degree));
+          sync = std::max(sync, ring_sync_seconds(cluster_, o->tp.leads, bytes));
         }
-        return nullptr;
+        score = work + (sum - work) / M + sync;
+        return true;
       };
-      auto time = [&](int g, int l) {
-        const GroupOption* o = first_option(g, l);
-        return o ? option_time(g, *o, l) : std::numeric_limits<double>::infinity();
-      };
-      auto fits = [&](int g, int l) { return first_option(g, l) != nullptr; };
-      const std::vector<int> layers = balance_layers(L_, P, time, fits);
-      if (layers.empty()) continue;
-      double work = 0, sum = 0, sync = 0;
-      for (int g = 0; g < P; ++g) {
-        const GroupOption* o = first_option(g, layers[g]);
-        const double t = option_time(g, *o, layers[g]);
-        work = std::max(work, t);
-        sum += t;
-        const double bytes = static_policy.sync_bytes_per_parameter() *
-                             static_cast<double>(params_of(layers[g], g == 0, g == P - 1, o->tp.degree));
-        sync = std::max(sync, ring_sync_seconds(cluster_, o->tp.leads, bytes));
-      }
-      c.score = work + (sum - work) / M + sync;
-      coarse.push_back(std::move(c));
+      const bool plain_ok = std::all_of(c.options.begin(), c.options.end(), [](const auto& o) { return o.front().tp.degree == 1; }) &&
+                            score_of(false, c.score);
+      c.can_tp = std::any_of(c.options.begin(), c.options.end(), [](const auto& o) { return o.size() > 1; }) &&
+                 score_of(true, c.tp_score);
+      if (!c.can_tp && plain_ok) c.tp_score = c.score;
+      c.needs_tp = !plain_ok;
+      if (plain_ok || c.can_tp) coarse.push_back(std::move(c));
     }
     std::sort(coarse.begin(), coarse.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
-    if (static_cast<int>(coarse.size()) > o_.grouping_shortlist) coarse.resize(o_.grouping_shortlist);
     return coarse;
+  }
+
+  // Pruning that keeps the search within twice its time without TP (docs/planner.md): the plain
+  // search is the one without TP, unchanged (the best grouping_shortlist groupings that run at
+  // t = 1, each group at t = 1), so TP never displaces a layout it would have found; a second,
+  // smaller search gives each group its best degree on the best tp_shortlist groupings that can
+  // use TP at all (those that need it first ranked alike), and its layouts that use TP are
+  // simulated beside the plain ones (PlannerOptions::simulate_tp).
+  std::vector<GroupingCandidate> plain_shortlist(const std::vector<GroupingCandidate>& coarse) const {
+    std::vector<GroupingCandidate> out;
+    for (const GroupingCandidate& c : coarse) {
+      if (static_cast<int>(out.size()) >= o_.grouping_shortlist) break;
+      if (!c.needs_tp) out.push_back(c);
+    }
+    return out;
+  }
+  // (coarse is sorted by the plain score; the TP search takes the best by its own score)
+  std::vector<GroupingCandidate> tp_shortlist(const std::vector<GroupingCandidate>& coarse) const {
+    std::vector<const GroupingCandidate*> can;
+    for (const GroupingCandidate& c : coarse) {
+      if (c.can_tp) can.push_back(&c);
+    }
+    std::sort(can.begin(), can.end(), [](const auto* a, const auto* b) { return a->tp_score < b->tp_score; });
+    std::vector<GroupingCandidate> out;
+    for (std::size_t i = 0; i < can.size() && static_cast<int>(i) < o_.tp_grouping_shortlist; ++i) out.push_back(*can[i]);
+    return out;
   }
 
   // Fine pass for micro-batch size b: every segment option and family on the shortlisted
   // groupings, estimated (recomputing per stage as memory needs, each stage at its best TP
   // degree); layouts within memory join the pool.
-  void fine_pass(int b, const std::vector<GroupingCandidate>& coarse) {
+  void fine_pass(int b, const std::vector<GroupingCandidate>& coarse, bool tp) {
     for (const GroupingCandidate& gc : coarse) {
       for (const SegmentOption& so : segment_options_) {
         const UnitTimes& times = times_for(b, so);
@@ -450,7 +495,7 @@ class PlanSearch {
           if (so.k > 1 && !f.sequence_level) continue;
           // With k = 1 a sequence family is its micro-batch twin, when that one is tried.
           if (so.k == 1 && !f.one_segment_twin.empty() && has_family(f.one_segment_twin)) continue;
-          estimate_option(b, gc, so, times, policy, acts, fo);
+          estimate_option(b, gc, so, times, policy, acts, fo, !tp);
         }
       }
     }
@@ -467,8 +512,11 @@ class PlanSearch {
   // at the TP degree that fits with the least time, with the fewest recomputed layers that fit),
   // estimate, and when a device is over its memory retry with one layer less on its group (4
   // attempts).
+  // plain: every group at t = 1 (the search without TP); else each group at its best degree, the
+  // layouts that use TP kept in their own pool.
   void estimate_option(int b, const GroupingCandidate& gc, const SegmentOption& so, const UnitTimes& times,
-                       const MemoryPolicy& policy, const std::map<int, UnitActivations>& acts, const FamilyOption& fo) {
+                       const MemoryPolicy& policy, const std::map<int, UnitActivations>& acts, const FamilyOption& fo,
+                       bool plain) {
     const schedule::ScheduleFamily& f = *fo.family;
     const int P = static_cast<int>(gc.groups.size()), M = static_cast<int>(B_ / b), v = fo.chunks;
     // Units in flight on group g: the family's homogeneous limit (the estimate then uses the
@@ -549,7 +597,9 @@ class PlanSearch {
       Keeping& m = memo[static_cast<std::size_t>(g)][static_cast<std::size_t>(l)];
       if (m.option == -2) {
         m = {};
-        for (int o = 0; o < static_cast<int>(gc.options[static_cast<std::size_t>(g)].size()); ++o) {
+        const auto& options = gc.options[static_cast<std::size_t>(g)];
+        const int usable = plain ? (options.front().tp.degree == 1 ? 1 : 0) : static_cast<int>(options.size());
+        for (int o = 0; o < usable; ++o) {
           const Keeping k = keeping_with(g, l, o, m.time);
           if (k.option >= 0 && k.time < m.time) m = k;
         }
@@ -609,7 +659,11 @@ class PlanSearch {
       cand.estimate = estimate_plan(planning_, ch, times);
       ++result_.estimated;
       if (cand.estimate.fits) {
-        pool_.push_back(std::move(cand));
+        if (plain) {
+          pool_.push_back(std::move(cand));
+        } else if (ch.tensor_parallel()) {
+          tp_pool_.push_back(std::move(cand));
+        }
         return;
       }
       // Over memory: give the group of the first device over its memory one layer less.
@@ -662,26 +716,30 @@ class PlanSearch {
     return notes;
   }
 
-  // The estimates to simulate: the best of each family first, then the best overall.
+  // The estimates to simulate: of the layouts without TP the best of each family first, then the
+  // best overall (simulate of them); then of those with TP the same (simulate_tp of them).
   std::vector<const Candidate*> shortlist() {
-    if (pool_.empty()) {
+    if (pool_.empty() && tp_pool_.empty()) {
       const std::string& why = closest_.message.empty() ? closest_static_.message : closest_.message;
       throw Error("cannot plan: no layout fits in memory" + (why.empty() ? std::string() : "; the closest: " + why));
     }
-    std::sort(pool_.begin(), pool_.end(), [](const Candidate& a, const Candidate& b) {
-      return a.estimate.step_seconds < b.estimate.step_seconds;
-    });
     std::vector<const Candidate*> finals;
     std::set<std::string> chosen;
-    auto take = [&](const Candidate& c) {
-      if (static_cast<int>(finals.size()) >= o_.simulate) return;
-      if (chosen.insert(c.choice.summary(cluster_)).second) finals.push_back(&c);
-    };
-    std::set<std::string> family_seen;
-    for (const Candidate& c : pool_) {
-      if (family_seen.insert(c.choice.family).second) take(c);
+    for (auto [pool, most] : {std::pair{&pool_, o_.simulate}, std::pair{&tp_pool_, o_.simulate_tp}}) {
+      std::sort(pool->begin(), pool->end(), [](const Candidate& a, const Candidate& b) {
+        return a.estimate.step_seconds < b.estimate.step_seconds;
+      });
+      const std::size_t first = finals.size();
+      auto take = [&](const Candidate& c) {
+        if (static_cast<int>(finals.size() - first) >= most) return;
+        if (chosen.insert(c.choice.summary(cluster_)).second) finals.push_back(&c);
+      };
+      std::set<std::string> family_seen;
+      for (const Candidate& c : *pool) {
+        if (family_seen.insert(c.choice.family).second) take(c);
+      }
+      for (const Candidate& c : *pool) take(c);
     }
-    for (const Candidate& c : pool_) take(c);
     return finals;
   }
 
@@ -736,7 +794,7 @@ class PlanSearch {
   // The closest layouts to fitting: those over memory with their activations (estimated or
   // simulated), else those whose weights and optimizer state alone do not fit.
   Closest closest_, closest_static_;
-  std::vector<Candidate> pool_;
+  std::vector<Candidate> pool_, tp_pool_;
   std::map<std::tuple<int, int, int>, UnitTimes> times_cache_;  // (b, k, split)
 };
 

@@ -41,6 +41,8 @@ struct PlannerOptions {
   std::vector<int> tensor_parallel;
   int max_groups = 16;                    // pipeline stages at most
   int grouping_shortlist = 40;            // groupings per micro-batch size kept by the coarse pass
+  int tp_grouping_shortlist = 12;         // ... for the search with TP (planner.cpp, "Pruning")
+  int simulate_tp = 6;                    // estimated plans with TP re-ranked by simulation, besides
   int simulate = 16;                      // estimated plans re-ranked by simulation
   int top = 5;                            // plans returned
 };
