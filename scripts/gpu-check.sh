@@ -13,8 +13,8 @@
 #   OUT                  where the log, summary, test log and benchmark table go (default
 #                        build-gpu/gpu-check/); the device tool brings $OUT back
 #   PLAIT_GPU_BUILD_DIR  build tree (default build-gpu/)
-#   PLAIT_GPU_DEPS       auto (default): the system's OpenBLAS, GoogleTest, nlohmann-json where
-#                        present, else the bundle .gpu-deps/plait-gpu-deps.tar.xz (made here by
+#   PLAIT_GPU_DEPS       auto (default): the system's OpenBLAS, GoogleTest, nlohmann-json, oneDNN
+#                        where present, else the bundle .gpu-deps/plait-gpu-deps.tar.xz (made by
 #                        scripts/gpu-deps.sh; carry .gpu-deps); bundle: the bundle only, ignoring
 #                        the system's (to test the bundle on a machine that has everything)
 #   PLAIT_GPU_CHECK_BUDGET  seconds for all steps (default 360)
@@ -97,13 +97,14 @@ deps="${PLAIT_GPU_DEPS:-auto}"
 multiarch="$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
 system_has_deps() {
   command -v pkg-config >/dev/null && pkg-config --exists openblas &&
-    [ -e /usr/include/gtest/gtest.h ] && [ -e /usr/include/nlohmann/json.hpp ]
+    [ -e /usr/include/gtest/gtest.h ] && [ -e /usr/include/nlohmann/json.hpp ] &&
+    [ -e /usr/include/oneapi/dnnl/dnnl.hpp ]
 }
 cmake_extra=()
 if [ "$deps" = bundle ] || { [ "$deps" = auto ] && ! system_has_deps; }; then
   bundle="$root/.gpu-deps/plait-gpu-deps.tar.xz"
   if [ ! -f "$bundle" ]; then
-    echo "gpu-check: this machine lacks OpenBLAS, GoogleTest or nlohmann-json and there is no" \
+    echo "gpu-check: this machine lacks OpenBLAS, GoogleTest, nlohmann-json or oneDNN and there is no" \
          "$bundle: run scripts/gpu-deps.sh on a machine that has them and carry .gpu-deps" >&2
     exit 1
   fi

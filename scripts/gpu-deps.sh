@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Packs, from this machine's Debian packages, what scripts/gpu-check.sh needs on a GPU machine
 # whose image lacks plait's build dependencies (the device machines: CUDA, CMake, g++ and PyTorch,
-# but no OpenBLAS, GoogleTest, nlohmann-json, pkg-config or MPI), into
-# .gpu-deps/plait-gpu-deps.tar.xz (about 6 MB; .gpu-deps/ is ignored by git). Carry .gpu-deps to
+# but no OpenBLAS, GoogleTest, nlohmann-json, oneDNN, pkg-config or MPI), into
+# .gpu-deps/plait-gpu-deps.tar.xz (about 13 MB; .gpu-deps/ is ignored by git). Carry .gpu-deps to
 # the GPU machine; gpu-check.sh unpacks it there when the system lacks a dependency.
 #
 # What it holds: OpenBLAS (OpenMP build, with cblas.h and libgfortran/libquadmath, which it needs)
 # and a relocatable openblas.pc; GoogleTest and GoogleMock (static libraries, headers, CMake
-# config); nlohmann-json (headers, CMake config); pkgconf. MPI is not in it (too many libraries):
-# without MPI on the GPU machine, gpu-check.sh builds PLAIT_KERNELS_ONLY.
+# config); nlohmann-json (headers, CMake config); oneDNN (the library, the OpenCL ICD loader it
+# links to, its headers: cmake/PlaitOneDnn.cmake finds them under CMAKE_PREFIX_PATH); pkgconf.
+# MPI is not in it (too many libraries): without MPI on the GPU machine, gpu-check.sh builds
+# PLAIT_KERNELS_ONLY.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
@@ -36,6 +38,14 @@ Libs: -L${libdir} -lopenblas
 Libs.private: -lm -lpthread -lgfortran -lgomp
 Cflags: -I${includedir}
 PC
+
+# oneDNN: the bf16 matmuls (kernels/bf16_matmul.h); libOpenCL.so.1 only because libdnnl is
+# linked to it (plait uses its CPU engine alone).
+cp -L "/usr/lib/$multiarch/libdnnl.so.2" "$lib/"
+ln -s libdnnl.so.2 "$lib/libdnnl.so"
+cp -L "/lib/$multiarch/libOpenCL.so.1" "$lib/"
+mkdir -p "$prefix/include/oneapi"
+cp -r /usr/include/oneapi/dnnl "$prefix/include/oneapi/"
 
 # GoogleTest / GoogleMock: the Debian layout, whose CMake config finds its prefix relative to
 # itself (four directories up from lib/<multiarch>/cmake/GTest).

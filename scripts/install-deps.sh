@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libopenblas-openmp-dev   # BLAS for matmuls; the OpenMP build shares plait's thread pool
+  libdnnl-dev              # oneDNN: the bf16 matmuls (kernels/bf16_matmul.h); its OpenMP build too
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev

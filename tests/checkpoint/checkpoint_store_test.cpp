@@ -115,14 +115,21 @@ TEST_F(CheckpointStore, LeftoversOfACrashedSaveAreIgnoredAndCleanedUp) {
   const Toy good(10, 64);
   save(good, 2);
   // A save of step 20 that died after writing half a file and a temporary file.
-  const std::string staging = begin_checkpoint(root(), 20);
-  put(staging + "/stage_0.safetensors.tmp-99999", "partial");
+  const std::string staging = begin_checkpoint(root(), 20, new_checkpoint_run());
+  EXPECT_EQ(fs::path(staging).filename().string().substr(0, 22), "step_00000020.partial-");
+  put(staging + "/stage_0.safetensors.tmp-0123456789abcdef", "partial");
   put(staging + "/stage_1.safetensors", "half a file");
-  put(path("ckpt/latest.tmp-99999"), "step_000");
+  put(path("ckpt/latest.tmp-0123456789abcdef"), "step_000");
   good.expect_in(CheckpointReader(*latest_checkpoint(root())));
-  // The next save (step 30) succeeds and removes the stale staging directory.
+  // The next save (step 30) succeeds and touches nothing of the other run's; a run that holds
+  // the root's lock (so no other live run writes here) removes what dead runs left.
   save(Toy(30, 64), 2);
+  EXPECT_TRUE(fs::exists(staging));
+  Toy(30, 64).expect_in(CheckpointReader(*latest_checkpoint(root())));
+  const std::vector<std::string> removed = remove_abandoned_staging(root());
+  EXPECT_EQ(removed, (std::vector<std::string>{"latest.tmp-0123456789abcdef", fs::path(staging).filename().string()}));
   EXPECT_FALSE(fs::exists(staging));
+  EXPECT_FALSE(fs::exists(path("ckpt/latest.tmp-0123456789abcdef")));
   Toy(30, 64).expect_in(CheckpointReader(*latest_checkpoint(root())));
 }
 
@@ -211,10 +218,11 @@ TEST_F(CheckpointStore, AnInterruptedCommitLeavesANewerCompleteCheckpointTheScan
   save(Toy(2, 16), 2);
   const Toy newest(4, 16);
   const auto files = newest.files(2);
-  const std::string staging = begin_checkpoint(root(), 4);
+  const std::string run = new_checkpoint_run();
+  const std::string staging = begin_checkpoint(root(), 4, run);
   CheckpointManifest m = newest.manifest();
   for (const auto& f : files) m.files.push_back(write_checkpoint_file(staging, f.name, f.tensors));
-  EXPECT_THROW(commit_checkpoint(root(), m, 0, [] { throw Error("No space left on device"); }), Error);
+  EXPECT_THROW(commit_checkpoint(root(), m, run, 0, [] { throw Error("No space left on device"); }), Error);
   ASSERT_TRUE(fs::is_directory(path("ckpt/step_00000004")));
   EXPECT_EQ(fs::path(*latest_checkpoint(root())).filename(), "step_00000002");
 
@@ -315,6 +323,73 @@ TEST_F(CheckpointStore, AManifestRecordsTheWorkingDirectoryOfItsRun) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "m.json: working_directory: expected an absolute directory, found \"relative/dir\"");
   }
+}
+
+// A symbolic link planted at any name plait writes inside a checkpoint root (a step directory,
+// a staging directory, a tensor file, the manifest, `latest`) is refused or replaced as an
+// entry: its target is never written, renamed or removed. Reading never follows one either.
+TEST_F(CheckpointStore, PlantedLinksAreRefusedAndTheirTargetsNeverWritten) {
+  save(Toy(1, 16), 2);
+  fs::create_directories(path("elsewhere"));
+  put(path("elsewhere/victim"), "precious");
+  const auto intact = [&] {
+    EXPECT_EQ(bytes_of(path("elsewhere/victim")), "precious");
+    EXPECT_EQ(fs::directory_iterator(path("elsewhere"))->path().filename(), "victim");
+    EXPECT_EQ(std::distance(fs::directory_iterator(path("elsewhere")), fs::directory_iterator()), 1);
+  };
+  const Toy t(2, 16);
+  const auto files = t.files(2);
+  CheckpointManifest m = t.manifest();
+  // The staging directory swapped for a link after it was created: writers refuse it.
+  const std::string run = new_checkpoint_run();
+  std::string staging = begin_checkpoint(root(), 2, run);
+  fs::remove_all(staging);
+  fs::create_directory_symlink(path("elsewhere"), staging);
+  EXPECT_THROW(write_checkpoint_file(staging, files[0].name, files[0].tensors), Error);
+  EXPECT_THROW(commit_checkpoint(root(), m, run, 0), Error);
+  intact();
+  fs::remove(staging);
+  // A link at a tensor file's name or the manifest's, inside the staging directory.
+  staging = begin_checkpoint(root(), 2, run);
+  fs::create_symlink(path("elsewhere/victim"), staging + "/" + files[0].name);
+  EXPECT_THROW(write_checkpoint_file(staging, files[0].name, files[0].tensors), Error);
+  fs::remove(staging + "/" + files[0].name);
+  for (const auto& f : files) m.files.push_back(write_checkpoint_file(staging, f.name, f.tensors));
+  // A link at the manifest's name is replaced as an entry; one at the step directory's name is
+  // never replaced.
+  fs::create_symlink(path("elsewhere/victim"), staging + "/manifest.json");
+  fs::create_directory_symlink(path("elsewhere"), path("ckpt/step_00000002"));
+  try {
+    commit_checkpoint(root(), m, run, 0);
+    FAIL() << "replaced the link";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path("ckpt/step_00000002") + ": already exists; refusing to replace it (another run may have written it)");
+  }
+  EXPECT_TRUE(fs::is_symlink(path("ckpt/step_00000002")));
+  EXPECT_FALSE(fs::is_symlink(staging + "/manifest.json"));
+  EXPECT_EQ(list_checkpoints(root()).size(), 1u);  // a link is no checkpoint
+  intact();
+  fs::remove(path("ckpt/step_00000002"));
+  // `latest` as a link: replaced as an entry when written, refused when read.
+  fs::remove(path("ckpt/latest"));
+  fs::create_symlink(path("elsewhere/victim"), path("ckpt/latest"));
+  EXPECT_THROW(latest_checkpoint(root()), InputError);
+  commit_checkpoint(root(), m, run, 1);  // keep_last 1 prunes step 1 without following anything
+  EXPECT_FALSE(fs::is_symlink(path("ckpt/latest")));
+  t.expect_in(CheckpointReader(*latest_checkpoint(root())));
+  intact();
+  // A checkpoint's file swapped for a link is refused on reading, its target never read.
+  const std::string two = *latest_checkpoint(root());
+  fs::remove(two + "/stage_1.safetensors");
+  fs::create_symlink(path("elsewhere/victim"), two + "/stage_1.safetensors");
+  try {
+    CheckpointReader r(two);
+    FAIL() << "followed the link";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), two + "/stage_1.safetensors: (file): is a symbolic link; plait never follows links "
+                                           "inside its own directories");
+  }
+  intact();
 }
 
 TEST_F(CheckpointStore, ACheckpointRootThatIsAFileIsNamed) {

@@ -66,7 +66,8 @@ TEST(WriteJsonFile, WritesWhatReadJsonFileReadsBackAndNamesAFileItCannotOpen) {
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, doc.dump(1) + "\n");
   EXPECT_EQ(error_of([&] { write_json_file("/nonexistent/plait.json", doc); }),
-            "/nonexistent/plait.json: (file): cannot open the file for writing");
+            "/nonexistent/plait.json: (file): cannot write the file: its directory /nonexistent does not exist or is "
+            "not a directory");
 }
 
 }  // namespace

@@ -40,5 +40,41 @@ TEST_F(DataPrepareCommand, WritesShardsAndASummaryAndFailsClearlyOnBadInput) {
   EXPECT_NE(bad.status, 0);
 }
 
+// A linked input is followed and named with where it led; a disk that fills up (here the file
+// size limit: write(2) fails with EFBIG as it fails with ENOSPC on a full disk) ends the run
+// with one line and leaves nothing behind; an empty training split is one line too.
+TEST_F(DataPrepareCommand, FollowsLinkedInputsAndLeavesNothingWhenAWriteFails) {
+  const fs::path dir = dir_;
+  fs::create_directories(dir / "data");
+  std::string text;
+  while (text.size() < 300000) text += "a line of text for the shards\n";
+  std::ofstream(dir / "data" / "big.txt") << text;
+  fs::create_symlink(dir / "data" / "big.txt", dir / "linked.txt");
+  const std::string out = (dir / "out").string();
+  const CommandResult full = test::run_command("bash -c 'ulimit -f 128; trap \"\" XFSZ; exec " + std::string(PLAIT_BINARY) +
+                                               " data prepare --tokenizer byte --quiet --out " + out + " " +
+                                               (dir / "linked.txt").string() + "'");
+  EXPECT_EQ(full.status, 1) << full.err;
+  EXPECT_NE(full.err.find("cannot write: File too large"), std::string::npos) << full.err;
+  std::string left;
+  for (const auto& e : fs::directory_iterator(out)) left += e.path().filename().string() + " ";
+  EXPECT_EQ(left, ".plait.lock ");
+
+  const CommandResult ok = run_plait("data prepare --tokenizer byte --quiet --out " + out + " " + (dir / "linked.txt").string());
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("  input " + (dir / "linked.txt").string() + " -> " + (dir / "data" / "big.txt").string() +
+                        " (a link, followed)"),
+            std::string::npos)
+      << ok.out;
+
+  std::ofstream(dir / "one.txt") << "a single line";
+  const CommandResult empty = run_plait("data prepare --tokenizer byte --quiet --out " + (dir / "out3").string() + " " +
+                                        (dir / "one.txt").string());
+  EXPECT_EQ(empty.status, 1);
+  EXPECT_EQ(empty.err, "plait: error: --val-fraction: 0.1: the validation split (the first 0.1 of the 13 input bytes, "
+                       "extended to the end of their line) takes all of the text, leaving the training split empty; "
+                       "lower --val-fraction, or give text of more lines\n");
+}
+
 }  // namespace
 }  // namespace plait::data

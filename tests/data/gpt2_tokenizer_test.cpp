@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -102,6 +103,75 @@ TEST(Gpt2Tokenizer, RoundTripsAnyBytesAndStreamsLikeWhole) {
       carry.erase(0, tok.encode_prefix(carry, false, streamed));
     }
     tok.encode_prefix(carry, true, streamed);
+    ASSERT_EQ(streamed, whole) << "text: " << text;
+  }
+}
+
+// Pieces of thousands of symbols: the tree of block minima over many blocks (64 positions each),
+// with ranks in and out of creation order, against encoder.py's loop.
+TEST(Gpt2Tokenizer, LongPiecesMergeLikeEncoderPy) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<std::string> tokens = {"a", "b", "c"};
+    std::vector<std::pair<std::string, std::string>> merges;
+    for (int m = 0; m < 40; ++m) {
+      const std::string l = tokens[rng() % tokens.size()], r = tokens[rng() % tokens.size()];
+      if (std::find(merges.begin(), merges.end(), std::pair{l, r}) != merges.end()) continue;
+      merges.emplace_back(l, r);
+      tokens.push_back(l + r);
+    }
+    if (trial % 2) std::shuffle(merges.begin(), merges.end(), rng);
+    std::map<std::pair<std::string, std::string>, int> ranks;
+    for (std::size_t i = 0; i < merges.size(); ++i) ranks[merges[i]] = static_cast<int>(i);
+    const auto vocab = small_vocabulary(merges);
+    Gpt2Tokenizer tok = Gpt2Tokenizer::parse(vocab.encoder_json, vocab.merges, "enc", "bpe");
+    std::string piece;
+    const int len = 500 + static_cast<int>(rng() % 3000);
+    const int letters = 1 + trial % 3;  // "aaaa...": one long chain of equal pairs
+    for (int i = 0; i < len; ++i) piece += static_cast<char>('a' + rng() % letters);
+    std::string expected, found;
+    for (const std::string& t : reference_bpe(piece, ranks)) expected += "[" + t + "]";
+    for (std::uint16_t id : tok.encode(piece)) found += "[" + tok.token_bytes(id) + "]";
+    ASSERT_EQ(found, expected) << "trial " << trial;
+  }
+}
+
+// A piece longer than long_piece_bytes() leaves the caller's carry and is followed run by run:
+// letters, numbers, other characters and white space (the last of which goes to the next word),
+// multi-byte characters cut between chunks; the tokens equal encode() of the whole.
+TEST(Gpt2Tokenizer, LongPiecesStreamLikeWholeWithABoundedCarry) {
+  // Merges inside multi-byte characters and across runs' edges, so a piece cut in the wrong
+  // place shows in the tokens.
+  const auto vocab = small_vocabulary({{" ", "t"}, {"a", "a"}, {"aa", "aa"}, {" ", " "}, {"\n", "\n"}, {"7", "7"},
+                                       {"\xCE", "\xB1"}, {"\xE3", "\x80"}, {"\xE3\x80", "\x80"}, {" ", "a"},
+                                       {"!", "!"}, {"'", "'"}, {"\xFF", "\xFF"}, {"\xCE\xB1", "\xCE\xB1"},
+                                       {"\xE3\x80\x80", "\xE3\x80\x80"}});
+  Gpt2Tokenizer whole_tok = Gpt2Tokenizer::parse(vocab.encoder_json, vocab.merges, "enc", "bpe");
+  Gpt2Tokenizer tok = whole_tok;
+  tok.set_long_piece_bytes(16);
+  std::mt19937 rng(5);
+  const std::vector<std::string> runs = {"a", "7", "!", " ", "\n", "\xCE\xB1", "\xE3\x80\x80", "\xFF", "'"};
+  const std::vector<std::string> glue = {"", " ", "  ", "\n", "x", "'ll", "\xC3", " 7"};
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string text;
+    const int parts = 1 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < parts; ++i) {
+      const std::string& unit = runs[rng() % runs.size()];
+      for (int k = static_cast<int>(rng() % 60); k >= 0; --k) text += unit;
+      text += glue[rng() % glue.size()];
+    }
+    const std::vector<std::uint16_t> whole = whole_tok.encode(text);
+    std::vector<std::uint16_t> streamed;
+    std::string carry;
+    for (std::size_t pos = 0; pos < text.size();) {
+      const std::size_t n = 1 + rng() % 9;
+      carry += text.substr(pos, n);
+      pos += n;
+      carry.erase(0, tok.encode_prefix(carry, false, streamed));
+      ASSERT_LE(carry.size(), tok.long_piece_bytes() + 9 + 8) << "text: " << text;
+    }
+    tok.encode_prefix(carry, true, streamed);
+    ASSERT_EQ(tok.decode(streamed), text);
     ASSERT_EQ(streamed, whole) << "text: " << text;
   }
 }

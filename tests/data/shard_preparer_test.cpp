@@ -2,13 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "gpt2_test_vocabulary.h"
+#include "plait/core/directory_lock.h"
 #include "plait/core/error.h"
+#include "plait/core/unique_name.h"
 #include "plait/data/gpt2_tokenizer.h"
 #include "plait/data/token_source.h"
+#include "support/file_size_limit.h"
 #include "support/temp_dir.h"
 
 namespace plait::data {
@@ -82,6 +90,147 @@ TEST_F(PrepareShards, RejectsBadOptionsAndInputs) {
   o.tokenizer = "gpt2";
   o.vocab_dir = (dir_ / "novocab").string();
   EXPECT_THROW(prepare_token_shards({(dir_ / "in").string()}, o), InputError);
+}
+
+// What a prepare leaves in --out besides its lock file: "" when nothing.
+std::string leftovers(const fs::path& out) {
+  std::string names;
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string n = e.path().filename().string();
+    if (n != ".plait.lock") names += n + " ";
+  }
+  return names;
+}
+
+// Two prepares into one --out: while the first runs (held inside its progress callback), the
+// second is refused at once naming it; the first then finishes with its corpus complete.
+TEST_F(PrepareShards, ASecondPrepareIntoTheSameDirectoryIsRefusedWhileTheFirstRuns) {
+  std::string text;
+  for (int i = 0; i < 40000; ++i) text += "line " + std::to_string(i) + "\n";  // several 1 MiB blocks... of one
+  put("in/a.txt", text);
+  PrepareOptions first;
+  first.tokenizer = "byte";
+  first.out_dir = (dir_ / "out").string();
+  first.shard_tokens = 100000;
+  std::mutex m;
+  std::condition_variable cv;
+  bool inside = false, release = false;
+  first.progress = [&](const PrepareProgress&) {
+    std::unique_lock lock(m);
+    inside = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  PrepareSummary summary;
+  std::thread running([&] { summary = prepare_token_shards({path("in/a.txt")}, first); });
+  {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return inside; });
+  }
+  PrepareOptions second = first;
+  second.progress = nullptr;
+  second.overwrite = true;
+  try {
+    prepare_token_shards({path("in/a.txt")}, second);
+    ADD_FAILURE() << "the second prepare ran";
+  } catch (const DirectoryInUseError& e) {
+    EXPECT_EQ(std::string(e.what()), first.out_dir + ": in use by another plait run (pid " + std::to_string(::getpid()) +
+                                         " on host " + host_name() +
+                                         "); a data --out directory is written by one run at a time: wait for that "
+                                         "run to end, or choose another directory");
+  }
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  running.join();
+  EXPECT_EQ(summary.train_tokens + summary.val_tokens, static_cast<std::int64_t>(text.size()));
+  const auto val = stream("val");
+  const auto train = stream("train");
+  EXPECT_EQ(std::string(val.begin(), val.end()) + std::string(train.begin(), train.end()), text);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "corpus.shards.json"));
+}
+
+TEST_F(PrepareShards, AnEmptyTrainingSplitIsAnErrorAndLeavesNothing) {
+  put("in/a.txt", "one line without an end, all of it validation");
+  PrepareOptions o;
+  o.tokenizer = "byte";
+  o.out_dir = (dir_ / "out").string();
+  try {
+    prepare_token_shards({path("in/a.txt")}, o);
+    FAIL() << "prepared an empty training split";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--val-fraction: 0.1: the validation split (the first 0.1 of the 45 input bytes, "
+                                     "extended to the end of their line) takes all of the text, leaving the training "
+                                     "split empty; lower --val-fraction, or give text of more lines");
+  }
+  EXPECT_EQ(leftovers(dir_ / "out"), "");
+}
+
+// A failing write (RLIMIT_FSIZE: write(2) fails with EFBIG, as a full disk fails it with ENOSPC)
+// leaves no temporary file, no staging directory and no shard; the old corpus of the name stays.
+TEST_F(PrepareShards, AFailedWriteRemovesEveryTemporaryFile) {
+  put("in/small.txt", "a\nb\nc\n");
+  PrepareOptions o;
+  o.tokenizer = "byte";
+  o.out_dir = (dir_ / "out").string();
+  o.val_fraction = 0.3;
+  prepare_token_shards({path("in/small.txt")}, o);
+  const std::string before = leftovers(dir_ / "out");
+  std::string big;
+  while (big.size() < 200000) big += "some text on a line\n";
+  put("in/big.txt", big);
+  o.overwrite = true;
+  o.shard_tokens = 50000;
+  const std::string error = test::error_under_file_size_limit(64 * 1024, [&] { prepare_token_shards({path("in/big.txt")}, o); });
+  EXPECT_NE(error.find("cannot write: File too large"), std::string::npos) << error;
+  EXPECT_EQ(leftovers(dir_ / "out"), before);
+  EXPECT_EQ(stream("train").size() + stream("val").size(), 6u);
+}
+
+// Links planted at names prepare writes: an old manifest or shard that is a link is removed as
+// an entry by --overwrite (its target untouched); a link that appears at a shard's name while
+// the run works is never replaced (the run fails, removing all it wrote); the lock file's name
+// is never followed.
+TEST_F(PrepareShards, PlantedLinksAreNeverFollowedNorReplaced) {
+  put("in/a.txt", "first line\nsecond line\nthird line\n");
+  put("victim", "precious");
+  fs::create_directories(dir_ / "out");
+  fs::create_symlink(path("victim"), dir_ / "out" / "corpus.shards.json");
+  fs::create_symlink(path("victim"), dir_ / "out" / "corpus_val_000000.bin");
+  PrepareOptions o;
+  o.tokenizer = "byte";
+  o.out_dir = (dir_ / "out").string();
+  EXPECT_THROW(prepare_token_shards({path("in/a.txt")}, o), InputError);  // refused without --overwrite
+  o.overwrite = true;
+  prepare_token_shards({path("in/a.txt")}, o);
+  EXPECT_FALSE(fs::is_symlink(dir_ / "out" / "corpus.shards.json"));
+  EXPECT_FALSE(fs::is_symlink(dir_ / "out" / "corpus_val_000000.bin"));
+  EXPECT_EQ(bytes_of(path("victim")), "precious");
+  // A link at a new shard's name (this run cuts smaller shards), planted while the run works:
+  // the move into place refuses it, and what the run had moved is removed again.
+  o.shard_tokens = 10;
+  o.progress = [&](const PrepareProgress&) {
+    if (!fs::is_symlink(dir_ / "out" / "corpus_train_000002.bin")) {
+      fs::create_symlink(path("victim"), dir_ / "out" / "corpus_train_000002.bin");
+    }
+  };
+  try {
+    prepare_token_shards({path("in/a.txt")}, o);
+    FAIL() << "replaced the link";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), o.out_dir + "/corpus_train_000002.bin: already exists; refusing to replace it "
+                                                 "(another run may have written it)");
+  }
+  EXPECT_EQ(leftovers(dir_ / "out"), "corpus_train_000002.bin ");  // the link alone
+  EXPECT_EQ(bytes_of(path("victim")), "precious");
+  fs::remove(dir_ / "out" / "corpus_train_000002.bin");
+  fs::remove(dir_ / "out" / ".plait.lock");
+  fs::create_symlink(path("victim"), dir_ / "out" / ".plait.lock");
+  o.progress = nullptr;
+  EXPECT_THROW(prepare_token_shards({path("in/a.txt")}, o), Error);
+  EXPECT_EQ(bytes_of(path("victim")), "precious");
 }
 
 TEST_F(PrepareShards, Gpt2ShardsDecodeToTheInputWithEndOfTextBetweenFiles) {

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "finite_difference.h"
+#include "plait/core/bf16.h"
 
 namespace plait::kernels {
 namespace {
@@ -35,6 +38,33 @@ TEST(AdamW, ThreeStepsMatchTheAlgorithmWrittenOut) {
   EXPECT_LT(scaled_max_error(to_double(p), pr), 1e-6);
   EXPECT_LT(scaled_max_error(to_double(m), mr), 1e-6);
   EXPECT_LT(scaled_max_error(to_double(v), vr), 1e-6);
+}
+
+TEST(AdamW, Bf16CopyIsTheRoundedMasterAndTheFp32StateIsUnchanged) {
+  // Mixed precision: the same update writes bf16(params) into the compute copy. params, m and v
+  // must be bitwise those of the fp32-only call, the copy bitwise bf16 of the updated master;
+  // a null copy is the fp32-only call.
+  const std::size_t n = 100003;
+  const auto p0 = to_float(random_vector(n, 4)), g = to_float(random_vector(n, 5));
+  std::vector<float> p = p0, m(n, 0.0f), v(n, 0.0f);
+  std::vector<float> pc = p0, mc(n, 0.0f), vc(n, 0.0f);
+  std::vector<float> pn = p0, mn(n, 0.0f), vn(n, 0.0f);
+  std::vector<bf16> copy(n, bf16::from_bits(0xFFFF));  // NaN: an unwritten element shows
+  for (int t = 1; t <= 3; ++t) {
+    const AdamWHyper h{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, t, 0.5f};
+    adamw_update(p.data(), g.data(), m.data(), v.data(), n, h);
+    adamw_update(pc.data(), copy.data(), g.data(), mc.data(), vc.data(), n, h);
+    adamw_update(pn.data(), nullptr, g.data(), mn.data(), vn.data(), n, h);
+  }
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    differ += std::bit_cast<std::uint32_t>(pc[i]) != std::bit_cast<std::uint32_t>(p[i]);
+    differ += std::bit_cast<std::uint32_t>(mc[i]) != std::bit_cast<std::uint32_t>(m[i]);
+    differ += std::bit_cast<std::uint32_t>(vc[i]) != std::bit_cast<std::uint32_t>(v[i]);
+    differ += std::bit_cast<std::uint32_t>(pn[i]) != std::bit_cast<std::uint32_t>(p[i]);
+    differ += copy[i].bits != bf16(p[i]).bits;
+  }
+  EXPECT_EQ(differ, 0u);
 }
 
 }  // namespace

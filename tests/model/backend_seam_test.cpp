@@ -36,18 +36,18 @@ class CountingBackend : public kernels::CpuBackend {
     ++matmul_forwards;
     CpuBackend::matmul_forward(out, inp, weight, bias, residual, n, c, oc);
   }
-  void attention_forward(float* out, float* probs, const float* q,
+  void attention_forward(float* out, float* lse, const float* q,
                          std::span<const kernels::KVBlock<float>> blocks, int batch, int s, int c,
                          int heads, int kv_heads) override {
     ++attention_forwards;
-    CpuBackend::attention_forward(out, probs, q, blocks, batch, s, c, heads, kv_heads);
+    CpuBackend::attention_forward(out, lse, q, blocks, batch, s, c, heads, kv_heads);
   }
   void attention_backward(float* dq, std::span<const kernels::KVBlock<float>> blocks,
-                          const float* dout, const float* q, const float* out, const float* probs,
+                          const float* dout, const float* q, const float* out, const float* lse,
                           int batch, int s, int c, int heads, int kv_heads,
                           float* workspace) override {
     ++attention_backwards;
-    CpuBackend::attention_backward(dq, blocks, dout, q, out, probs, batch, s, c, heads, kv_heads,
+    CpuBackend::attention_backward(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
                                    workspace);
   }
   void normal_init(float* values, std::size_t n, double std, std::uint64_t key) override {

@@ -78,5 +78,23 @@ TEST(PlanCli, OneLineErrors) {
   }
 }
 
+// A search whose memory bound exceeds what there is never starts, stating the bound; a search
+// shows its passes on stderr (from the start with --progress always).
+TEST(PlanCli, RefusesASearchLargerThanTheMemoryAndShowsProgress) {
+  const CommandResult r = run_plait("plan " + kCpu4 + "--max-memory 1MiB");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("plait: error: this search would hold about 96.78 MiB (a bound for 4 devices: two 16-byte "
+                       "links per pair of them while a plan is simulated, 200 KiB per device and 96 MiB besides; "
+                       "docs/planner.md), more than the 1.00 MiB of --max-memory"),
+            std::string::npos)
+      << r.err;
+  const CommandResult p = run_plait("plan " + kCpu4 + "--progress always");
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_NE(p.err.find("plait: planning: finding the stage groupings (micro-batch size 1, 1 of "), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("plait: planning: estimating every schedule option on the best "), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("plait: planning: scheduling and simulating the best "), std::string::npos) << p.err;
+  EXPECT_NE(p.out.find("chosen plan: "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace plait::plan

@@ -183,7 +183,7 @@ TEST(PlanFile, ErrorsNameFileAndField) {
 namespace plait::plan {
 namespace {
 
-// share/clusters/cpu4-sharded.json at most two stages deep: four 40.96 MiB devices with host
+// share/clusters/cpu4-sharded.json at most two stages deep: four 32.77 MiB devices with host
 // tiers. No layout fits with the fp32 default (nothing sharded) and no recomputation; the planner
 // offloads the optimizer state of a stage group, writes the choice into the plan file per virtual
 // stage with the devices' host tiers, and the runtime's reader and plan builder accept the file

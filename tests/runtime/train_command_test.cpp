@@ -15,6 +15,12 @@ namespace fs = std::filesystem;
 
 using Result = plait::test::CommandResult;
 
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 class TrainCommand : public plait::test::TempDirTest {
  protected:
   void SetUp() override {
@@ -117,6 +123,7 @@ TEST_F(TrainCommand, TrainsATinyLlama) {
   const Result r = run("train --config " + file.string());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("model: llama 2 layers, hidden 16, 4 heads (2 kv), ffn 40"), std::string::npos) << r.out;
+  EXPECT_EQ(count_of(r.out, "untied"), 1u) << r.out;  // "untied LM head", once
   EXPECT_NE(r.out.find("done: 3 steps"), std::string::npos) << r.out;
 }
 
@@ -127,7 +134,44 @@ TEST_F(TrainCommand, TrainsATinyModelAndReportsMemory) {
   EXPECT_NE(r.out.find("plait train: config " + file.string()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("done: 3 steps"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kv_cache"), std::string::npos) << r.out;
-  EXPECT_NE(r.err.find("step 3/3"), std::string::npos) << r.err;  // not a TTY: plain lines
+  // Not a TTY: plain lines, the step counted from 0 as --metrics counts it, then the steps done.
+  EXPECT_NE(r.err.find("  step 0 (1/3 done)  loss "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  step 2 (3/3 done)  loss "), std::string::npos) << r.err;
+  // The header prints the global micro-batch count and where it comes from.
+  EXPECT_NE(r.out.find("train: 3 steps of 1 micro-batch(es) x 2 sequences of 16 tokens (32 tokens/step; "
+                       "train.microbatches 1 per replica x dp 1)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(", LM head tied to the token embedding, max_seq 32: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sharding:"), std::string::npos) << r.out;  // nothing sharded, no line
+  // Three steps: the first and last halves (one step each) are averaged, not the same three
+  // steps twice.
+  EXPECT_NE(r.out.find("loss (mean of 1 step(s)) "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" at the start (0..0) -> "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" at the end (2..2)"), std::string::npos) << r.out;
+}
+
+// In the explicit parallel form train.microbatches is the global count; the header says so.
+TEST_F(TrainCommand, TheHeaderSaysTheExplicitFormsMicrobatchesAreGlobal) {
+  std::string text = config(kModel, R"("steps": 1, "seq": 16, "microbatch_size": 2, "microbatches": 2)");
+  text.insert(text.size() - 1, R"(, "parallel": {"rank_vstages": [[0]], "layers": [1],
+                                                 "schedule_text": ["F0.0 BW0.0 F1.0 BW1.0"]})");
+  const Result r = run("train --config " + write("explicit.json", text).string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("train: 1 steps of 2 micro-batch(es) x 2 sequences of 16 tokens (64 tokens/step; "
+                       "train.microbatches 2, the global count in the explicit parallel form)"),
+            std::string::npos)
+      << r.out;
+}
+
+// A run of one step has one loss to report, not a start and an end.
+TEST_F(TrainCommand, AOneStepRunReportsItsLoss) {
+  const fs::path file = write("ok.json", config(kModel, R"("steps": 1, "seq": 16, "microbatch_size": 2)"));
+  const Result r = run("train --config " + file.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("done: 1 steps (0..0) in "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("at the start"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" tokens/s; loss "), std::string::npos) << r.out;
 }
 
 TEST_F(TrainCommand, MemoryLimitGivesTheOutOfMemoryError) {

@@ -212,10 +212,13 @@ TEST(MemoryModel, StaticAndPerUnitBytes) {
   // Segment 2 of 4 (8192 tokens from 16384) on a middle stage of 8 layers.
   const double per_token_layer = 2 * 9 * H + 16 + 2 * 5 * H + 4 * 32 + 2 * 2 * H;
   EXPECT_DOUBLE_EQ(mem.activation_bytes(1, 2), 8192.0 * 8 * per_token_layer);
-  // After B: what W needs (2(9C) + 16 and the B outputs 2(9C)) and the fp32 dK/dV (4 x 2C).
-  EXPECT_DOUBLE_EQ(mem.held_for_weight_bytes(1, 2), 8192.0 * 8 * (2 * 9 * H + 16 + 2 * 9 * H + 4 * 2 * H));
-  // The head stage adds x_final, its norm (2 x 2C + 8) and the fp32 logits.
-  EXPECT_DOUBLE_EQ(mem.activation_bytes(3, 0) - mem.activation_bytes(1, 0), 8192.0 * (50257 * 4 + 4 * H + 8));
+  // After B: what W needs (2(9C) + 16 and the B outputs 2(9C)) and the dK/dV, whose fp32
+  // accumulator is rounded to a bf16 copy once the unit's B completes (2 x 2C; the policy table,
+  // spec/precision_policy.h, "dkv_kept").
+  EXPECT_DOUBLE_EQ(mem.held_for_weight_bytes(1, 2), 8192.0 * 8 * (2 * 9 * H + 16 + 2 * 9 * H + 2 * 2 * H));
+  // The head stage adds x_final, its norm (2 x 2C + 8) and the logits, bf16 in this policy (the
+  // cross-entropy reads them into fp32 row by row).
+  EXPECT_DOUBLE_EQ(mem.activation_bytes(3, 0) - mem.activation_bytes(1, 0), 8192.0 * (50257 * 2 + 4 * H + 8));
   const MemoryModel recomputed(k7B, layers, part, 1, MemoryOptions{spec::Precision::bf16, spec::Recompute::full(), 1});
   EXPECT_DOUBLE_EQ(recomputed.activation_bytes(1, 2), 8192.0 * 8 * (2 * H + 2 * 2 * H));
 }

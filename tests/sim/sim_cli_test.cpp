@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plait/core/available_memory.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/spec/model_presets.h"
 #include "support/run_command.h"
@@ -188,6 +189,60 @@ TEST(SimCli, CompareWritesOneTimelinePairPerSchedule) {
     EXPECT_NE(test::file_bytes(html).find("<svg"), std::string::npos);
     EXPECT_NE(r.out.find("wrote " + html), std::string::npos) << r.out;
   }
+}
+
+// A simulation whose memory estimate exceeds what there is never starts: it says the estimate
+// and how it was made (units x measured bytes, docs/simulator.md) and what to change.
+TEST(SimCli, RefusesASimulationLargerThanTheMemoryStatingTheEstimate) {
+  const CommandResult r = run_plait("sim --microbatches 65536 --max-memory 64MiB");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("plait: error: this simulation would hold about 540.00 MiB (2097152 units: 8 ranks x 1 "
+                       "chunk(s) x 65536 micro-batches x 4 segment(s) at ~270 bytes each, docs/simulator.md), more "
+                       "than the 64.00 MiB of --max-memory; simulate fewer --microbatches"),
+            std::string::npos)
+      << r.err;
+  // Timelines record every event: more per unit, and the advice says so.
+  const CommandResult t = run_plait("sim --microbatches 16384 --max-memory 64MiB --trace " + test::test_file("t.json"));
+  EXPECT_EQ(t.status, 1);
+  EXPECT_NE(t.err.find("at ~900 bytes each"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find(", or without --trace/--html"), std::string::npos) << t.err;
+  // --compare keeps every schedule's report: the sum (here 4 ranks, v = 2, k = 4, m = 8192:
+  // 32768 units per micro-batch-level family, more for the others).
+  const CommandResult c = run_plait("sim --compare --pp 4 --microbatches 8192 --max-memory 64MiB");
+  EXPECT_EQ(c.status, 1);
+  EXPECT_NE(c.err.find("every schedule's report is kept"), std::string::npos) << c.err;
+  // Within the limit it runs.
+  const CommandResult ok = run_plait("sim " + kSmall + "--max-memory 64MiB");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  // Without --max-memory the limit is the memory the machine has available: the flag's largest
+  // value (2^24 micro-batches, ~135 GiB) is refused wherever less is available.
+  const std::optional<AvailableMemory> available = available_memory();
+  if (available && available->bytes < 135.0 * (1 << 30)) {
+    const CommandResult most = run_plait("sim --microbatches 16777216");
+    EXPECT_EQ(most.status, 1);
+    EXPECT_NE(most.err.find("would hold about 135.00 GiB"), std::string::npos) << most.err;
+    EXPECT_NE(most.err.find("this machine has available (" + available->source), std::string::npos) << most.err;
+  }
+}
+
+// Progress on stderr: the phases of each schedule of --compare, counted in schedules (shown
+// from the start with --progress always; by default only after 2 s; never with never).
+TEST(SimCli, ShowsProgressOfItsPhasesAndSchedules) {
+  const CommandResult r = run_plait("sim " + kSmall + "--compare --progress always");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::size_t families = schedule::schedule_families().size();
+  EXPECT_NE(r.err.find("plait: comparing schedules, gpipe: generating the schedule [0/" + std::to_string(families) + "]"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("plait: comparing schedules, zb-v: timing ["), std::string::npos) << r.err;
+  const CommandResult one = run_plait("sim " + kSmall + "--progress always");
+  EXPECT_NE(one.err.find("plait: seq1f1b: timing [3/4] after "), std::string::npos) << one.err;
+  const CommandResult quiet = run_plait("sim " + kSmall + "--compare --progress never");
+  EXPECT_EQ(quiet.err, "");
+  const CommandResult bad = run_plait("sim " + kSmall + "--progress sometimes");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("--progress: expected auto, always or never, found 'sometimes'"), std::string::npos) << bad.err;
 }
 
 TEST(SimCli, BenchPrintsPhaseTimes) {

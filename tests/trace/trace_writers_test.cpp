@@ -1,6 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -70,6 +76,26 @@ TEST(ChromeTrace, CompleteEventsPerRankAndSendsApart) {
   EXPECT_EQ(complete[4]["pid"], 1);
   EXPECT_EQ(complete[4]["args"]["bytes"], 4096);
   EXPECT_EQ(complete[4]["args"]["to"], 1);
+}
+
+// The files a run writes for --trace / --html go through a temporary file of a unique name: a
+// symbolic link at the path is replaced as an entry, its target never written.
+TEST(TraceFiles, ALinkAtTheOutputPathIsReplacedNotWrittenThrough) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("plait_trace_links_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "victim") << "precious";
+  for (const char* name : {"t.json", "t.html"}) {
+    fs::create_symlink(dir / "victim", dir / name);
+    if (std::string(name) == "t.json") write_chrome_trace_file(sample(), (dir / name).string());
+    else write_html_timeline_file(sample(), (dir / name).string());
+    EXPECT_FALSE(fs::is_symlink(dir / name)) << name;
+    EXPECT_GT(fs::file_size(dir / name), 100u) << name;
+  }
+  std::ifstream in(dir / "victim");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+  fs::remove_all(dir);
 }
 
 TEST(HtmlTimeline, RowsBoxesLegendAndHoverTitles) {

@@ -1,9 +1,9 @@
 #include "plait/checkpoint/checkpoint_scan.h"
 
 #include <filesystem>
-#include <system_error>
 
-#include "plait/checkpoint/atomic_file.h"
+#include "plait/core/atomic_file.h"
+#include "plait/core/directory.h"
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/core/error.h"
 
@@ -37,30 +37,28 @@ CheckpointScan scan_checkpoints(const std::string& root,
 }
 
 void point_latest(const std::string& root, const std::optional<std::string>& dir) {
-  const fs::path latest = fs::path(root) / "latest";
+  const Directory d = Directory::open(root);
   if (!dir) {
-    std::error_code ec;
-    fs::remove(latest, ec);
-    if (ec) throw Error("checkpoint: cannot remove " + latest.string() + ": " + ec.message());
-    fsync_directory(root);
+    d.remove_file("latest");
+    d.sync();
     return;
   }
   const std::string name = fs::path(*dir).filename().string();
-  if (checkpoint_dir_step(name) < 0 || !fs::is_directory(fs::path(root) / name)) {
+  if (checkpoint_dir_step(name) < 0 || d.kind_of(name) != Directory::Kind::kDirectory) {
     throw Error("checkpoint: " + *dir + " is not a checkpoint directory of " + root);
   }
-  write_file_atomically(latest.string(), name + "\n");
+  write_file_atomically(d, "latest", name + "\n");
 }
 
 std::string set_checkpoint_aside(const std::string& dir) {
   const fs::path from(dir);
-  fs::path to = from.string() + ".aside";
-  for (int n = 2; fs::exists(to); ++n) to = from.string() + ".aside." + std::to_string(n);
-  std::error_code ec;
-  fs::rename(from, to, ec);
-  if (ec) throw Error("checkpoint: cannot move " + from.string() + " aside to " + to.string() + ": " + ec.message());
-  fsync_directory(from.parent_path().empty() ? "." : from.parent_path().string());
-  return to.string();
+  const Directory parent = Directory::open(from.parent_path().empty() ? "." : from.parent_path().string());
+  const std::string name = from.filename().string();
+  std::string to = name + ".aside";
+  for (int n = 2; parent.kind_of(to) != Directory::Kind::kMissing; ++n) to = name + ".aside." + std::to_string(n);
+  parent.rename(name, to, false);  // never over anything (a name taken meanwhile is an error)
+  parent.sync();
+  return parent.path_of(to);
 }
 
 }  // namespace plait::checkpoint

@@ -1,19 +1,23 @@
 #include "plait/checkpoint/checkpoint_store.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
 
-#include "plait/checkpoint/atomic_file.h"
+#include "plait/core/atomic_file.h"
 #include "plait/core/crc32c.h"
 #include "plait/core/error.h"
+#include "plait/core/printable_text.h"
 #include "plait/core/progress.h"
+#include "plait/core/unique_name.h"
 
 namespace plait::checkpoint {
 namespace fs = std::filesystem;
@@ -22,14 +26,6 @@ namespace {
 constexpr const char* kManifest = "manifest.json";
 constexpr const char* kLatest = "latest";
 constexpr const char* kPartial = ".partial";
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "(file)", "cannot open the file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // "step_<digits>" -> the step, or -1.
 std::int64_t step_of(const std::string& name) {
@@ -42,28 +38,31 @@ std::int64_t step_of(const std::string& name) {
   return s;
 }
 
-// "step_<digits>.partial" -> the step, or -1.
-std::int64_t partial_step(const std::string& name) {
-  const std::string suffix = kPartial;
-  if (!name.ends_with(suffix)) return -1;
-  return step_of(name.substr(0, name.size() - suffix.size()));
+// A staging directory's name: "step_<digits>.partial-<run>", or the ".partial" of older plait.
+bool is_staging_name(const std::string& name) {
+  const std::size_t at = name.find(kPartial);
+  return at != std::string::npos && step_of(name.substr(0, at)) >= 0;
 }
 
-// The CRC-32C and size of a whole file, read in 1 MiB blocks.
-std::pair<std::uint64_t, std::uint32_t> checksum_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "(file)", "cannot open the file");
-  std::vector<char> block(1 << 20);
+std::string staging_name(std::int64_t step, const std::string& run) {
+  check_plain_name(run, "checkpoint run");
+  return checkpoint_dir_name(step) + kPartial + "-" + run;
+}
+
+// The CRC-32C and size of a whole open file, read in 1 MiB blocks.
+std::pair<std::uint64_t, std::uint32_t> checksum_file(int fd, const std::string& path) {
+  std::vector<std::byte> block(1 << 20);
   std::uint64_t bytes = 0;
   std::uint32_t crc = 0;
-  while (in) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    crc = crc32c(std::as_bytes(std::span(block.data(), got)), crc);
-    bytes += got;
+  for (;;) {
+    const ssize_t got = ::pread(fd, block.data(), block.size(), static_cast<off_t>(bytes));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InputError(path, "(file)", std::string("read error: ") + std::strerror(errno));
+    if (got == 0) break;
+    crc = crc32c(std::span(block.data(), static_cast<std::size_t>(got)), crc);
+    bytes += static_cast<std::uint64_t>(got);
     note_progress();  // reading a large checkpoint is progress for the stall watchdog
   }
-  if (in.bad()) throw InputError(path, "(file)", "read error");
   return {bytes, crc};
 }
 
@@ -79,29 +78,36 @@ std::int64_t checkpoint_dir_step(const std::string& dir) {
   return step_of(fs::path(dir).filename().string());
 }
 
-std::string checkpoint_staging_dir(const std::string& root, std::int64_t step) {
-  return (fs::path(root) / (checkpoint_dir_name(step) + kPartial)).string();
+std::string new_checkpoint_run() { return unique_token(); }
+
+std::string checkpoint_staging_dir(const std::string& root, std::int64_t step, const std::string& run) {
+  return (fs::path(root) / staging_name(step, run)).string();
 }
 
-void create_checkpoint_root(const std::string& root) {
+Directory create_checkpoint_root(const std::string& root) {
   std::error_code ec;
   if (fs::exists(root, ec) && !fs::is_directory(root, ec)) {
     throw InputError(root, "(checkpoint directory)", "is a file; checkpoints need a directory here");
   }
   fs::create_directories(root, ec);
   if (ec) throw InputError(root, "(checkpoint directory)", "cannot create it: " + ec.message());
+  return Directory::open(root);
 }
 
-std::string begin_checkpoint(const std::string& root, std::int64_t step) {
+std::string begin_checkpoint(const std::string& root, std::int64_t step, const std::string& run) {
   if (step < 0) throw Error("checkpoint: step must be >= 0, found " + std::to_string(step));
-  create_checkpoint_root(root);
-  const fs::path staging = checkpoint_staging_dir(root, step);
-  std::error_code ec;
-  fs::remove_all(staging, ec);  // left by a crashed attempt
-  if (!ec) fs::create_directory(staging, ec);
-  if (ec) throw Error("checkpoint: cannot create " + staging.string() + ": " + ec.message());
-  fsync_directory(root);
-  return staging.string();
+  const Directory dir = create_checkpoint_root(root);
+  const std::string name = staging_name(step, run);
+  dir.remove_tree(name);  // this run's own, from an attempt that failed
+  dir.make_child(name);
+  dir.sync();
+  return dir.path_of(name);
+}
+
+Directory open_checkpoint_staging(const std::string& staging_dir) {
+  const fs::path p(staging_dir);
+  const std::string parent = p.parent_path().string();
+  return Directory::open(parent.empty() ? "." : parent).child(p.filename().string());
 }
 
 ManifestFile write_checkpoint_file(const std::string& staging_dir, const std::string& file_name,
@@ -111,38 +117,39 @@ ManifestFile write_checkpoint_file(const std::string& staging_dir, const std::st
       file_name == "." || file_name == "..") {
     throw Error("checkpoint: \"" + file_name + "\" is not a plain tensor file name");
   }
-  const WrittenFile w = write_safetensors((fs::path(staging_dir) / file_name).string(), tensors, metadata);
+  const WrittenFile w = write_safetensors(open_checkpoint_staging(staging_dir), file_name, tensors, metadata, AtomicFile::Replace::kNever);
   ManifestFile f{file_name, w.bytes, w.crc32c, {}};
   for (const TensorRef& t : tensors) f.tensors.push_back(t.name);
   return f;
 }
 
-std::string commit_checkpoint(const std::string& root, const CheckpointManifest& manifest,
+std::string commit_checkpoint(const std::string& root, const CheckpointManifest& manifest, const std::string& run,
                               int keep_last, const std::function<void()>& after_rename) {
   const std::string name = checkpoint_dir_name(manifest.step);
-  const fs::path staging = fs::path(root) / (name + kPartial);
-  const fs::path final_dir = fs::path(root) / name;
-  if (!fs::is_directory(staging)) {
-    throw Error("checkpoint: " + staging.string() + " does not exist; call begin_checkpoint first");
+  const std::string staged = staging_name(manifest.step, run);
+  const Directory dir = Directory::open(root);
+  if (dir.kind_of(staged) == Directory::Kind::kMissing) {
+    throw Error("checkpoint: " + dir.path_of(staged) + " does not exist; call begin_checkpoint first");
   }
+  const Directory staging = dir.child(staged);
   // Round-trip the manifest through its parser: what we publish must be what we can load.
   const std::string text = manifest_to_text(manifest);
-  parse_manifest(text, (staging / kManifest).string());
+  parse_manifest(text, staging.path_of(kManifest));
   for (const ManifestFile& f : manifest.files) {
-    std::error_code ec;
-    const auto size = fs::file_size(staging / f.path, ec);
-    if (ec || size != f.bytes) {
+    struct stat st {};
+    const bool there = ::fstatat(staging.fd(), f.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (!there || size != f.bytes) {
       throw Error("checkpoint: step " + std::to_string(manifest.step) + ": " + f.path +
-                  (ec ? " was not written" : " has " + std::to_string(size) + " bytes, expected " +
-                                                 std::to_string(f.bytes)));
+                  (!there ? " was not written" : " has " + std::to_string(size) + " bytes, expected " +
+                                                     std::to_string(f.bytes)));
     }
   }
-  write_file_atomically((staging / kManifest).string(), text);
-  fsync_directory(staging.string());
-  // Re-saving a step (e.g. after resuming from an older checkpoint) replaces its directory, but
-  // never the one `latest` names: for a moment there would be no complete checkpoint.
-  // (A `latest` that is malformed or names a missing directory protects nothing; it is replaced
-  // below.)
+  // (Replaced: the staging directory is this run's own, and a commit may be retried.)
+  write_file_atomically(staging, kManifest, text);
+  // Re-saving the step `latest` names is refused: for a moment there would be no complete
+  // checkpoint. (A `latest` that is malformed or names a missing directory protects nothing; it
+  // is replaced below.)
   std::optional<std::string> latest;
   try {
     latest = latest_checkpoint(root);
@@ -152,66 +159,76 @@ std::string commit_checkpoint(const std::string& root, const CheckpointManifest&
     throw Error("checkpoint: step " + std::to_string(manifest.step) +
                 " is the latest checkpoint; refusing to overwrite it");
   }
-  std::error_code ec;
-  fs::remove_all(final_dir, ec);
-  if (!ec) fs::rename(staging, final_dir, ec);
-  if (ec) throw Error("checkpoint: cannot rename " + staging.string() + " to " + final_dir.string() + ": " + ec.message());
-  fsync_directory(root);
+  // Never replaced: a step directory there now was written by another run (or set there by hand).
+  dir.rename(staged, name, false);
+  dir.sync();
   if (after_rename) after_rename();
-  write_file_atomically((fs::path(root) / kLatest).string(), name + "\n");
-  // Staging directories of earlier steps are leftovers of crashed saves.
-  for (const auto& e : fs::directory_iterator(root)) {
-    const std::int64_t s = partial_step(e.path().filename().string());
-    if (s >= 0 && s < manifest.step) {
-      fs::remove_all(e.path());
-    }
-  }
+  write_file_atomically(dir, kLatest, name + "\n");
   if (keep_last > 0) {
     std::vector<std::string> all = list_checkpoints(root);
     for (std::size_t i = 0; i + static_cast<std::size_t>(keep_last) < all.size(); ++i) {
-      fs::remove_all(all[i]);
+      dir.remove_tree(fs::path(all[i]).filename().string());
     }
-    fsync_directory(root);
+    dir.sync();
   }
-  return final_dir.string();
+  return dir.path_of(name);
+}
+
+std::vector<std::string> remove_abandoned_staging(const std::string& root) {
+  std::vector<std::string> removed;
+  const Directory dir = Directory::open(root);
+  for (const std::string& n : dir.names()) {
+    if (is_staging_name(n) || is_temporary_name(n)) {
+      dir.remove_tree(n);
+      removed.push_back(n);
+    }
+  }
+  if (!removed.empty()) dir.sync();
+  return removed;
 }
 
 std::string save_checkpoint(const std::string& root, CheckpointManifest manifest,
                             std::span<const CheckpointFile> files, int keep_last) {
-  const std::string staging = begin_checkpoint(root, manifest.step);
+  const std::string run = new_checkpoint_run();
+  const std::string staging = begin_checkpoint(root, manifest.step, run);
   manifest.files.clear();
   for (const CheckpointFile& f : files) {
     manifest.files.push_back(write_checkpoint_file(staging, f.name, f.tensors));
   }
-  return commit_checkpoint(root, manifest, keep_last);
+  return commit_checkpoint(root, manifest, run, keep_last);
 }
 
 std::optional<std::string> latest_checkpoint(const std::string& root) {
-  const fs::path latest = fs::path(root) / kLatest;
   std::error_code ec;
-  if (!fs::exists(latest, ec)) return std::nullopt;
-  std::string name = read_text(latest.string());
+  if (!fs::is_directory(root, ec)) return std::nullopt;
+  const Directory dir = Directory::open(root);
+  if (dir.kind_of(kLatest) == Directory::Kind::kMissing) return std::nullopt;
+  std::string name = dir.read_file(kLatest, 64);
   if (!name.empty() && name.back() == '\n') name.pop_back();
   if (step_of(name) < 0) {
-    throw InputError(latest.string(), "(contents)",
+    throw InputError(dir.path_of(kLatest), "(contents)",
                      "expected a checkpoint directory name like \"step_00000100\", found \"" +
-                         name.substr(0, 64) + "\"");
+                         printable_text(name, 24) + "\"");
   }
-  const fs::path dir = fs::path(root) / name;
-  if (!fs::is_directory(dir, ec)) {
-    throw InputError(latest.string(), "(contents)",
-                     "names " + name + ", but " + dir.string() + " does not exist");
+  const Directory::Kind kind = dir.kind_of(name);
+  if (kind != Directory::Kind::kDirectory) {
+    throw InputError(dir.path_of(kLatest), "(contents)",
+                     "names " + name + ", but " + dir.path_of(name) +
+                         (kind == Directory::Kind::kMissing ? " does not exist"
+                          : kind == Directory::Kind::kLink  ? " is a symbolic link, not a checkpoint of plait's"
+                                                            : " is not a directory"));
   }
-  return dir.string();
+  return dir.path_of(name);
 }
 
 std::vector<std::string> list_checkpoints(const std::string& root) {
   std::vector<std::pair<std::int64_t, std::string>> found;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return {};
-  for (const auto& e : fs::directory_iterator(root)) {
-    const std::int64_t s = step_of(e.path().filename().string());
-    if (s >= 0 && e.is_directory()) found.emplace_back(s, e.path().string());
+  const Directory dir = Directory::open(root);
+  for (const std::string& n : dir.names()) {
+    const std::int64_t s = step_of(n);
+    if (s >= 0 && dir.kind_of(n) == Directory::Kind::kDirectory) found.emplace_back(s, dir.path_of(n));
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
@@ -219,9 +236,10 @@ std::vector<std::string> list_checkpoints(const std::string& root) {
   return out;
 }
 
-CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
-  const std::string manifest_path = (fs::path(dir) / kManifest).string();
-  manifest_ = parse_manifest(read_text(manifest_path), manifest_path);
+CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir), handle_(Directory::open(dir)) {
+  const std::string manifest_path = handle_.path_of(kManifest);
+  constexpr std::size_t kMaxManifest = std::size_t{64} << 20;  // far above any real one
+  manifest_ = parse_manifest(handle_.read_file(kManifest, kMaxManifest), manifest_path);
   // A directory's name is what listing and `latest` go by: a manifest of another step there
   // (a directory copied or renamed by hand) would resume at a step nobody asked for.
   if (const std::int64_t named = checkpoint_dir_step(dir); named >= 0 && named != manifest_.step) {
@@ -230,8 +248,17 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
                          fs::path(dir).filename().string() + " is named for step " + std::to_string(named));
   }
   for (const ManifestFile& f : manifest_.files) {
-    const std::string path = (fs::path(dir) / f.path).string();
-    const auto [bytes, crc] = checksum_file(path);
+    const std::string path = handle_.path_of(f.path);
+    const int fd = handle_.open_file(f.path);
+    std::pair<std::uint64_t, std::uint32_t> sum;
+    try {
+      sum = checksum_file(fd, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    const auto [bytes, crc] = sum;
+    if (bytes != f.bytes || crc != f.crc32c) ::close(fd);
     if (bytes != f.bytes) {
       throw InputError(path, "(size)",
                        "the manifest says " + std::to_string(f.bytes) + " bytes, found " +
@@ -242,7 +269,8 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
                        "the manifest's CRC-32C is " + crc32c_text(f.crc32c) + ", the file's is " + crc32c_text(crc) +
                            "; the file is corrupted");
     }
-    files_.emplace_back(path);
+    SafetensorsReader file(fd, path);  // owns fd now
+    files_.push_back(std::move(file));
     const SafetensorsHeader& h = files_.back().header();
     std::set<std::string> in_file;
     for (const SafetensorsEntry& e : h.tensors) in_file.insert(e.name);

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <utility>
 
-#include "plait/checkpoint/atomic_file.h"
 #include "plait/core/error.h"
 
 namespace plait::checkpoint {
@@ -36,8 +35,9 @@ void read_exactly(int fd, std::span<std::byte> out, std::uint64_t offset, const 
 
 }  // namespace
 
-WrittenFile write_safetensors(const std::string& path, std::span<const TensorRef> tensors,
-                              const std::map<std::string, std::string>& metadata) {
+namespace {
+
+std::string safetensors_header(std::span<const TensorRef> tensors, const std::map<std::string, std::string>& metadata) {
   std::vector<TensorLayout> layout;
   for (const TensorRef& t : tensors) {
     std::int64_t n = 1;
@@ -48,17 +48,42 @@ WrittenFile write_safetensors(const std::string& path, std::span<const TensorRef
     }
     layout.push_back({t.name, t.shape});
   }
-  const std::string header = make_safetensors_header(layout, metadata);
-  AtomicFile f(path);
+  return make_safetensors_header(layout, metadata);
+}
+
+WrittenFile write_to(AtomicFile& f, const std::string& header, std::span<const TensorRef> tensors) {
   f.write(header);
   for (const TensorRef& t : tensors) f.write(std::as_bytes(t.data));
   f.commit();
-  return {path, f.bytes_written(), f.crc32c()};
+  return {f.path(), f.bytes_written(), f.crc32c()};
+}
+
+}  // namespace
+
+WrittenFile write_safetensors(const Directory& dir, const std::string& name, std::span<const TensorRef> tensors,
+                              const std::map<std::string, std::string>& metadata, AtomicFile::Replace replace) {
+  const std::string header = safetensors_header(tensors, metadata);
+  AtomicFile f(dir, name, replace);
+  return write_to(f, header, tensors);
+}
+
+WrittenFile write_safetensors(const std::string& path, std::span<const TensorRef> tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  const std::string header = safetensors_header(tensors, metadata);
+  AtomicFile f(path);
+  return write_to(f, header, tensors);
 }
 
 SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw InputError(path, "(file)", std::string("cannot open: ") + std::strerror(errno));
+  read_header();
+}
+
+SafetensorsReader::SafetensorsReader(int fd, std::string path) : path_(std::move(path)), fd_(fd) { read_header(); }
+
+void SafetensorsReader::read_header() {
+  const std::string& path = path_;
   try {
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -73,6 +98,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     header_ = parse_safetensors_header(json, size, path);
   } catch (...) {
     ::close(fd_);
+    fd_ = -1;
     throw;
   }
   for (std::size_t i = 0; i < header_.tensors.size(); ++i) index_[header_.tensors[i].name] = i;

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "plait/checkpoint/safetensors_format.h"
+#include "plait/core/atomic_file.h"
+#include "plait/core/directory.h"
 
 namespace plait::checkpoint {
 
@@ -23,15 +25,24 @@ struct WrittenFile {
   std::uint32_t crc32c = 0;  // of the whole file
 };
 
-// Writes atomically (AtomicFile: temporary file, fsync, rename, fsync directory). Throws Error
-// if a tensor's data does not match its shape or names repeat.
+// Writes atomically (AtomicFile: a temporary file of a unique name, fsync, rename, fsync of the
+// directory) the file `name` inside `dir`, replacing a file of that name or never (`replace`).
+// Throws Error if a tensor's data does not match its shape or names repeat.
+WrittenFile write_safetensors(const Directory& dir, const std::string& name, std::span<const TensorRef> tensors,
+                              const std::map<std::string, std::string>& metadata = {},
+                              AtomicFile::Replace replace = AtomicFile::Replace::kYes);
+// The same for a file the user names by path (its directory may be a link; the file is replaced).
 WrittenFile write_safetensors(const std::string& path, std::span<const TensorRef> tensors,
                               const std::map<std::string, std::string>& metadata = {});
 
 // A validated safetensors file; tensors are read on demand with pread.
 class SafetensorsReader {
  public:
+  // A file the user names (a link is followed).
   explicit SafetensorsReader(const std::string& path);
+  // The file open at `fd` (opened by Directory::open_file: no link followed), named `path`;
+  // takes the descriptor (closed also when the header is refused).
+  SafetensorsReader(int fd, std::string path);
   ~SafetensorsReader();
   SafetensorsReader(SafetensorsReader&& other) noexcept;
   SafetensorsReader& operator=(SafetensorsReader&&) = delete;
@@ -45,6 +56,7 @@ class SafetensorsReader {
   const std::string& path() const { return path_; }
 
  private:
+  void read_header();
   std::string path_;
   int fd_ = -1;
   SafetensorsHeader header_;

@@ -14,6 +14,12 @@ struct CommandRegistration {
   CommandRegistration(int order, CommandRegistrar registrar);
 };
 
+// Thrown by a command that ends with an exit status of its own rather than an error (plait
+// train stopped by a signal after saving: runtime::kPreemptedExitStatus); main returns it.
+struct ExitStatus {
+  int status = 0;
+};
+
 // Adds every registered subcommand to the application, in order.
 void register_all_commands(CLI::App& app);
 

@@ -43,6 +43,7 @@ void run_prepare(const data::PrepareOptions& base, const std::vector<std::string
   }
   const data::PrepareSummary s = data::prepare_token_shards(inputs, options);
   if (reported) std::fprintf(stderr, "\n");
+  if (!s.lock_warning.empty()) std::fprintf(stderr, "plait: warning: %s\n", s.lock_warning.c_str());
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   const std::int64_t tokens = s.train_tokens + s.val_tokens;
   std::printf("plait data prepare: %zu file(s), %.2f MiB of text -> %lld tokens (%s, vocabulary %d, "
@@ -50,6 +51,10 @@ void run_prepare(const data::PrepareOptions& base, const std::vector<std::string
               s.files.size(), mib(s.input_bytes), static_cast<long long>(tokens),
               options.tokenizer.c_str(), s.vocab_size,
               s.input_bytes ? static_cast<double>(tokens) / s.input_bytes : 0.0);
+  for (const std::string& link : s.links) std::printf("  input %s (a link, followed)\n", link.c_str());
+  for (const std::string& name : s.removed) {
+    std::printf("  removed %s from %s, left by a run that ended early\n", name.c_str(), options.out_dir.c_str());
+  }
   if (!s.skipped.empty()) {
     std::printf("  skipped %zu empty or binary file(s), e.g. %s\n", s.skipped.size(),
                 s.skipped.front().c_str());
@@ -72,7 +77,9 @@ void register_data_prepare(CLI::App& app) {
       "Tokenize text files into llm.c token shards (256-int32 header, uint16 tokens): a train\n"
       "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ..., and\n"
       "<name>.shards.json beside them: each shard's CRC-32C and the tokenizer, which plait train\n"
-      "checks as it reads the shards (docs/data.md)");
+      "checks as it reads the shards. One run at a time per --out (a second is refused, naming\n"
+      "the first); shards appear there only once all are written, and a failed run leaves\n"
+      "nothing behind (docs/data.md)");
   struct Args {
     data::PrepareOptions options;
     std::vector<std::string> inputs;
@@ -99,7 +106,8 @@ void register_data_prepare(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--val-fraction", args->options.val_fraction,
                   "Fraction of the input bytes, from the start, held out for validation\n"
-                  "(cut at the end of a line); 0 writes no validation shards")
+                  "(cut at the end of a line); 0 writes no validation shards. The training split\n"
+                  "must keep at least one token (an error otherwise)")
       ->capture_default_str();
   cmd->add_flag("--overwrite", args->options.overwrite,
                 "Replace shards of the same name already in --out (otherwise an error)");

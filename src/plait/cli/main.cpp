@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() != 0) let_rank_zero_report();
     return app.exit(e);
+  } catch (const plait::cli::ExitStatus& e) {
+    return e.status;
   } catch (const plait::Error& e) {
     return fail(std::string("error: ") + e.what(), 1);
   } catch (const std::filesystem::filesystem_error& e) {

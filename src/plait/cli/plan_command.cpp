@@ -3,12 +3,14 @@
 // every device's memory, print the chosen plan and the runner-ups, write the plan file that
 // `plait train --config` runs. Also: --evaluate predicts an existing plan file on a cluster, and
 // --flops-profile writes a provisional device profile from FLOPs alone.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "plait/cli/commands.h"
 #include "plait/cli/flag_values.h"
+#include "plait/cli/search_flags.h"
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
 #include "plait/plan/cluster_spec.h"
@@ -33,6 +35,7 @@ struct PlanOptions {
   bool no_segments = false, no_recompute = false, no_shard = false, even = false, verbose = false;
   std::string evaluate, profile_model;
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
+  SearchFlags search;
 };
 
 void require(const std::string& flag, const std::string& value) {
@@ -114,9 +117,23 @@ void run_plan(const PlanOptions& o) {
   plan::ClusterSpec cluster = plan::read_cluster_spec(o.cluster);
   if (!o.profile_model.empty()) cluster.profile_model = o.profile_model;
   spec::NamedModel model = spec::resolve_model(o.model, seq);
+  // The devices planned for (all, or those of --devices-of-type) bound the search's memory.
+  int devices = 0;
+  for (int d = 0; d < cluster.num_devices(); ++d) {
+    const std::string& type = cluster.type_of(d).name;
+    const auto& only = options.device_types;
+    devices += only.empty() || std::find(only.begin(), only.end(), type) != only.end() ? 1 : 0;
+  }
+  check_memory_estimate(o.search, plan::planner_memory_bytes(devices), "this search",
+                        "a bound for " + std::to_string(devices) + " devices: two 16-byte links per pair of them while a "
+                        "plan is simulated, 200 KiB per device and 96 MiB besides; docs/planner.md",
+                        "plan a part of the cluster (--devices-of-type), or on a machine with more memory");
   const plan::PlanningProblem problem =
       plan::make_problem(std::move(cluster), std::move(model), batch, seq, options.device_types);
+  ProgressLine progress(parse_progress_flag(o.search.progress));
+  options.progress = progress.callback();
   const plan::PlannerResult result = plan::plan_cluster(problem, options);
+  progress.finish();
   std::fputs(plan::format_result(problem, result, o.verbose).c_str(), stdout);
   if (!o.out.empty()) {
     write_json_file(o.out, plan::plan_file_json(problem, result.plans[0], o.config.empty() ? nullptr : &base));
@@ -211,6 +228,7 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--max-microbatch", o->max_microbatch, "Micro-batch sizes 1..N in the --flops-profile file")
       ->type_name("INT")
       ->capture_default_str();
+  add_search_flags(cmd, o->search);
   cmd->callback([o] { run_plan(*o); });
 }
 

@@ -55,13 +55,13 @@ void ProgressBar::update(int step, double loss, double lr) {
     const int filled = kWidth * done / std::max(1, total_);
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(out_, "\r  step %*d/%d [%s] loss %.4f  lr %.2e  %.0f tok/s  ETA %s \x1b[K",
-                 static_cast<int>(std::to_string(total_).size()), done, total_, bar.c_str(), loss,
-                 lr, tps, clock_text(eta).c_str());
+    const int width = static_cast<int>(std::to_string(total_).size());
+    std::fprintf(out_, "\r  step %*d (%*d/%d done) [%s] loss %.4f  lr %.2e  %.0f tok/s  ETA %s \x1b[K",
+                 width, step, width, done, total_, bar.c_str(), loss, lr, tps, clock_text(eta).c_str());
     drawn_ = true;
   } else if (done % every_ == 0 || last || step == 0) {
-    std::fprintf(out_, "  step %d/%d  loss %.4f  lr %.2e  %.0f tok/s  ETA %s\n", done, total_, loss,
-                 lr, tps, clock_text(eta).c_str());
+    std::fprintf(out_, "  step %d (%d/%d done)  loss %.4f  lr %.2e  %.0f tok/s  ETA %s\n", step, done,
+                 total_, loss, lr, tps, clock_text(eta).c_str());
   }
   std::fflush(out_);
 }

@@ -1,7 +1,9 @@
 #pragma once
-// Training progress on stderr: step, loss, learning rate, tokens/s and ETA. On a terminal one
-// line is redrawn in place (at most 10 times a second); otherwise (a log file, CI) a plain line
-// is printed every `every` steps and for the last step, so logs stay readable.
+// Training progress on stderr: the step (counted from 0, as --metrics, --trace-step and the
+// validation lines count it) and the steps done of train.steps, loss, learning rate, tokens/s
+// and ETA. On a terminal one line is redrawn in place (at most 10 times a second); otherwise (a
+// log file, CI) a plain line is printed every `every` steps and for the last step, so logs stay
+// readable.
 #include <cstdint>
 #include <cstdio>
 #include <deque>

@@ -11,6 +11,7 @@
 #include "plait/cli/flag_values.h"
 #include "plait/cli/output_path.h"
 #include "plait/cli/parallel_flags.h"
+#include "plait/cli/search_flags.h"
 #include "plait/core/error.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/schedule/schedule_text.h"
@@ -38,7 +39,26 @@ struct SimOptions {
   std::string tp = "1";
   bool compare = false;
   std::string trace, html;
+  SearchFlags search;
 };
+
+// Refuses a simulation whose estimate (sim::simulation_memory_bytes) exceeds the memory there is.
+void check_memory(const SimOptions& o, const sim::SimulationConfig& config, double bytes, const std::string& units) {
+  char each[64];
+  std::snprintf(each, sizeof each, " at ~%.0f bytes each", config.record_events ? sim::kSimulationBytesPerUnitWithEvents
+                                                                                : sim::kSimulationBytesPerUnit);
+  check_memory_estimate(o.search, bytes, "this simulation", units + each + ", docs/simulator.md",
+                        "simulate fewer --microbatches (the step time and bubble per micro-batch settle within a "
+                        "few times --pp)" + std::string(config.record_events ? ", or without --trace/--html" : ""));
+}
+
+std::string units_text(const schedule::PipelineShape& s) {
+  const double units = static_cast<double>(s.stages) * s.chunks * s.microbatches * s.segments;
+  char text[160];
+  std::snprintf(text, sizeof text, "%.0f units: %d ranks x %d chunk(s) x %d micro-batches x %d segment(s)", units,
+                s.stages, s.chunks, s.microbatches, s.segments);
+  return text;
+}
 
 void write_timelines(const sim::SimulationConfig& config, const sim::SimulationReport& report,
                      const std::string& trace_path, const std::string& html_path) {
@@ -125,9 +145,15 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
   config.record_events = !o.trace.empty() || !o.html.empty();
   config.memory.recompute = parse_recompute_flag("--recompute", o.recompute);
   read_tensor_parallel(o, config);
+  ProgressLine progress(parse_progress_flag(o.search.progress));
+  config.progress = progress.callback();
 
   if (o.compare) {
+    check_memory(o, config, sim::comparison_memory_bytes(config, chunks, segments),
+                 "every schedule's report is kept: the sum over the schedules of " + units_text(config.shape) +
+                     " for the micro-batch-level ones, more for interleaved and segmented ones");
     const auto rows = sim::compare_schedules(config, chunks, segments);
+    progress.finish();
     std::fputs(sim::format_comparison(config, rows).c_str(), stdout);
     for (const auto& row : rows) {
       if (!row.report) continue;
@@ -149,6 +175,7 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
     config.shape.chunks = cmd.count("--chunks") || family->fixed_chunks == 0
                               ? chunks
                               : family->fixed_chunks;
+    check_memory(o, config, sim::simulation_memory_bytes(config.shape, config.record_events), units_text(config.shape));
     report = sim::simulate_family(config, *family);
     title = family->name + ": " + family->title + " (" + family->source + ")";
   } else if (std::filesystem::is_regular_file(o.schedule)) {
@@ -165,6 +192,7 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
     agree("--segments", segments, layout.num_segments);
     agree("--chunks", chunks, layout.max_chunks());
     config.shape = {layout.num_ranks(), layout.max_chunks(), layout.num_microbatches, layout.num_segments};
+    check_memory(o, config, sim::simulation_memory_bytes(config.shape, config.record_events), units_text(config.shape));
     try {
       report = sim::simulate_schedule(config, std::move(s), o.schedule);
     } catch (const schedule::ScheduleViolationError& e) {
@@ -178,6 +206,7 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
     throw Error("--schedule: '" + o.schedule + "' is neither a schedule (" +
                 schedule::schedule_family_names() + ") nor a schedule text file");
   }
+  progress.finish();
   std::fputs(sim::format_report(config, report, title).c_str(), stdout);
   write_timelines(config, report, o.trace, o.html);
 }
@@ -262,6 +291,7 @@ void register_sim(CLI::App& app) {
                   "Write a self-contained HTML timeline; with --compare one per schedule, named\n"
                   "like --trace")
       ->type_name("FILE");
+  add_search_flags(cmd, o->search);
   cmd->callback([cmd, o] { run_sim(*cmd, *o); });
 }
 

@@ -10,10 +10,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -29,9 +30,11 @@
 #include "plait/cli/rank_memory_table.h"
 #include "plait/comm/abort_job.h"
 #include "plait/comm/mpi_session.h"
+#include "plait/core/append_file.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
+#include "plait/core/stop_signals.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/distributed_trainer.h"
@@ -48,11 +51,14 @@
 namespace plait::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 // The flags as given; numbers are checked by parse_numbers (flag_values.h, as plait sim does).
 struct TrainArgs {
   std::string config;
   std::string steps_text, threads_text, trace_step_text, stop_at_text;
   std::string memory_limit;
+  std::string precision;  // --precision: overrides train.precision
   ParallelFlags layout;
   std::string recv_lookahead = std::to_string(runtime::kDefaultRecvLookahead);
   std::string trace, html;
@@ -60,6 +66,7 @@ struct TrainArgs {
   std::string resume_dir;
   std::string metrics;
   std::string inject_failure;
+  bool allow_recipe_change = false;
 
   int steps = 0, threads = 0, trace_step = -1;  // 0 / -1: not given
   long long stop_at = 0;
@@ -122,6 +129,43 @@ std::string join(const std::vector<T>& values, const char* sep) {
   return out;
 }
 
+// Where the header's micro-batch count comes from: train.microbatches counts per replica in the
+// generated parallel form and the whole step in the explicit one (docs/config.md), and the header
+// prints the global count, so it says which.
+std::string microbatches_source(const runtime::JobConfig& job) {
+  const int m = job.run.train.microbatches;
+  if (job.parallel.form == runtime::ParallelConfig::Form::explicit_layout) {
+    return "train.microbatches " + std::to_string(m) + ", the global count in the explicit parallel form";
+  }
+  return "train.microbatches " + std::to_string(m) + " per replica x dp " + std::to_string(job.parallel.dp);
+}
+
+// "ZeRO level 0/2 on the virtual stages (parallel.shard), AdamW moments and master weights
+// offloaded to the host tier on virtual stage(s) 1 (parallel.offload)", or "" when nothing is
+// sharded or offloaded: the memory tables show the effect, this line the cause.
+std::string describe_sharding(const runtime::ParallelConfig& p, int vstages) {
+  std::vector<int> levels, offloaded;
+  for (int v = 0; v < vstages; ++v) {
+    levels.push_back(p.shard_level(v));
+    if (p.offloaded(v)) offloaded.push_back(v);
+  }
+  const bool sharded = std::any_of(levels.begin(), levels.end(), [](int l) { return l > 0; });
+  if (!sharded && offloaded.empty()) return "";
+  const bool uniform = std::all_of(levels.begin(), levels.end(), [&](int l) { return l == levels[0]; });
+  std::string s = "ZeRO level " + (uniform ? std::to_string(levels[0]) + " on every virtual stage"
+                                           : join(levels, "/") + " on the virtual stages") +
+                  " (parallel.shard)";
+  if (sharded && p.shard_shares == runtime::ParallelConfig::Shares::memory) {
+    s += ", shards proportional to memory_bytes";
+  }
+  s += offloaded.empty() ? ", nothing offloaded"
+       : static_cast<int>(offloaded.size()) == vstages
+           ? ", AdamW moments and master weights offloaded to the host tier on every virtual stage (parallel.offload)"
+           : ", AdamW moments and master weights offloaded to the host tier on virtual stage(s) " + join(offloaded, ", ") +
+                 " (parallel.offload)";
+  return s;
+}
+
 void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                   const runtime::PipelinePlan& plan, const runtime::TrainConfig& t,
                   std::int32_t lookahead, const ThreadChoice& threads) {
@@ -130,16 +174,24 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                              : args.resume        ? job.run.source + ", the checkpoint's own"
                                                   : "built-in default (the same as configs/default.json)";
   std::printf("plait train: config %s\n", source.c_str());
-  std::printf("  model: %s, max_seq %lld, %s embeddings: %.2fM parameters\n", spec::describe(m).c_str(),
-              static_cast<long long>(m.max_seq), m.tie_embeddings ? "tied" : "untied",
-              static_cast<double>(m.parameter_count()) / 1e6);
-  std::printf("  train: %d steps of %d x %d sequences of %d tokens (%lld tokens/step), %d "
-              "segment(s), lr %.2e -> %.2e (warm-up %d), AdamW wd %.2f, clip %.2f, non-finite "
-              "steps: %s\n",
+  // spec::describe names an untied head; a tied one is said here.
+  std::printf("  model: %s%s, max_seq %lld: %.2fM parameters\n", spec::describe(m).c_str(),
+              m.tie_embeddings ? ", LM head tied to the token embedding" : "",
+              static_cast<long long>(m.max_seq), static_cast<double>(m.parameter_count()) / 1e6);
+  std::printf("  train: %d steps of %d micro-batch(es) x %d sequences of %d tokens (%lld "
+              "tokens/step; %s), %d segment(s), lr %.2e -> %.2e (warm-up %d), AdamW wd %.2f, "
+              "clip %.2f, non-finite steps: %s\n",
               t.steps, t.microbatches, t.microbatch_size, t.seq,
-              static_cast<long long>(t.tokens_per_step()), t.segments.segments(), t.lr, t.min_lr,
-              t.warmup_steps, t.weight_decay, t.grad_clip, runtime::to_string(t.on_nonfinite));
+              static_cast<long long>(t.tokens_per_step()), microbatches_source(job).c_str(),
+              t.segments.segments(), t.lr, t.min_lr, t.warmup_steps, t.weight_decay, t.grad_clip,
+              runtime::to_string(t.on_nonfinite));
   std::printf("  threads: %d per rank (%s)\n", omp_get_max_threads(), threads.why.c_str());
+  if (t.precision == spec::Precision::bf16) {
+    std::printf("  precision: bf16 mixed precision: bf16 activations, K/V, stage messages and compute "
+                "weights; fp32 master weights, gradients, AdamW state, statistics and loss\n");
+  } else {
+    std::printf("  precision: fp32\n");
+  }
   const std::vector<std::int64_t>& lengths = plan.partition.lengths;
   std::printf("  parallel: %s on %d rank(s), %d virtual stage(s) of %s layers, segments %s, "
               "receives posted %s\n",
@@ -154,6 +206,9 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
                 "(parallel.recompute: %s)\n",
                 join(counts, "/").c_str(), join(plan.vstage_layers, "/").c_str(),
                 job.parallel.recompute.describe().c_str());
+  }
+  if (const std::string sharding = describe_sharding(job.parallel, plan.num_vstages()); !sharding.empty()) {
+    std::printf("  sharding: %s\n", sharding.c_str());
   }
   for (int r = 0; r < plan.num_ranks(); ++r) {
     std::printf("    %s: %zu actions\n", plan.rank_label(r).c_str(), plan.schedule.ranks[r].size());
@@ -218,6 +273,11 @@ auto reported_by_lead(bool lead, F&& f) {
   }
 }
 
+bool same_directory(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+}
+
 void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& job,
                      const TrainArgs& args) {
   std::printf("  data: %s\n", run.data().describe().c_str());
@@ -226,12 +286,20 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
   }
   if (job.run.checkpoint) {
     const runtime::CheckpointConfig& c = *job.run.checkpoint;
-    std::printf("  checkpoints: into %s%s, %s%s\n", c.dir.c_str(),
-                args.config.empty() && args.resume ? " (where the checkpoint resumed from lives)" : "",
+    std::string where;
+    if (args.config.empty() && args.resume) {
+      where = " (where the checkpoint resumed from lives)";
+    } else if (!run.resumed_from().empty() && !same_directory(fs::path(run.resumed_from()).parent_path(), c.dir)) {
+      // --resume DIR with a --config whose checkpoint.dir is elsewhere: saves follow the config.
+      where = " (the config's checkpoint.dir; the checkpoint resumed from is in " +
+              fs::path(run.resumed_from()).parent_path().string() + ")";
+    }
+    std::printf("  checkpoints: into %s%s, %s%s\n", c.dir.c_str(), where.c_str(),
                 c.every > 0 ? ("every " + std::to_string(c.every) + " steps and after the last").c_str()
                             : "after the last step",
                 c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
   }
+  if (const std::string w = run.lock_warning(); !w.empty()) std::fprintf(stderr, "plait: warning: %s\n", w.c_str());
   for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
   if (!run.initial_checkpoint().empty()) {
     std::printf("  checkpoint: %s (step 0, the untrained parameters: checkpoint.save_initial)\n",
@@ -257,21 +325,35 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path) {
-    if (path.empty()) return;
-    out_.open(path, std::ios::app);
-    if (!out_) throw InputError(path, "(file)", "cannot open the metrics file for writing");
+    if (!path.empty()) out_ = std::make_unique<AppendFile>(path);  // never through a link
   }
   void write(const nlohmann::json& record) {
-    if (!out_.is_open()) return;
-    out_ << record.dump() << "\n";
-    out_.flush();
+    if (out_) out_->write(record.dump() + "\n");
   }
 
  private:
-  std::ofstream out_;
+  std::unique_ptr<AppendFile> out_;
 };
 
-void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args,
+// What rank 0 says when a stop signal ends the run after `rec` (docs/checkpoints.md,
+// "Preemption"): how many ranks were signalled (and with what, here), where every rank stopped,
+// and the checkpoint with the save's duration.
+std::string stop_note(const runtime::TrainingStep& rec, int ranks) {
+  const int here = stop_signal();
+  std::string line = "plait: a stop signal reached " + std::to_string(rec.stop_requests) + " of " +
+                     std::to_string(ranks) + " rank(s)" +
+                     (here != 0 ? std::string(" (") + stop_signal_name(here) + " on rank 0)" : std::string());
+  if (!rec.stopped) return line + " during the last step: the run is complete";
+  line += ": every rank stopped after step " + std::to_string(rec.step);
+  if (rec.checkpoint.empty()) return line + " (no checkpoint section: nothing saved)";
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f s", rec.save_seconds);
+  return line + "; saved its checkpoint " + rec.checkpoint + " in " + seconds + " (a resume starts at step " +
+         std::to_string(rec.step + 1) + ")";
+}
+
+// Returns whether a stop signal ended the run early (saved: the job exits kPreemptedExitStatus).
+bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const TrainArgs& args,
                  const ThreadChoice& threads) {
   comm::Communicator& world = session.world();
   const int rank = world.rank();
@@ -288,6 +370,10 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   options.trainer.failure = runtime::parse_failure_injection(args.inject_failure, "--inject-failure");
   options.resume = args.resume;
   options.stop_at = args.stop_at;
+  options.allow_recipe_change = args.allow_recipe_change;
+  if (job.run.checkpoint && job.run.checkpoint->on_signal) {
+    options.trainer.stop_requested = [] { return stop_signal() != 0; };
+  }
   std::unique_ptr<runtime::TrainingRun> run = reported_by_lead<Error>(lead, [&] {
     note_progress("setting up the run: data, parameters, checkpoint");
     std::unique_ptr<runtime::TrainingRun> r;
@@ -318,10 +404,15 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   std::unique_ptr<ProgressBar> progress;
   if (lead) progress = std::make_unique<ProgressBar>(t.steps, t.tokens_per_step());
   const double start = monotonic_seconds();
-  double first_loss = 0, last_loss = 0, bubble_sum = 0, makespan_sum = 0, step_sum = 0;
+  double bubble_sum = 0, makespan_sum = 0, step_sum = 0;
+  std::vector<double> first_losses;
+  std::deque<double> last_losses;  // a stop signal may end the run before `stop`
   int measured_steps = 0, skipped = 0;
-  constexpr int kAverage = 10;  // report the loss averaged over the first and last 10 steps
-  const int window = std::max(1, std::min(kAverage, steps));
+  // Report the loss averaged over the first and last 10 steps; a run shorter than 20 steps
+  // averages its first and last halves (the windows never overlap, so start and end differ
+  // whenever the loss moved), a run of one step has one loss.
+  constexpr int kAverage = 10;
+  const int window = std::max(1, std::min(kAverage, steps / 2));
   runtime::MeasuredStep traced;
   char line[512];
   while (!run->done()) {
@@ -344,8 +435,9 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
       ++measured_steps;
     }
     if (timeline && step == trace_step) traced = measured;
-    if (step - first < window) first_loss += r.loss / window;
-    if (step >= stop - window) last_loss += r.loss / window;
+    if (static_cast<int>(first_losses.size()) < window) first_losses.push_back(r.loss);
+    last_losses.push_back(r.loss);
+    if (static_cast<int>(last_losses.size()) > window) last_losses.pop_front();
     if (r.skipped) ++skipped;
     if (!lead) continue;
     if (r.skipped) {
@@ -357,24 +449,39 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
                         {"skipped", r.skipped}};
     if (r.skipped) m["nonfinite"] = r.nonfinite;
     metrics->write(m);
-    if (!rec.checkpoint.empty()) {
-      progress->note("  checkpoint: " + rec.checkpoint + " (step " + std::to_string(step + 1) + ")");
+    if (rec.stop_requests > 0) {
+      progress->note(stop_note(rec, world.size()));
+    } else if (!rec.checkpoint.empty()) {
+      progress->note("  checkpoint: " + rec.checkpoint + " (after step " + std::to_string(step) +
+                     "; a resume starts at step " + std::to_string(step + 1) + ")");
     }
   }
   const double secs = monotonic_seconds() - start;
   const std::vector<MemoryReport> memory = runtime::gather_memory_reports(world, tracker.report());
   const std::vector<MemoryReport> host = runtime::gather_memory_reports(world, run->trainer().host_tracker().report());
-  if (!lead) return;
+  const bool stopped = run->stopped_by_request();
+  if (!lead) return stopped;
   progress->finish();
   if (steps == 0) {
     std::printf("done: no steps to train (the checkpoint is at step %d of %d)\n", first, t.steps);
-    return;
+    return stopped;
   }
-  std::printf("done: %d steps (%d..%d) in %.1f s, %.0f tokens/s; loss (mean of %d steps) %.4f at "
-              "the start -> %.4f at the end%s\n",
-              steps, first, stop - 1, secs, steps * static_cast<double>(t.tokens_per_step()) / secs,
-              window, first_loss, last_loss,
-              skipped ? (" (" + std::to_string(skipped) + " non-finite step(s) skipped)").c_str() : "");
+  const int last = static_cast<int>(run->next_step()) - 1;  // the last step trained
+  const int trained = last + 1 - first;
+  const auto mean = [](const auto& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); };
+  const double first_loss = mean(first_losses), last_loss = mean(last_losses);
+  const int head = static_cast<int>(first_losses.size()), tail = static_cast<int>(last_losses.size());
+  char loss_text[160];
+  if (trained == 1) {
+    std::snprintf(loss_text, sizeof loss_text, "loss %.4f", last_loss);
+  } else {
+    std::snprintf(loss_text, sizeof loss_text, "loss (mean of %d step(s)) %.4f at the start (%d..%d) -> %.4f at the end (%d..%d)",
+                  head, first_loss, first, first + head - 1, last_loss, last - tail + 1, last);
+  }
+  std::printf("done: %d steps (%d..%d) in %.1f s, %.0f tokens/s; %s%s%s\n", trained, first, last, secs,
+              trained * static_cast<double>(t.tokens_per_step()) / secs, loss_text,
+              skipped ? (" (" + std::to_string(skipped) + " non-finite step(s) skipped)").c_str() : "",
+              stopped ? (" (stopped by a signal before step " + std::to_string(run->stop_step()) + ")").c_str() : "");
   if (measured_steps > 0) {
     std::printf("pipeline (measured, mean of %d step(s)%s): step %.4f s, pipeline makespan %.4f s, "
                 "bubble %.2f%% (1 - busy / (ranks x makespan))\n",
@@ -384,6 +491,10 @@ void train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   print_rank_memory_table(stdout, plan, memory);
   print_host_memory_table(stdout, plan, host);
   write_timelines(args, plan, traced, trace_step);
+  if (stopped) {
+    std::printf("preempted: exit status %d; continue with plait train --resume\n", runtime::kPreemptedExitStatus);
+  }
+  return stopped;
 }
 
 void run_train(TrainArgs args) {
@@ -412,6 +523,9 @@ void run_train(TrainArgs args) {
     job.run.train.steps = args.steps;
     job.run.train.warmup_steps = std::min(job.run.train.warmup_steps, args.steps);
   }
+  if (!args.precision.empty()) {
+    job.run.train.precision = args.precision == "bf16" ? spec::Precision::bf16 : spec::Precision::fp32;
+  }
   apply_parallel_flags(args.layout, job);
   // Output files are written at the end of the run: a missing directory is created now, and one
   // that cannot be is an error before any training.
@@ -422,8 +536,13 @@ void run_train(TrainArgs args) {
   const double stall = job.run.train.stall_timeout_s;
   const bool watch = stall > 0 && comm::launched_by_mpi_launcher();
   std::exception_ptr failure;
+  bool stopped = false;
   {
     comm::MpiSession session({}, watch ? comm::ThreadLevel::kMultiple : comm::ThreadLevel::kSerialized);
+    // After MPI_Init, so that these handlers are the ones in place (docs/checkpoints.md,
+    // "Preemption"); without them (no checkpoint section, or checkpoint.on_signal false) a
+    // signal ends the process as it always would.
+    if (job.run.checkpoint && job.run.checkpoint->on_signal) install_stop_signal_handlers(session.rank());
     try {
       if (watch && session.size() > 1) {
         if (session.thread_level() == comm::ThreadLevel::kMultiple) {
@@ -433,7 +552,7 @@ void run_train(TrainArgs args) {
                                "the stall watchdog (train.stall_timeout_s) is off\n");
         }
       }
-      train_ranks(session, job, args, threads);
+      stopped = train_ranks(session, job, args, threads);
     } catch (const std::exception& e) {
       // With several ranks, stop them all at once naming this rank (docs/comm.md); a job of one
       // rank finalizes MPI normally and reports the error like any other command.
@@ -442,6 +561,7 @@ void run_train(TrainArgs args) {
     }
   }
   if (failure) std::rethrow_exception(failure);
+  if (stopped) throw ExitStatus{runtime::kPreemptedExitStatus};
 }
 
 void register_train(CLI::App& app) {
@@ -453,7 +573,10 @@ void register_train(CLI::App& app) {
       "section (docs/runtime.md); without mpirun it is one rank. The config's \"checkpoint\"\n"
       "section saves checkpoints that --resume continues exactly (docs/checkpoints.md). Under\n"
       "mpirun a stall watchdog ends a job in which no rank makes progress for\n"
-      "train.stall_timeout_s (default 300 s), naming each rank and what it waits on. Without\n"
+      "train.stall_timeout_s (default 300 s), naming each rank and what it waits on. With a\n"
+      "checkpoint section, SIGUSR1, SIGTERM or SIGINT save and stop: every rank stops after the\n"
+      "same step, its checkpoint is saved and the job exits 75 (preempted; a second signal exits at\n"
+      "once; checkpoint.on_signal, docs/checkpoints.md \"Preemption\"). Without\n"
       "--config: a small built-in default that runs in a couple of minutes on 2 cores\n"
       "(configs/default.json).");
   auto args = std::make_shared<TrainArgs>();
@@ -461,6 +584,11 @@ void register_train(CLI::App& app) {
                   "JSON file with sections model, train, data, checkpoint and parallel (docs/config.md)")
       ->type_name("FILE");
   cmd->add_option("--steps", args->steps_text, "Override train.steps (for a quick look)")->type_name("N");
+  cmd->add_option("--precision", args->precision,
+                  "Override train.precision: fp32, or bf16 mixed precision (bf16 activations and "
+                  "compute weights, fp32 master weights, gradients and AdamW state; docs/engine.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->type_name("fp32|bf16");
   cmd->add_option("--threads", args->threads_text,
                   "OpenMP/OpenBLAS threads per rank (default: OMP_NUM_THREADS; else under mpirun\n"
                   "the hardware threads divided by the ranks on this node, at least 1; else all\n"
@@ -499,10 +627,17 @@ void register_train(CLI::App& app) {
                   "Checkpoints newer than the one resumed are kept aside (renamed to\n"
                   "step_<N>.aside, never deleted). Parameters, AdamW moments and step count, data\n"
                   "position and seed are restored; the layout may differ from the one that saved\n"
-                  "it. Without --config: the checkpoint's own config (paths as its run saw them),\n"
-                  "writing new checkpoints beside the one resumed")
+                  "it, the recipe may not (--allow-recipe-change). Without --config: the\n"
+                  "checkpoint's own config (paths as its run saw them), writing new checkpoints\n"
+                  "beside the one resumed")
       ->expected(0, 1)
       ->type_name("[DIR]");
+  cmd->add_flag("--allow-recipe-change", args->allow_recipe_change,
+                "With --resume: continue although the optimizer (train.weight_decay, beta1, beta2,\n"
+                "eps, grad_clip), learning-rate schedule (lr, min_lr, warmup_steps, steps; --steps\n"
+                "too), batch (seq, microbatch_size, micro-batches per step), seed or data (by its\n"
+                "checksums) differ from the checkpoint's; each change is printed. Without it such a\n"
+                "resume is refused, naming every change. The model may never differ");
   cmd->add_option("--stop-at", args->stop_at_text,
                   "Stop before this step, saving a checkpoint there (with a checkpoint section),\n"
                   "without changing train.steps, which sets the learning-rate schedule; continue\n"

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "plait/core/bf16.h"
+
 #include "plait/comm/request.h"
 
 namespace plait::comm {
@@ -43,6 +45,9 @@ class Communicator {
   virtual Request isend(std::span<const std::int32_t> data, int peer, int tag) = 0;
   virtual Request irecv(std::span<float> data, int peer, int tag) = 0;
   virtual Request irecv(std::span<std::int32_t> data, int peer, int tag) = 0;
+  // bf16 stage messages (spec/precision_policy.h), moved as 16-bit words.
+  virtual Request isend(std::span<const bf16> data, int peer, int tag) = 0;
+  virtual Request irecv(std::span<bf16> data, int peer, int tag) = 0;
 
   // Nonblocking in-place reduction across the group: every rank ends with the elementwise
   // op over all ranks' data. Sums are in the transport's order (not bitwise reproducible
@@ -62,6 +67,8 @@ class Communicator {
   virtual Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
                                   ReduceOp op) = 0;
   virtual Request iallgather(std::span<float> data, std::span<const std::size_t> counts) = 0;
+  // The same for bf16 blocks (the compute copy of sharded weights).
+  virtual Request iallgather(std::span<bf16> data, std::span<const std::size_t> counts) = 0;
   // Nonblocking broadcast of root's data to every rank of the group.
   virtual Request ibroadcast(std::span<float> data, int root) = 0;
   virtual Request ibroadcast(std::span<std::int32_t> data, int root) = 0;

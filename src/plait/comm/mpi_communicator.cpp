@@ -275,17 +275,28 @@ Request MpiCommunicator::ireduce_scatter(std::span<float> data, std::span<const 
   return Request(std::move(pending), policy_);
 }
 
-Request MpiCommunicator::iallgather(std::span<float> data, std::span<const std::size_t> counts) {
-  const std::string what = "all-gather of " + std::to_string(data.size()) + " floats over " + describe_members();
-  auto pending = std::make_unique<MpiOperation>(OperationKind::kCollective, what, MPI_FLOAT, "floats",
-                                                static_cast<int>(std::min<std::size_t>(data.size(), INT_MAX)));
-  block_layout(counts, data.size(), what, pending->counts(), pending->displacements());
+Request MpiCommunicator::allgather_blocks(void* data, std::size_t size, MPI_Datatype type,
+                                          const char* type_name,
+                                          std::span<const std::size_t> counts) {
+  const std::string what = "all-gather of " + std::to_string(size) + " " + type_name + " over " + describe_members();
+  auto pending = std::make_unique<MpiOperation>(OperationKind::kCollective, what, type, type_name,
+                                                static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
+  block_layout(counts, size, what, pending->counts(), pending->displacements());
   // In place: each rank's contribution is already where it receives its own block (MPI-3.1
   // sec. 5.7).
-  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), pending->counts().data(),
-                            pending->displacements().data(), MPI_FLOAT, comm_, pending->handle()),
+  check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, pending->counts().data(),
+                            pending->displacements().data(), type, comm_, pending->handle()),
             what);
   return Request(std::move(pending), policy_);
+}
+
+Request MpiCommunicator::iallgather(std::span<float> data, std::span<const std::size_t> counts) {
+  return allgather_blocks(data.data(), data.size(), MPI_FLOAT, "floats", counts);
+}
+
+// bf16 needs no arithmetic in transit: 16-bit words (MPI has no bfloat16 type before MPI 4.1).
+Request MpiCommunicator::iallgather(std::span<bf16> data, std::span<const std::size_t> counts) {
+  return allgather_blocks(data.data(), data.size(), MPI_UINT16_T, "bf16s", counts);
 }
 
 Request MpiCommunicator::bcast(void* data, std::size_t count, MPI_Datatype type,
@@ -312,6 +323,13 @@ Request MpiCommunicator::isend(std::span<const float> data, int peer, int tag) {
 Request MpiCommunicator::isend(std::span<const std::int32_t> data, int peer, int tag) {
   return point_to_point(true, const_cast<std::int32_t*>(data.data()), data.size(), MPI_INT32_T,
                         "int32s", peer, tag);
+}
+Request MpiCommunicator::isend(std::span<const bf16> data, int peer, int tag) {
+  return point_to_point(true, const_cast<bf16*>(data.data()), data.size(), MPI_UINT16_T, "bf16s",
+                        peer, tag);
+}
+Request MpiCommunicator::irecv(std::span<bf16> data, int peer, int tag) {
+  return point_to_point(false, data.data(), data.size(), MPI_UINT16_T, "bf16s", peer, tag);
 }
 Request MpiCommunicator::irecv(std::span<float> data, int peer, int tag) {
   return point_to_point(false, data.data(), data.size(), MPI_FLOAT, "floats", peer, tag);

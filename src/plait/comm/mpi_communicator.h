@@ -28,11 +28,14 @@ class MpiCommunicator final : public Communicator {
   Request isend(std::span<const std::int32_t> data, int peer, int tag) override;
   Request irecv(std::span<float> data, int peer, int tag) override;
   Request irecv(std::span<std::int32_t> data, int peer, int tag) override;
+  Request isend(std::span<const bf16> data, int peer, int tag) override;
+  Request irecv(std::span<bf16> data, int peer, int tag) override;
   Request iallreduce(std::span<float> data, ReduceOp op) override;
   Request iallreduce(std::span<double> data, ReduceOp op) override;
   Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
                           ReduceOp op) override;
   Request iallgather(std::span<float> data, std::span<const std::size_t> counts) override;
+  Request iallgather(std::span<bf16> data, std::span<const std::size_t> counts) override;
   Request ibroadcast(std::span<float> data, int root) override;
   Request ibroadcast(std::span<std::int32_t> data, int root) override;
   Request ibarrier() override;
@@ -42,6 +45,8 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm handle() const { return comm_; }
 
  private:
+  Request allgather_blocks(void* data, std::size_t size, MPI_Datatype type, const char* type_name,
+                           std::span<const std::size_t> counts);
   Request point_to_point(bool is_send, void* data, std::size_t count, MPI_Datatype type,
                          const char* type_name, int peer, int tag);
   Request reduce(void* data, std::size_t count, MPI_Datatype type, const char* type_name,

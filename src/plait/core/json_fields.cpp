@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "plait/core/atomic_file.h"
 #include "plait/core/printable_text.h"
 
 namespace plait {
@@ -33,10 +34,9 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& document, int indent) {
-  std::ofstream out(path);
-  if (!out) throw InputError(path, "(file)", "cannot open the file for writing");
-  out << document.dump(indent) << '\n';
-  if (!out) throw InputError(path, "(file)", "writing the file failed");
+  // Atomically, through a temporary file of a unique name (a link at `path` is replaced, never
+  // written through; a failed write leaves the old file).
+  write_file_atomically(path, document.dump(indent) + "\n");
 }
 
 namespace {

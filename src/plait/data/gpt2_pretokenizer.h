@@ -22,4 +22,25 @@ namespace plait::data {
 std::size_t split_gpt2_pieces(std::string_view text, bool at_end,
                               std::vector<std::string_view>& pieces);
 
+// Pieces longer than a block of the stream (one 50 MB word) are followed run by run instead
+// of being cut again from their start on every call: every piece that is not a contraction is
+// a run of one class (after an optional space) or a white-space run.
+enum class Gpt2Run { kLetters, kNumbers, kOther, kSpace };
+
+// The run of the piece starting at text[p] (not a contraction; p < text.size()): kSpace for a
+// white-space piece, else the class of the run after its optional leading space.
+Gpt2Run gpt2_piece_run(std::string_view text, std::size_t p);
+
+// Continues a piece of run `run` whose bytes so far precede `text` (at least two characters of
+// it, for kSpace). Returns {end, finished}: finished, the piece ends at text[end] (a white-space
+// piece leaves its last character to the next piece when a non-space follows, as
+// \s+(?!\S) does); not finished, text[0, end) belongs to the piece and the rest (under 8 bytes:
+// split_gpt2_pieces' look-ahead; for kSpace from its last white-space character on) must be
+// carried into the next call. With at_end the piece always finishes.
+struct Gpt2RunEnd {
+  std::size_t end = 0;
+  bool finished = false;
+};
+Gpt2RunEnd continue_gpt2_run(Gpt2Run run, std::string_view text, bool at_end);
+
 }  // namespace plait::data

@@ -1,15 +1,18 @@
 #include "plait/data/gpt2_tokenizer.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstdio>
+#include <limits>
 #include <fstream>
 #include <functional>
-#include <queue>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
+#include "plait/core/printable_text.h"
 #include "plait/data/gpt2_byte_alphabet.h"
 #include "plait/data/gpt2_pretokenizer.h"
 #include "plait/data/utf8_decode.h"
@@ -20,6 +23,9 @@ namespace {
 constexpr std::size_t kMaxVocabulary = 65536;  // ids must fit llm.c's uint16 shards
 constexpr std::size_t kMaxCachedPieceBytes = 64;
 constexpr std::size_t kMaxCacheEntries = 1 << 18;
+// How much of a bad line an error quotes: enough to find it, not a copy of the file (the
+// vocabulary directory is the user's, and may be a link to anything).
+constexpr std::size_t kQuotedChars = 24;
 
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -126,6 +132,15 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
     tok.byte_token_[b] = it->second;
   }
   if (auto it = id_of.find("<|endoftext|>"); it != id_of.end()) tok.end_of_text_ = it->second;
+  tok.token_length_.resize(n);
+  for (std::size_t id = 0; id < n; ++id) {
+    // A symbol's length is how BPE finds its neighbour; a token longer than 65535 bytes would
+    // not fit (no real vocabulary comes near).
+    if (tok.token_bytes_[id].size() > 65535) {
+      throw InputError(encoder_name, "id " + std::to_string(id), "a token of more than 65535 bytes");
+    }
+    tok.token_length_[id] = static_cast<std::uint16_t>(tok.token_bytes_[id].size());
+  }
 
   // vocab.bpe: "#version: ..." then "<left> <right>" per line; encoder.py drops the first line
   // and the empty string after the final newline.
@@ -145,7 +160,7 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
       if (line.rfind("#version", 0) != 0) {
         throw InputError(merges_name, field,
                          "expected the header \"#version: 0.2\", found \"" +
-                             std::string(line.substr(0, 40)) + "\"");
+                             printable_text(line, kQuotedChars) + "\"");
       }
       continue;
     }
@@ -154,7 +169,7 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
         space + 1 == line.size() || line.find(' ', space + 1) != std::string_view::npos) {
       throw InputError(merges_name, field,
                        "expected two tokens separated by one space, found \"" +
-                           std::string(line.substr(0, 80)) + "\"");
+                           printable_text(line, kQuotedChars) + "\"");
     }
     char32_t bad = 0;
     if (!spelled_to_bytes(line.substr(0, space), left_bytes, bad) ||
@@ -183,56 +198,152 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(std::string_view encoder_json, std::string_vi
   return tok;
 }
 
-void Gpt2Tokenizer::merge_symbols(std::vector<std::uint16_t>& s) const {
-  const int n = static_cast<int>(s.size());
-  if (n < 2) return;
-  // A doubly linked list over the symbols and a heap of candidate merges ordered by (rank,
-  // position). encoder.py merges every occurrence of the lowest-ranked pair, left to right,
-  // before looking at pairs those merges create; pairs created during a round are held back
-  // until it ends so this matches even for merge tables whose ranks are not in creation order.
-  std::vector<int> prev(n), next(n);
-  std::vector<bool> alive(n, true);
-  for (int i = 0; i < n; ++i) prev[i] = i - 1, next[i] = i + 1 < n ? i + 1 : -1;
-  struct Candidate {
-    std::uint32_t rank;
-    int left;
-    std::uint16_t l, r, merged;
-    bool operator>(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : left > o.left;
-    }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
-  std::vector<Candidate> created;
-  const auto consider = [&](int i, std::vector<Candidate>& into) {
-    const int j = next[i];
-    if (j < 0) return;
-    auto it = merges_.find(pair_key(s[i], s[j]));
-    if (it != merges_.end()) into.push_back({it->second.rank, i, s[i], s[j], it->second.merged});
-  };
-  for (int i = 0; i + 1 < n; ++i) consider(i, created);
-  for (const Candidate& c : created) heap.push(c);
-  created.clear();
-  while (!heap.empty()) {
-    const std::uint32_t round = heap.top().rank;
-    while (!heap.empty() && heap.top().rank == round) {
-      const Candidate c = heap.top();
-      heap.pop();
-      const int i = c.left;
-      const int j = next[i];
-      if (!alive[i] || j < 0 || s[i] != c.l || s[j] != c.r) continue;  // overtaken
-      s[i] = c.merged;
-      alive[j] = false;
-      next[i] = next[j];
-      if (next[j] >= 0) prev[next[j]] = i;
-      if (prev[i] >= 0) consider(prev[i], created);
-      consider(i, created);
-    }
-    for (const Candidate& c : created) heap.push(c);
-    created.clear();
+namespace {
+
+constexpr std::size_t kBlock = 64;                   // positions per leaf of the tree of minima
+constexpr std::size_t kChunk = std::size_t{1} << 20;  // bytes per block of a long piece
+constexpr std::size_t kKeepScratch = std::size_t{1} << 20;  // positions of scratch kept between pieces
+constexpr std::size_t kNotFound = static_cast<std::size_t>(-1);
+
+// Resizes to exactly n elements: vector growth would allocate up to twice what a huge piece
+// needs.
+template <typename T>
+void resize_exact(std::vector<T>& v, std::size_t n) {
+  if (v.capacity() < n) {
+    std::vector<T>().swap(v);
+    v.reserve(n);
   }
-  int out = 0;
-  for (int i = 0; i >= 0; i = next[i]) s[out++] = s[i];
-  s.resize(out);
+  v.resize(n);
+}
+
+// The highest set bit below position i, or -1.
+std::int64_t set_bit_before(const std::vector<std::uint64_t>& bits, std::size_t i) {
+  if (i == 0) return -1;
+  std::size_t w = (i - 1) >> 6;
+  std::uint64_t word = bits[w] & (~std::uint64_t{0} >> (63 - ((i - 1) & 63)));
+  for (;;) {
+    if (word) return static_cast<std::int64_t>((w << 6) + 63 - static_cast<std::size_t>(std::countl_zero(word)));
+    if (w == 0) return -1;
+    word = bits[--w];
+  }
+}
+
+}  // namespace
+
+// BPE in place over symbols_, one entry per byte position of the piece: the symbol starting at
+// position i covers token_length_[symbols_[i]] bytes, so the next symbol's position is implied
+// and only a bit per position (does a symbol start here?) is needed to find the previous one.
+// rank[i] is the rank of the pair starting at i (kNone for none); a tree over blocks of 64
+// positions keeps each block's minimum. A round takes the lowest rank r there is and merges its
+// occurrences left to right (the leftmost rank <= r after the last merge): encoder.py's bpe(),
+// which merges every occurrence of the lowest-ranked pair before looking at the pairs those merges
+// create. Pairs created in a round lie at or before its last merge, so the search to the right
+// meets only pairs that were there when the round began; one created with a lower rank than r
+// (possible only in merge tables whose ranks are not in creation order) waits for the next round.
+// A created pair never has rank r itself: its merged side is longer than either part of r.
+// Memory per position: 2 bytes of symbol, sizeof(Rank), 1 bit, and the tree's 2 x sizeof(Rank)
+// per block; time O(n log n) in the merges.
+template <typename Rank>
+std::size_t Gpt2Tokenizer::merge_symbols_with(std::vector<Rank>& rank, std::vector<Rank>& tree) {
+  constexpr Rank kNone = std::numeric_limits<Rank>::max();
+  std::vector<std::uint16_t>& s = symbols_;
+  const std::size_t n = s.size();
+  if (n < 2) return n;
+  const auto pair_rank = [&](std::size_t i) -> Rank {
+    const std::size_t j = i + token_length_[s[i]];
+    if (j >= n) return kNone;
+    const auto it = merges_.find(pair_key(s[i], s[j]));
+    return it == merges_.end() ? kNone : static_cast<Rank>(it->second.rank);
+  };
+  resize_exact(alive_, (n + 63) / 64);
+  std::fill(alive_.begin(), alive_.end(), ~std::uint64_t{0});
+  resize_exact(rank, n);
+  for (std::size_t i = 0; i < n; ++i) rank[i] = pair_rank(i);
+  const std::size_t blocks = (n + kBlock - 1) / kBlock;
+  const std::size_t leaves = std::bit_ceil(blocks);
+  resize_exact(tree, 2 * leaves);
+  std::fill(tree.begin(), tree.end(), kNone);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t hi = std::min(n, (b + 1) * kBlock);
+    tree[leaves + b] = *std::min_element(rank.begin() + static_cast<std::ptrdiff_t>(b * kBlock),
+                                         rank.begin() + static_cast<std::ptrdiff_t>(hi));
+  }
+  for (std::size_t k = leaves - 1; k >= 1; --k) tree[k] = std::min(tree[2 * k], tree[2 * k + 1]);
+
+  // The block holding position i changed: its minimum, up the tree while it changes.
+  const auto refresh = [&](std::size_t i) {
+    const std::size_t b = i / kBlock;
+    const std::size_t hi = std::min(n, (b + 1) * kBlock);
+    Rank m = kNone;
+    for (std::size_t k = b * kBlock; k < hi; ++k) m = std::min(m, rank[k]);
+    std::size_t node = leaves + b;
+    if (tree[node] == m) return;
+    tree[node] = m;
+    for (node >>= 1; node >= 1; node >>= 1) {
+      const Rank v = std::min(tree[2 * node], tree[2 * node + 1]);
+      if (tree[node] == v) break;
+      tree[node] = v;
+    }
+  };
+  const auto scan = [&](std::size_t from, std::size_t block, Rank r) {
+    const std::size_t hi = std::min(n, (block + 1) * kBlock);
+    for (std::size_t k = from; k < hi; ++k) {
+      if (rank[k] <= r) return k;
+    }
+    return kNotFound;
+  };
+  // The leftmost position >= start whose pair has rank <= r.
+  const auto find_from = [&](std::size_t start, Rank r) {
+    if (start >= n) return kNotFound;
+    if (const std::size_t k = scan(start, start / kBlock, r); k != kNotFound) return k;
+    std::size_t node = leaves + start / kBlock;
+    for (;;) {  // up to the first right sibling holding such a rank, then down to its leftmost leaf
+      if (node == 1) return kNotFound;
+      if ((node & 1) == 0 && tree[node + 1] <= r) break;
+      node >>= 1;
+    }
+    for (++node; node < leaves;) node = tree[2 * node] <= r ? 2 * node : 2 * node + 1;
+    return scan((node - leaves) * kBlock, node - leaves, r);
+  };
+
+  while (tree[1] != kNone) {
+    const Rank r = tree[1];
+    for (std::size_t q = find_from(0, r); q != kNotFound; q = find_from(q + 1, r)) {
+      const std::size_t j = q + token_length_[s[q]];
+      s[q] = merges_.find(pair_key(s[q], s[j]))->second.merged;
+      alive_[j >> 6] &= ~(std::uint64_t{1} << (j & 63));
+      rank[j] = kNone;
+      rank[q] = pair_rank(q);
+      const std::int64_t p = set_bit_before(alive_, q);
+      if (p >= 0) rank[static_cast<std::size_t>(p)] = pair_rank(static_cast<std::size_t>(p));
+      refresh(q);
+      if (j / kBlock != q / kBlock) refresh(j);
+      if (p >= 0 && static_cast<std::size_t>(p) / kBlock != q / kBlock) refresh(static_cast<std::size_t>(p));
+    }
+  }
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < n;) {
+    const std::uint16_t token = s[i];
+    s[out++] = token;
+    i += token_length_[token];
+  }
+  return out;
+}
+
+std::size_t Gpt2Tokenizer::merge_symbols() {
+  // Ranks fit 2 bytes for tables of fewer than 65535 merges (GPT-2's has 50,000).
+  if (merges_.size() < std::numeric_limits<std::uint16_t>::max()) return merge_symbols_with(rank16_, tree16_);
+  return merge_symbols_with(rank32_, tree32_);
+}
+
+void Gpt2Tokenizer::release_scratch() {
+  if (symbols_.capacity() <= kKeepScratch) return;
+  std::vector<std::uint16_t>().swap(symbols_);
+  std::vector<std::uint16_t>().swap(rank16_);
+  std::vector<std::uint16_t>().swap(tree16_);
+  std::vector<std::uint32_t>().swap(rank32_);
+  std::vector<std::uint32_t>().swap(tree32_);
+  std::vector<std::uint64_t>().swap(alive_);
 }
 
 void Gpt2Tokenizer::encode_piece(std::string_view piece, std::vector<std::uint16_t>& out) {
@@ -243,23 +354,78 @@ void Gpt2Tokenizer::encode_piece(std::string_view piece, std::vector<std::uint16
       return;
     }
   }
-  std::vector<std::uint16_t> symbols(piece.size());
+  resize_exact(symbols_, piece.size());
   for (std::size_t i = 0; i < piece.size(); ++i) {
-    symbols[i] = byte_token_[static_cast<unsigned char>(piece[i])];
+    symbols_[i] = byte_token_[static_cast<unsigned char>(piece[i])];
   }
-  merge_symbols(symbols);
-  out.insert(out.end(), symbols.begin(), symbols.end());
+  const auto tokens = static_cast<std::ptrdiff_t>(merge_symbols());
+  out.insert(out.end(), symbols_.begin(), symbols_.begin() + tokens);
   if (cacheable) {
     if (cache_.size() >= kMaxCacheEntries) cache_.clear();  // bound memory on huge corpora
-    cache_.emplace(std::string(piece), std::move(symbols));
+    cache_.emplace(std::string(piece), std::vector<std::uint16_t>(symbols_.begin(), symbols_.begin() + tokens));
   }
+  release_scratch();
+}
+
+void Gpt2Tokenizer::append_long_piece(std::string_view bytes) {
+  while (!bytes.empty()) {
+    if (long_bytes_.empty() || long_bytes_.back().size() == kChunk) {
+      long_bytes_.emplace_back();
+      long_bytes_.back().reserve(kChunk);
+    }
+    std::string& block = long_bytes_.back();
+    const std::size_t n = std::min(bytes.size(), kChunk - block.size());
+    block.append(bytes.data(), n);
+    bytes.remove_prefix(n);
+    long_size_ += n;
+  }
+}
+
+void Gpt2Tokenizer::encode_long_piece(std::vector<std::uint16_t>& out) {
+  // The bytes become symbols block by block, each block freed once converted: at most the
+  // symbols and one block more than the piece itself.
+  resize_exact(symbols_, long_size_);
+  std::size_t at = 0;
+  for (std::string& block : long_bytes_) {
+    for (const unsigned char b : block) symbols_[at++] = byte_token_[b];
+    std::string().swap(block);
+  }
+  std::vector<std::string>().swap(long_bytes_);
+  long_ = false;
+  long_size_ = 0;
+  const std::size_t tokens = merge_symbols();
+  out.reserve(out.size() + tokens);  // exactly: growth would double a huge output
+  out.insert(out.end(), symbols_.begin(), symbols_.begin() + static_cast<std::ptrdiff_t>(tokens));
+  release_scratch();
+}
+
+std::size_t Gpt2Tokenizer::take_long_piece(std::string_view text, std::size_t p, std::vector<std::uint16_t>& out) {
+  const Gpt2Run run = gpt2_piece_run(text, p);
+  // A run of one class after an optional space; a white-space run from its first character.
+  const std::size_t from = run != Gpt2Run::kSpace && text[p] == ' ' ? p + 1 : p;
+  const Gpt2RunEnd e = continue_gpt2_run(run, text.substr(from), false);
+  long_ = true;
+  long_run_ = static_cast<std::uint8_t>(run);
+  append_long_piece(text.substr(p, from - p + e.end));
+  if (e.finished) encode_long_piece(out);
+  return from + e.end;
 }
 
 std::size_t Gpt2Tokenizer::encode_prefix(std::string_view text, bool at_end,
                                          std::vector<std::uint16_t>& out) {
+  std::size_t p = 0;
+  if (long_) {
+    const Gpt2RunEnd e = continue_gpt2_run(static_cast<Gpt2Run>(long_run_), text, at_end);
+    append_long_piece(text.substr(0, e.end));
+    if (!e.finished) return e.end;
+    encode_long_piece(out);
+    p = e.end;
+  }
   pieces_.clear();
-  const std::size_t consumed = split_gpt2_pieces(text, at_end, pieces_);
+  std::size_t consumed = p + split_gpt2_pieces(text.substr(p), at_end, pieces_);
   for (std::string_view piece : pieces_) encode_piece(piece, out);
+  // An unfinished piece this long stays in the tokenizer, not in the caller's carry.
+  if (!at_end && text.size() - consumed > long_piece_bytes_) consumed = take_long_piece(text, consumed, out);
   return consumed;
 }
 

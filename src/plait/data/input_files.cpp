@@ -28,4 +28,15 @@ std::vector<std::string> list_input_files(const std::vector<std::string>& paths)
   return out;
 }
 
+std::vector<InputLink> input_links(const std::vector<std::string>& paths) {
+  std::vector<InputLink> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!fs::is_symlink(p, ec)) continue;
+    const fs::path resolved = fs::canonical(p, ec);
+    out.push_back({p, ec ? std::string("(a dangling link)") : resolved.string()});
+  }
+  return out;
+}
+
 }  // namespace plait::data

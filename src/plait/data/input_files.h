@@ -9,4 +9,11 @@ namespace plait::data {
 
 std::vector<std::string> list_input_files(const std::vector<std::string>& paths);
 
+// The inputs among `paths` that are symbolic links, each with the absolute path it resolves to
+// (users link datasets: plait follows such a link, and says where it led).
+struct InputLink {
+  std::string given, resolved;
+};
+std::vector<InputLink> input_links(const std::vector<std::string>& paths);
+
 }  // namespace plait::data

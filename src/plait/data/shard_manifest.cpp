@@ -100,25 +100,13 @@ ShardManifest parse_shard_manifest(std::string_view text, const std::string& fil
   return m;
 }
 
+void write_shard_manifest(const Directory& dir, const std::string& name, const ShardManifest& m,
+                          AtomicFile::Replace replace) {
+  write_file_atomically(dir, name, shard_manifest_to_text(m), replace);
+}
+
 void write_shard_manifest(const std::string& path, const ShardManifest& m) {
-  const std::string text = shard_manifest_to_text(m);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("shard manifest: cannot create " + tmp + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string msg = std::strerror(errno);
-      ::close(fd);
-      throw Error("shard manifest: cannot write " + tmp + ": " + msg);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error("shard manifest: cannot write " + path + ": " + std::strerror(errno));
-  }
+  write_file_atomically(path, shard_manifest_to_text(m));
 }
 
 std::string shard_corpus_name(const std::string& shard_file) {

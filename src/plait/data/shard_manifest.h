@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "plait/core/atomic_file.h"
+#include "plait/core/directory.h"
 #include <string_view>
 #include <vector>
 
@@ -38,7 +41,10 @@ std::string shard_manifest_to_text(const ShardManifest& m);
 // Strict (unknown fields, a file listed twice, a name with '/', malformed checksums are
 // InputErrors naming `file` and the field).
 ShardManifest parse_shard_manifest(std::string_view text, const std::string& file);
-// Writes atomically (temporary file, fsync, rename).
+// Written atomically (core/atomic_file.h) as `name` inside `dir`, replacing a manifest there or
+// never; or at a path the user names (replacing a file there, a link as an entry).
+void write_shard_manifest(const Directory& dir, const std::string& name, const ShardManifest& m,
+                          AtomicFile::Replace replace);
 void write_shard_manifest(const std::string& path, const ShardManifest& m);
 
 // The corpus name of a shard file: "corpus" for corpus_train_000003.bin (or llm.c's

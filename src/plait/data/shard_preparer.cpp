@@ -7,7 +7,11 @@
 #include <memory>
 #include <optional>
 
+#include "plait/core/atomic_file.h"
+#include "plait/core/directory.h"
+#include "plait/core/directory_lock.h"
 #include "plait/core/error.h"
+#include "plait/core/unique_name.h"
 #include "plait/data/gpt2_tokenizer.h"
 #include "plait/data/input_files.h"
 #include "plait/data/shard_manifest.h"
@@ -20,43 +24,49 @@ namespace {
 constexpr std::size_t kBlockBytes = 1 << 20;
 constexpr std::size_t kBinarySniffBytes = 8000;  // git's buffer_is_binary() looks this far
 
-// Collects one split's tokens and writes a shard each time shard_tokens have gathered.
+// One split's shards, written as tokens arrive into the run's staging directory: a shard is
+// committed (renamed into the staging directory) each time shard_tokens have gathered.
 class ShardSink {
  public:
-  ShardSink(std::string prefix, std::string split, std::int64_t shard_tokens,
+  ShardSink(const Directory& staging, std::string prefix, std::string split, std::int64_t shard_tokens,
             std::vector<std::string>& written, ShardManifest& manifest)
-      : prefix_(std::move(prefix)), split_(std::move(split)), shard_tokens_(shard_tokens),
+      : staging_(staging), prefix_(std::move(prefix)), split_(std::move(split)), shard_tokens_(shard_tokens),
         written_(written), manifest_(manifest) {}
 
-  void add(const std::vector<std::uint16_t>& tokens) {
-    pending_.insert(pending_.end(), tokens.begin(), tokens.end());
+  void add(std::span<const std::uint16_t> tokens) {
     total_ += static_cast<std::int64_t>(tokens.size());
-    while (static_cast<std::int64_t>(pending_.size()) >= shard_tokens_) {
-      write(std::span<const std::uint16_t>(pending_.data(), static_cast<std::size_t>(shard_tokens_)));
-      pending_.erase(pending_.begin(), pending_.begin() + shard_tokens_);
+    while (!tokens.empty()) {
+      if (!shard_) {
+        char index[16];
+        std::snprintf(index, sizeof index, "%06d", static_cast<int>(written_.size()));
+        name_ = prefix_ + split_ + "_" + index + ".bin";
+        shard_ = std::make_unique<TokenShardWriter>(staging_, name_);
+      }
+      const auto room = static_cast<std::size_t>(shard_tokens_ - shard_->tokens());
+      const std::size_t n = std::min(room, tokens.size());
+      shard_->add(tokens.first(n));
+      tokens = tokens.subspan(n);
+      if (shard_->tokens() == shard_tokens_) finish();
     }
   }
   void finish() {
-    if (!pending_.empty()) write(pending_);
-    pending_.clear();
+    if (!shard_) return;
+    const std::int64_t n = shard_->tokens();
+    const std::uint32_t crc = shard_->commit();
+    shard_.reset();
+    written_.push_back(name_);
+    manifest_.shards.push_back({name_, split_, n, kShardHeaderBytes + 2 * static_cast<std::uint64_t>(n), crc});
   }
   std::int64_t total() const { return total_; }
 
  private:
-  void write(std::span<const std::uint16_t> tokens) {
-    char index[16];
-    std::snprintf(index, sizeof index, "%06d", static_cast<int>(written_.size()));
-    const std::string path = prefix_ + index + ".bin";
-    const std::uint32_t crc = write_token_shard(path, tokens);
-    written_.push_back(path);
-    manifest_.shards.push_back({fs::path(path).filename().string(), split_, static_cast<std::int64_t>(tokens.size()),
-                                kShardHeaderBytes + 2 * tokens.size(), crc});
-  }
+  const Directory& staging_;
   std::string prefix_, split_;
   std::int64_t shard_tokens_;
-  std::vector<std::string>& written_;
+  std::vector<std::string>& written_;  // file names, in the staging directory until published
   ShardManifest& manifest_;
-  std::vector<std::uint16_t> pending_;
+  std::unique_ptr<TokenShardWriter> shard_;
+  std::string name_;
   std::int64_t total_ = 0;
 };
 
@@ -87,83 +97,60 @@ void check_options(const PrepareOptions& o) {
   }
 }
 
-// Existing shards of this name would mix with the new ones; refuse or remove them (with their
-// manifest, first: it must never describe shards it did not record).
-void clear_old_shards(const PrepareOptions& o) {
-  std::vector<fs::path> old;
-  for (const auto& e : fs::directory_iterator(o.out_dir)) {
-    const std::string n = e.path().filename().string();
+// Existing shards of this name (and their manifest) would mix with the new ones: refused, or
+// with --overwrite returned for publish() to remove once the new ones are complete.
+std::vector<std::string> old_shards(const Directory& out, const PrepareOptions& o) {
+  std::vector<std::string> old;
+  for (const std::string& n : out.names()) {
     if ((n.starts_with(o.name + "_train_") || n.starts_with(o.name + "_val_")) && n.ends_with(".bin")) {
-      old.push_back(e.path());
+      old.push_back(n);
     }
   }
-  const fs::path manifest = fs::path(o.out_dir) / (o.name + ".shards.json");
-  if (old.empty()) {
-    if (fs::exists(manifest) && !o.overwrite) {
-      throw InputError(o.out_dir, "(directory)",
-                       "already holds " + manifest.filename().string() +
-                           "; pass --overwrite to replace it or choose another --name");
-    }
-    fs::remove(manifest);
-    return;
-  }
-  if (!o.overwrite) {
+  const std::string manifest = o.name + ".shards.json";
+  const bool has_manifest = out.kind_of(manifest) != Directory::Kind::kMissing;
+  if (!o.overwrite && !old.empty()) {
     throw InputError(o.out_dir, "(directory)",
-                     "already holds " + std::to_string(old.size()) + " shard(s) named " + o.name +
-                         "_train_*/" + o.name + "_val_* (e.g. " + old.front().filename().string() +
-                         "); pass --overwrite to replace them or choose another --name");
+                     "already holds " + std::to_string(old.size()) + " shard(s) named " + o.name + "_train_*/" + o.name +
+                         "_val_* (e.g. " + old.front() + "); pass --overwrite to replace them or choose another --name");
   }
-  fs::remove(manifest);
-  for (const auto& p : old) fs::remove(p);
+  if (!o.overwrite && has_manifest) {
+    throw InputError(o.out_dir, "(directory)",
+                     "already holds " + manifest + "; pass --overwrite to replace it or choose another --name");
+  }
+  if (has_manifest) old.insert(old.begin(), manifest);  // removed first: it never describes a mix
+  return old;
 }
 
-}  // namespace
+// A staging directory of a prepare run: ".<name>.prepare-<16 hex digits>".
+bool is_prepare_staging(const std::string& n) {
+  const std::size_t at = n.rfind(".prepare-");
+  return n.starts_with(".") && at != std::string::npos && is_temporary_name("x.tmp-" + n.substr(at + 9));
+}
 
-PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
-                                    const PrepareOptions& options) {
-  check_options(options);
-  PrepareSummary summary;
-  std::optional<Gpt2Tokenizer> gpt2;
-  if (options.tokenizer == "gpt2") {
-    gpt2 = Gpt2Tokenizer::load(options.vocab_dir);
-    summary.vocab_size = gpt2->vocab_size();
-  } else {
-    summary.vocab_size = 256;
+// What runs that ended early left in --out: their staging directories and temporary files.
+// Called under the lock only, when no live run can own them.
+std::vector<std::string> remove_abandoned(const Directory& out) {
+  std::vector<std::string> removed;
+  for (const std::string& n : out.names()) {
+    if (is_prepare_staging(n) || is_temporary_name(n)) {
+      out.remove_tree(n);
+      removed.push_back(n);
+    }
   }
+  return removed;
+}
+
+// The streaming loop over every file: blocks of 1 MiB through the tokenizer into the sinks,
+// the validation split first (the first ceil(val_fraction x bytes) bytes, to the end of their
+// line).
+void stream_files(const std::vector<std::string>& files, const PrepareOptions& options, std::optional<Gpt2Tokenizer>& gpt2,
+                  ShardSink& train, ShardSink& val, PrepareSummary& summary) {
   // Streaming encode: returns the bytes of `text` consumed (all of them when at_end).
   const auto encode = [&](std::string_view text, bool at_end, std::vector<std::uint16_t>& out) {
     if (gpt2) return gpt2->encode_prefix(text, at_end, out);
     for (unsigned char c : text) out.push_back(c);
     return text.size();
   };
-
-  std::vector<std::string> files;
-  for (const std::string& f : list_input_files(inputs)) {
-    if (fs::file_size(f) == 0 || looks_binary(f)) {
-      summary.skipped.push_back(f);
-    } else {
-      files.push_back(f);
-      summary.input_bytes += fs::file_size(f);
-    }
-  }
-  if (files.empty()) {
-    throw InputError(inputs.empty() ? "(none)" : inputs.front(), "(file)",
-                     "no text found (binary or empty files only)");
-  }
-  std::error_code ec;
-  if (fs::exists(options.out_dir, ec) && !fs::is_directory(options.out_dir, ec)) {
-    throw InputError("--out", options.out_dir, "is a file; expected a directory for the shards");
-  }
-  fs::create_directories(options.out_dir, ec);
-  if (ec) throw InputError("--out", options.out_dir, "cannot create the directory: " + ec.message());
-  clear_old_shards(options);
-
-  const std::string prefix = (fs::path(options.out_dir) / options.name).string();
-  ShardManifest manifest;
-  manifest.tokenizer = options.tokenizer;
-  manifest.vocab_size = summary.vocab_size;
-  ShardSink train(prefix + "_train_", "train", options.shard_tokens, summary.train_shards, manifest);
-  ShardSink val(prefix + "_val_", "val", options.shard_tokens, summary.val_shards, manifest);
   // Bytes still owed to the validation split; it ends at the first newline after that.
   auto val_bytes_left = static_cast<std::int64_t>(
       std::ceil(options.val_fraction * static_cast<double>(summary.input_bytes)));
@@ -172,12 +159,17 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
   std::vector<std::uint16_t> tokens;
   std::string carry;
   std::string block(kBlockBytes, '\0');
+  const auto flush = [&](ShardSink& sink) {
+    sink.add(tokens);
+    tokens.clear();
+    // The tokens of one huge piece arrive at once; do not keep room for them.
+    if (tokens.capacity() > kBlockBytes) std::vector<std::uint16_t>().swap(tokens);
+  };
 
   for (const std::string& file : files) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw InputError(file, "(file)", "cannot open the file");
     summary.files.push_back(file);
-    tokens.clear();
     if (gpt2 && gpt2->end_of_text()) tokens.push_back(*gpt2->end_of_text());
     carry.clear();
     for (;;) {
@@ -198,29 +190,115 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
           if (nl != std::string::npos || file_end) {
             const std::size_t cut = nl == std::string::npos ? carry.size() : nl + 1;
             encode(std::string_view(carry).substr(0, cut), true, tokens);
-            val.add(tokens);
-            tokens.clear();
+            flush(val);
             carry.erase(0, cut);
             in_val = false;
           }
         }
       }
       carry.erase(0, encode(carry, file_end, tokens));
-      (in_val ? val : train).add(tokens);
-      tokens.clear();
-      if (options.progress) {
-        options.progress({bytes_done, summary.input_bytes, train.total() + val.total()});
-      }
+      flush(in_val ? val : train);
+      if (options.progress) options.progress({bytes_done, summary.input_bytes, train.total() + val.total()});
       if (file_end) break;
     }
   }
   train.finish();
   val.finish();
-  // Last: the manifest vouches for shards that are all complete.
-  summary.manifest = prefix + ".shards.json";
-  write_shard_manifest(summary.manifest, manifest);
-  summary.train_tokens = train.total();
-  summary.val_tokens = val.total();
+}
+
+// Moves the staged shards into --out (never over anything), after removing the old ones of
+// this name (--overwrite), then writes the manifest, last: it vouches for shards that are all
+// in place. On an error, what it moved is removed again (it is this run's).
+void publish(const Directory& out, const Directory& staging, const std::vector<std::string>& old,
+             const std::vector<std::string>& shards, const ShardManifest& manifest, const std::string& manifest_name) {
+  for (const std::string& n : old) out.remove_file(n);
+  std::vector<std::string> moved;
+  try {
+    for (const std::string& n : shards) {
+      staging.rename(n, out, n, false);
+      moved.push_back(n);
+    }
+    write_shard_manifest(out, manifest_name, manifest, AtomicFile::Replace::kNever);
+  } catch (...) {
+    for (const std::string& n : moved) out.remove_file(n);
+    throw;
+  }
+  out.sync();
+}
+
+}  // namespace
+
+PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
+                                    const PrepareOptions& options) {
+  check_options(options);
+  PrepareSummary summary;
+  std::optional<Gpt2Tokenizer> gpt2;
+  if (options.tokenizer == "gpt2") {
+    gpt2 = Gpt2Tokenizer::load(options.vocab_dir);
+    summary.vocab_size = gpt2->vocab_size();
+  } else {
+    summary.vocab_size = 256;
+  }
+  std::vector<std::string> files;
+  for (const std::string& f : list_input_files(inputs)) {
+    if (fs::file_size(f) == 0 || looks_binary(f)) {
+      summary.skipped.push_back(f);
+    } else {
+      files.push_back(f);
+      summary.input_bytes += fs::file_size(f);
+    }
+  }
+  if (files.empty()) {
+    throw InputError(inputs.empty() ? "(none)" : inputs.front(), "(file)",
+                     "no text found (binary or empty files only)");
+  }
+  for (const InputLink& l : input_links(inputs)) summary.links.push_back(l.given + " -> " + l.resolved);
+  std::error_code ec;
+  if (fs::exists(options.out_dir, ec) && !fs::is_directory(options.out_dir, ec)) {
+    throw InputError("--out", options.out_dir, "is a file; expected a directory for the shards");
+  }
+  const Directory out = Directory::create(options.out_dir, "--out");
+  // One run at a time: a second prepare into this directory is refused here, before anything.
+  const DirectoryLock lock(out, "a data --out directory");
+  summary.lock_warning = lock.warning();
+  if (lock.warning().empty()) summary.removed = remove_abandoned(out);
+  const std::vector<std::string> old = old_shards(out, options);
+
+  // Shards go to a staging directory of this run's own, moved into --out only when all are
+  // complete; on any error it is removed, with every temporary file in it.
+  const std::string staging_name = "." + options.name + ".prepare-" + unique_token();
+  const Directory staging = out.make_child(staging_name);
+  try {
+    ShardManifest manifest;
+    manifest.tokenizer = options.tokenizer;
+    manifest.vocab_size = summary.vocab_size;
+    std::vector<std::string> train_names, val_names;
+    ShardSink train(staging, options.name + "_", "train", options.shard_tokens, train_names, manifest);
+    ShardSink val(staging, options.name + "_", "val", options.shard_tokens, val_names, manifest);
+    stream_files(files, options, gpt2, train, val, summary);
+    summary.train_tokens = train.total();
+    summary.val_tokens = val.total();
+    if (summary.train_tokens == 0) {
+      // (The validation split is never empty: a fraction > 0 of any text is at least a byte.)
+      char f[32];
+      std::snprintf(f, sizeof f, "%g", options.val_fraction);
+      throw InputError("--val-fraction", f,
+                       "the validation split (the first " + std::string(f) + " of the " +
+                           std::to_string(summary.input_bytes) +
+                           " input bytes, extended to the end of their line) takes all of the text, leaving the "
+                           "training split empty; lower --val-fraction, or give text of more lines");
+    }
+    std::vector<std::string> shards = val_names;
+    shards.insert(shards.end(), train_names.begin(), train_names.end());
+    summary.manifest = out.path_of(options.name + ".shards.json");
+    publish(out, staging, old, shards, manifest, options.name + ".shards.json");
+    out.remove_tree(staging_name);
+    for (const std::string& n : train_names) summary.train_shards.push_back(out.path_of(n));
+    for (const std::string& n : val_names) summary.val_shards.push_back(out.path_of(n));
+  } catch (...) {
+    out.remove_tree(staging_name);
+    throw;
+  }
   return summary;
 }
 

@@ -2,16 +2,25 @@
 // `plait data prepare` as a library: text files -> llm.c token shards for a train and a
 // validation split.
 //
-// Files are read in the order list_input_files() gives, streamed in 1 MiB blocks (memory stays
-// bounded whatever the corpus size); files whose first 8000 bytes hold a NUL byte are skipped as
-// binary (git's rule), empty files are skipped. Each file is one document: with the GPT-2
-// tokenizer, <|endoftext|> (50256) precedes each document, as llm.c's data scripts do; the byte
-// tokenizer has no such token and writes documents back to back.
+// Files are read in the order list_input_files() gives (links among the inputs followed, and
+// listed in the summary), streamed in 1 MiB blocks; files whose first 8000 bytes hold a NUL
+// byte are skipped as binary (git's rule), empty files are skipped. Each file is one document:
+// with the GPT-2 tokenizer, <|endoftext|> (50256) precedes each document, as llm.c's data
+// scripts do; the byte tokenizer has no such token and writes documents back to back.
 // The validation split is the first ceil(val_fraction x input bytes) bytes, extended to the end
 // of the line holding the last of them (as llm.c's tinyshakespeare.py takes the first tokens for
-// validation); the rest is the training split. Shards hold shard_tokens tokens each (the last
-// one fewer) and are named <name>_<split>_<index:06d>.bin; <name>.shards.json beside them records
-// each one's size and CRC-32C and the tokenizer (shard_manifest.h), written last.
+// validation); the rest is the training split, which must not be empty (InputError naming
+// --val-fraction). Shards hold shard_tokens tokens each (the last one fewer) and are named
+// <name>_<split>_<index:06d>.bin; <name>.shards.json beside them records each one's size and
+// CRC-32C and the tokenizer (shard_manifest.h), written last.
+//
+// One run at a time per out_dir (DirectoryLock; a second is refused naming the first). Shards
+// are written as tokens arrive (memory: the tokenizer's, gpt2_tokenizer.h, plus constant
+// blocks) into a staging directory of the run's own, <out>/.<name>.prepare-<16 hex>/, and moved
+// into out_dir, never over a file, only once the whole input is done (with overwrite, the old
+// shards of that name and their manifest are removed just before); on any error the staging
+// directory, every temporary file and whatever was already moved are removed, and old shards of
+// the name are kept unless the failure came after their removal.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -46,6 +55,9 @@ struct PrepareSummary {
   std::vector<std::string> val_shards;
   std::string manifest;  // <out>/<name>.shards.json: each shard's CRC-32C and the tokenizer
   int vocab_size = 0;
+  std::vector<std::string> links;    // inputs that are symbolic links: "given -> resolved"
+  std::vector<std::string> removed;  // left in --out by runs that ended early, removed
+  std::string lock_warning;          // why --out could not be locked (no flock there), or ""
 };
 
 PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "plait/core/progress.h"
 
 namespace plait::data {
+namespace fs = std::filesystem;
 namespace {
 
 std::int32_t read_le_int32(std::span<const std::byte> bytes, std::size_t offset) {
@@ -80,35 +82,51 @@ void fill_shard_header(std::int64_t tokens, std::span<std::byte, kShardHeaderByt
   write_le_int32(header, 8, static_cast<std::int32_t>(tokens));
 }
 
+namespace {
+constexpr std::size_t kWriteBlock = std::size_t{1} << 20;
+}  // namespace
+
+TokenShardWriter::TokenShardWriter(const Directory& dir, const std::string& name, AtomicFile::Replace replace)
+    : file_(dir, name, replace) {
+  buffer_.reserve(kWriteBlock);
+  std::byte header[kShardHeaderBytes];
+  fill_shard_header(0, header);  // the count comes at the end
+  file_.write(std::span<const std::byte>(header));
+}
+
+void TokenShardWriter::add(std::span<const std::uint16_t> tokens) {
+  if (count_ + static_cast<std::int64_t>(tokens.size()) > kMaxShardTokens) {
+    throw Error("token shard: " + file_.path() + ": more than 2147483647 tokens do not fit one shard");
+  }
+  for (const std::uint16_t t : tokens) {
+    if (buffer_.size() + 2 > kWriteBlock) flush();
+    buffer_.push_back(static_cast<std::byte>(t & 0xFF));  // little-endian
+    buffer_.push_back(static_cast<std::byte>(t >> 8));
+  }
+  count_ += static_cast<std::int64_t>(tokens.size());
+}
+
+void TokenShardWriter::flush() {
+  file_.write(buffer_);
+  buffer_.clear();
+}
+
+std::uint32_t TokenShardWriter::commit() {
+  flush();
+  std::byte header[kShardHeaderBytes];
+  fill_shard_header(count_, header);
+  file_.write_at(0, header);
+  const std::uint32_t crc = file_.checksum_contents();
+  file_.commit();
+  return crc;
+}
+
 std::uint32_t write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens) {
-  std::vector<std::byte> bytes(kShardHeaderBytes + 2 * tokens.size());
-  fill_shard_header(static_cast<std::int64_t>(tokens.size()),
-                    std::span<std::byte, kShardHeaderBytes>(bytes.data(), kShardHeaderBytes));
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    bytes[kShardHeaderBytes + 2 * i] = static_cast<std::byte>(tokens[i] & 0xFF);
-    bytes[kShardHeaderBytes + 2 * i + 1] = static_cast<std::byte>(tokens[i] >> 8);
-  }
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(system_error("token shard: cannot create " + tmp));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string msg = system_error("token shard: cannot write " + tmp);
-      ::close(fd);
-      throw Error(msg);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    throw Error(system_error("token shard: cannot flush " + tmp));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error(system_error("token shard: cannot rename " + tmp + " to " + path));
-  }
-  return crc32c(bytes);
+  const std::string parent = fs::path(path).parent_path().string();
+  TokenShardWriter w(Directory::open(parent.empty() ? "." : parent), fs::path(path).filename().string(),
+                     AtomicFile::Replace::kYes);
+  w.add(tokens);
+  return w.commit();
 }
 
 TokenShard::TokenShard(const std::string& path, std::optional<int> vocab_size,

@@ -9,6 +9,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
+
+#include "plait/core/atomic_file.h"
+#include "plait/core/directory.h"
 
 namespace plait::data {
 
@@ -26,8 +30,29 @@ std::int64_t parse_shard_header(std::span<const std::byte> header, std::uint64_t
 // The 1024-byte header for `tokens` tokens.
 void fill_shard_header(std::int64_t tokens, std::span<std::byte, kShardHeaderBytes> header);
 
-// Writes a shard atomically: to "<path>.tmp", flushed, then renamed over path, so a reader
-// never sees a half-written shard under the final name. Returns the file's CRC-32C.
+// Writes one shard as its tokens arrive: into a temporary file of a unique name beside it
+// (core/atomic_file.h: O_EXCL | O_NOFOLLOW), tokens in 1 MiB blocks (memory stays constant
+// whatever the shard's size), the header's count written last. commit() checksums the file as
+// it lies on disk, fsyncs it and renames it to `name` without replacing anything there; a
+// writer destroyed uncommitted (any error) removes its temporary file.
+class TokenShardWriter {
+ public:
+  TokenShardWriter(const Directory& dir, const std::string& name,
+                   AtomicFile::Replace replace = AtomicFile::Replace::kNever);
+  void add(std::span<const std::uint16_t> tokens);
+  std::int64_t tokens() const { return count_; }
+  // Returns the whole file's CRC-32C.
+  std::uint32_t commit();
+
+ private:
+  void flush();
+  AtomicFile file_;
+  std::vector<std::byte> buffer_;
+  std::int64_t count_ = 0;
+};
+
+// A whole shard at a path the user names, replacing a file there (a link there is replaced,
+// never followed). Returns the file's CRC-32C.
 std::uint32_t write_token_shard(const std::string& path, std::span<const std::uint16_t> tokens);
 
 // What a shard must match beyond its own header: the CRC-32C of the whole file recorded in the

@@ -12,15 +12,30 @@
 //
 // Layouts (row-major), d = C / heads the head dimension, Ckv = kv_heads * d: q (B, s, C) with
 // head h in columns [h*d, (h+1)*d); each K/V block kv (B, len, 2 Ckv): K in columns [0, Ckv),
-// V in [Ckv, 2 Ckv), K/V head j at offset j*d in each; probs (B, NH, s, e), e = start + s; out
-// and dout (B, s, C). Every matrix product is a BLAS call on strided views of these buffers;
-// OpenMP runs one (batch row, head, query block) per thread forward and one (batch row, K/V
-// head) backward.
+// V in [Ckv, 2 Ckv), K/V head j at offset j*d in each; out, dout and dq (B, s, C); lse
+// (B, heads, s), e = start + s.
+//
+// The algorithm is FlashAttention-2's (Dao 2023, arXiv 2307.08691, Algorithms 1 and 2), itself
+// the tiled online softmax of FlashAttention (Dao et al. 2022, arXiv 2205.14135; Milakov &
+// Gimelshein 2018): queries in tiles of spec::kAttentionQueryTile rows meet their visible keys
+// in tiles of spec::kAttentionKeyTile (spec/attention_tiles.h) and never hold more than one
+// (query tile, key tile) block of scores, so the (s, e) probability matrix is never stored. The
+// forward keeps each row's log-sum-exp; the backward recomputes each block's probabilities from
+// it. Which key tiles a query tile visits, and which keys of a tile each row sees, is decided in
+// one place (attention.cpp, "Visibility"): causal today; a document mask would skip whole key
+// tiles there.
+//
+// Precision: T = double (the tests' reference), float (the fp32 engine) or bf16 (storage only:
+// q, kv, out, dout and dq are bf16). Arithmetic is in Acc<T> (kernels/accumulator.h: fp32 for
+// bf16, T otherwise): inputs are widened exactly when a tile is loaded, the tile products
+// accumulate in Acc<T>, and lse and the dK/dV accumulators are Acc<T>; only out and dq are
+// rounded to T, once each. Results are the same for any OpenMP thread count (each output
+// element is computed by one thread in a fixed order).
 #include <cstddef>
 #include <span>
 
-#include "plait/spec/unit_memory.h"
 #include "plait/kernels/accumulator.h"
+#include "plait/spec/attention_tiles.h"
 
 namespace plait::kernels {
 
@@ -31,37 +46,37 @@ struct KVBlock {
   int length;
 };
 
-// Queries are processed in blocks of spec::kAttentionQueryBlock rows; a block needs keys only up
-// to its last row's position, so the causal upper triangle is skipped except inside the diagonal
-// blocks. The block size and the backward's workspace are the model description's memory
-// formulas (spec/unit_memory.h), which the engine's accounting and the planner read.
-using spec::kAttentionQueryBlock;
-
 // out (B,s,C) = softmax(q k^T / sqrt(d) + causal mask) v, per query head with its group's K/V
-// head; probs (B,NH,s,e) keeps the probabilities for the backward: row r holds them for keys
-// 0..start+r, zeros up to the end of its query block's visible keys, and is not written past
-// that (the causal triangle that attention_backward never reads). The blocks' lengths must sum
-// to e >= s; the query offset is start = e - s. Throws plait::Error unless heads divides C and
+// head; lse (B,heads,s) = log sum_{k visible} exp(q.k / sqrt(d)) of each row, in units of the
+// scaled scores (as kernels/cuda/attention.h), kept for the backward. The blocks' lengths must
+// sum to e >= s; the query offset is start = e - s. OpenMP runs one (batch row, head, query
+// tile) per item, each on a per-thread scratch of spec::attention_forward_tile_elements(d)
+// Acc<T> allocated for the call. Throws plait::Error unless 0 < s <= e, heads divides C and
 // kv_heads divides heads.
 template <typename T>
-void attention_forward(T* out, T* probs, const T* q, std::span<const KVBlock<T>> blocks, int batch,
-                       int s, int c, int heads, int kv_heads);
+void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> blocks,
+                       int batch, int s, int c, int heads, int kv_heads);
 
-// Workspace (in elements of T) attention_backward needs with `threads` OpenMP threads.
-inline std::size_t attention_backward_workspace(int s, int e, int threads) {
-  return spec::attention_workspace_elements(s, e, threads);
+// Elements of Acc<T> attention_backward's workspace needs with `threads` OpenMP threads, for
+// head dimension head_dim (spec/attention_tiles.h: one tile scratch per thread, whatever s, e).
+inline std::size_t attention_backward_workspace(int head_dim, int threads) {
+  return spec::attention_workspace_elements(head_dim, threads);
 }
 
 // dq (B,s,C) = dL/dq; every block's dkv += dL/dk, dL/dv (so a later segment's backward leaves
-// the gradient for earlier positions in their blocks). Standard softmax backward:
-//   dP = dout v^T,  dS = P * (dP - rowsum(P * dP)),  dq = dS k / sqrt(d),
-//   dk += dS^T q / sqrt(d),  dv += P^T dout,
-// a K/V head's dk, dv summed over the g query heads of its group (in the order j*g .. j*g+g-1,
-// on one thread: deterministic and race-free).
-// workspace: attention_backward_workspace(s, e, omp_get_max_threads()) elements.
+// the gradient for earlier positions in their blocks). FlashAttention-2's backward, with the
+// probabilities recomputed tile by tile from the forward's lse:
+//   D = rowsum(dout * out)  (= rowsum(P * dP), since out = P v),
+//   P = exp(q k^T / sqrt(d) - lse),  dP = dout v^T,  dS = P * (dP - D),
+//   dq = dS k / sqrt(d),  dk += dS^T q / sqrt(d),  dv += P^T dout.
+// out and lse are the forward's. OpenMP runs one (batch row, K/V head) per item: its g query
+// heads (in the order j*g .. j*g+g-1) and their query tiles in order on one thread, since they
+// all accumulate into the same dk/dv slice (deterministic and race-free); a query tile's dq is
+// summed over its key tiles in Acc<T> and rounded once.
+// workspace: attention_backward_workspace(d, omp_get_max_threads()) elements.
 template <typename T>
 void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
-                        const T* probs, int batch, int s, int c, int heads, int kv_heads,
-                        T* workspace);
+                        const T* out, const Acc<T>* lse, int batch, int s, int c, int heads,
+                        int kv_heads, Acc<T>* workspace);
 
 }  // namespace plait::kernels

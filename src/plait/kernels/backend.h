@@ -19,14 +19,15 @@
 //
 // Kernels: the fp32 forms of kernels/<op>.h, same arguments in the same order, same formulas
 // (the headers beside this one document them), plus the few the CUDA kernels (kernels/cuda/)
-// need and the CPU's do not (attention's output and the workspace's batch and heads, the
-// embedding backward's vocab), which the CPU backend ignores; it calls those functions, so its
+// need and the CPU's do not (the attention workspace's batch and heads, the embedding
+// backward's vocab), which the CPU backend ignores; it calls those functions, so its
 // results are bitwise the engine's before the seam.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 
+#include "plait/core/bf16.h"
 #include "plait/core/memory_space.h"
 #include "plait/kernels/adamw.h"
 #include "plait/kernels/attention.h"
@@ -56,8 +57,10 @@ class Backend : public MemorySpace {
 
   // ---- kernels (fp32; kernels/<op>.h)
   // Elements of attention_backward's workspace for a segment of s queries seeing e keys, batch
-  // rows and heads query heads (the CPU's is per OpenMP thread and (s, e); the CUDA one B·H·s).
-  virtual std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const = 0;
+  // rows, heads query heads of head_dim (the CPU's is a tile scratch per OpenMP thread, from
+  // head_dim alone, spec/attention_tiles.h; the CUDA one B·H·s).
+  virtual std::size_t attention_backward_workspace(int batch, int s, int e, int heads,
+                                                   int head_dim) const = 0;
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                               const float* residual, int n, int c, int oc) = 0;
   virtual void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n,
@@ -89,16 +92,15 @@ class Backend : public MemorySpace {
                               int pos0, double theta) = 0;
   virtual void rotary_backward(float* dx, int batch, int s, int heads, int head_dim,
                                int row_stride, int pos0, double theta) = 0;
-  // probs: (B, H, s, e) floats of state kept from the forward to the backward. The CPU backend
-  // keeps the probabilities there; the CUDA one only each row's log-sum-exp, in the first
-  // B·H·s (FlashAttention-2), and its backward needs the forward's output `out` (the CPU's
-  // ignores it).
-  virtual void attention_forward(float* out, float* probs, const float* q,
+  // lse: (B, H, s) floats kept from the forward to the backward, each row's log-sum-exp (both
+  // backends run FlashAttention-2 and never store the probabilities); the backward reads the
+  // forward's output `out` too.
+  virtual void attention_forward(float* out, float* lse, const float* q,
                                  std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                                  int heads, int kv_heads) = 0;
   virtual void attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
                                   const float* dout, const float* q, const float* out,
-                                  const float* probs, int batch, int s, int c, int heads,
+                                  const float* lse, int batch, int s, int c, int heads,
                                   int kv_heads, float* workspace) = 0;
   // tokens: device memory (copied there from the host by the caller).
   virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
@@ -123,6 +125,66 @@ class Backend : public MemorySpace {
   virtual void accumulate(float* dst, const float* src, std::size_t n) = 0;
   // values[i] = std · N(0, 1) from the counter-based draw key + i (kernels/normal_init.h).
   virtual void normal_init(float* values, std::size_t n, double std, std::uint64_t key) = 0;
+
+  // ---- bf16 mixed precision (spec/precision_policy.h): the same operations with bf16
+  // activations, K/V and compute weights, fp32 statistics, weight gradients, dK/dV
+  // accumulators and losses, fp32 arithmetic inside. Overloads of the fp32 forms, so a block
+  // templated on its activation type calls the right one. A backend without them throws
+  // (backend.cpp): the CUDA backend is fp32 for now.
+  virtual bool supports_bf16() const { return false; }
+  // dst = round(src) and dst = widen(src), n elements.
+  virtual void convert(bf16* dst, const float* src, std::size_t n);
+  virtual void convert(float* dst, const bf16* src, std::size_t n);
+  virtual void matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
+                              const bf16* residual, int n, int c, int oc);
+  virtual void matmul_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, int n,
+                                     int c, int oc, bool accumulate);
+  virtual void matmul_backward_weight(float* dweight, float* dbias, const bf16* dout,
+                                      const bf16* inp, int n, int c, int oc);
+  virtual void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp,
+                                 const bf16* weight, const bf16* bias, int n, int c, double eps);
+  virtual void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                        const bf16* inp, const bf16* weight, const float* mean,
+                                        const float* rstd, int n, int c);
+  virtual void layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout,
+                                         const bf16* inp, const float* mean, const float* rstd,
+                                         int n, int c);
+  virtual void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight, int n,
+                               int c, double eps);
+  virtual void rmsnorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                      const bf16* inp, const bf16* weight, const float* rstd,
+                                      int n, int c);
+  virtual void rmsnorm_backward_weight(float* dweight, const bf16* dout, const bf16* inp,
+                                       const float* rstd, int n, int c);
+  virtual void gelu_forward(bf16* out, const bf16* inp, std::size_t n);
+  virtual void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, std::size_t n);
+  virtual void swiglu_forward(bf16* out, const bf16* gate_up, int n, int f);
+  virtual void swiglu_backward(bf16* dgate_up, const bf16* dout, const bf16* gate_up, int n,
+                               int f);
+  virtual void rotary_forward(bf16* x, int batch, int s, int heads, int head_dim, int row_stride,
+                              int pos0, double theta);
+  virtual void rotary_backward(bf16* dx, int batch, int s, int heads, int head_dim,
+                               int row_stride, int pos0, double theta);
+  // lse: (B, H, s) fp32 log-sum-exp per query row (FlashAttention-2); the backward reads the
+  // forward's output. workspace: attention_backward_workspace(...) fp32 elements.
+  virtual void attention_forward(bf16* out, float* lse, const bf16* q,
+                                 std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
+                                 int heads, int kv_heads);
+  virtual void attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks,
+                                  const bf16* dout, const bf16* q, const bf16* out,
+                                  const float* lse, int batch, int s, int c, int heads,
+                                  int kv_heads, float* workspace);
+  virtual void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,
+                                 const bf16* wpe, int batch, int s, int c, int pos0, int vocab);
+  virtual void embedding_backward(float* dwte, float* dwpe, const bf16* dout,
+                                  const std::int32_t* tokens, int batch, int s, int c, int pos0,
+                                  int vocab);
+  virtual double cross_entropy_forward_backward(bf16* logits, float* losses,
+                                                const std::int32_t* targets, int n, int v,
+                                                double loss_scale);
+  // The fp32 update, also writing the updated master rounded to bf16 into `copy`.
+  virtual void adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
+                            std::size_t n, const AdamWHyper& hyper);
 };
 
 }  // namespace plait::kernels

@@ -34,9 +34,9 @@ void CpuBackend::fill(float* dst, std::size_t n, float value) { kernels::fill(ds
 
 bool CpuBackend::computes_on_calling_thread() const { return omp_get_max_threads() == 1; }
 
-std::size_t CpuBackend::attention_backward_workspace(int, int s, int e, int) const {
-  // One slice per OpenMP thread (attention.h), whatever the batch and heads.
-  return kernels::attention_backward_workspace(s, e, omp_get_max_threads());
+std::size_t CpuBackend::attention_backward_workspace(int, int, int, int, int head_dim) const {
+  // One tile scratch per OpenMP thread (attention.h), whatever the batch, heads and lengths.
+  return kernels::attention_backward_workspace(head_dim, omp_get_max_threads());
 }
 
 void CpuBackend::matmul_forward(float* out, const float* inp, const float* weight,
@@ -115,17 +115,17 @@ void CpuBackend::rotary_backward(float* dx, int batch, int s, int heads, int hea
   kernels::rotary_backward<float>(dx, batch, s, heads, head_dim, row_stride, pos0, theta);
 }
 
-void CpuBackend::attention_forward(float* out, float* probs, const float* q,
+void CpuBackend::attention_forward(float* out, float* lse, const float* q,
                                    std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                                    int heads, int kv_heads) {
-  kernels::attention_forward<float>(out, probs, q, blocks, batch, s, c, heads, kv_heads);
+  kernels::attention_forward<float>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
 }
 
 void CpuBackend::attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
-                                    const float* dout, const float* q, const float* /*out*/,
-                                    const float* probs, int batch, int s, int c, int heads,
+                                    const float* dout, const float* q, const float* out,
+                                    const float* lse, int batch, int s, int c, int heads,
                                     int kv_heads, float* workspace) {
-  kernels::attention_backward<float>(dq, blocks, dout, q, probs, batch, s, c, heads, kv_heads,
+  kernels::attention_backward<float>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
                                      workspace);
 }
 

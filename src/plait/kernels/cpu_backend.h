@@ -7,8 +7,12 @@
 // complete when recorded. Stateless apart from the event counter. Not final: tests derive from
 // it to observe the calls the engine makes through the seam.
 #include <atomic>
+#include <memory>
+
+#include "plait/core/memory_tracker.h"
 
 #include "plait/kernels/backend.h"
+#include "plait/kernels/onednn_context.h"
 
 namespace plait::kernels {
 
@@ -28,7 +32,8 @@ class CpuBackend : public Backend {
   void synchronize() override {}
   bool computes_on_calling_thread() const override;
 
-  std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const override;
+  std::size_t attention_backward_workspace(int batch, int s, int e, int heads,
+                                           int head_dim) const override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       const float* residual, int n, int c, int oc) override;
   void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n, int c,
@@ -60,11 +65,11 @@ class CpuBackend : public Backend {
                       int pos0, double theta) override;
   void rotary_backward(float* dx, int batch, int s, int heads, int head_dim, int row_stride,
                        int pos0, double theta) override;
-  void attention_forward(float* out, float* probs, const float* q,
+  void attention_forward(float* out, float* lse, const float* q,
                          std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                          int heads, int kv_heads) override;
   void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
-                          const float* q, const float* out, const float* probs, int batch, int s,
+                          const float* q, const float* out, const float* lse, int batch, int s,
                           int c, int heads, int kv_heads, float* workspace) override;
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                          const float* wpe, int batch, int s, int c, int pos0,
@@ -79,8 +84,64 @@ class CpuBackend : public Backend {
   void accumulate(float* dst, const float* src, std::size_t n) override;
   void normal_init(float* values, std::size_t n, double std, std::uint64_t key) override;
 
+  // bf16 (cpu_backend_bf16.cpp).
+  bool supports_bf16() const override { return true; }
+  void convert(bf16* dst, const float* src, std::size_t n) override;
+  void convert(float* dst, const bf16* src, std::size_t n) override;
+  void matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
+                      const bf16* residual, int n, int c, int oc) override;
+  void matmul_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, int n, int c,
+                             int oc, bool accumulate) override;
+  void matmul_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                              int n, int c, int oc) override;
+  void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
+                         const bf16* bias, int n, int c, double eps) override;
+  void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                const bf16* inp, const bf16* weight, const float* mean,
+                                const float* rstd, int n, int c) override;
+  void layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                                 const float* mean, const float* rstd, int n, int c) override;
+  void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight, int n, int c,
+                       double eps) override;
+  void rmsnorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                              const bf16* inp, const bf16* weight, const float* rstd, int n,
+                              int c) override;
+  void rmsnorm_backward_weight(float* dweight, const bf16* dout, const bf16* inp,
+                               const float* rstd, int n, int c) override;
+  void gelu_forward(bf16* out, const bf16* inp, std::size_t n) override;
+  void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, std::size_t n) override;
+  void swiglu_forward(bf16* out, const bf16* gate_up, int n, int f) override;
+  void swiglu_backward(bf16* dgate_up, const bf16* dout, const bf16* gate_up, int n,
+                       int f) override;
+  void rotary_forward(bf16* x, int batch, int s, int heads, int head_dim, int row_stride,
+                      int pos0, double theta) override;
+  void rotary_backward(bf16* dx, int batch, int s, int heads, int head_dim, int row_stride,
+                       int pos0, double theta) override;
+  void attention_forward(bf16* out, float* lse, const bf16* q,
+                         std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
+                         int heads, int kv_heads) override;
+  void attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks, const bf16* dout,
+                          const bf16* q, const bf16* out, const float* lse, int batch, int s,
+                          int c, int heads, int kv_heads, float* workspace) override;
+  void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte, const bf16* wpe,
+                         int batch, int s, int c, int pos0, int vocab) override;
+  void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const std::int32_t* tokens,
+                          int batch, int s, int c, int pos0, int vocab) override;
+  double cross_entropy_forward_backward(bf16* logits, float* losses, const std::int32_t* targets,
+                                        int n, int v, double loss_scale) override;
+  void adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
+                    std::size_t n, const AdamWHyper& hyper) override;
+
+  // The oneDNN context of the bf16 GEMMs (created at the first one): its ISA, path, primitive
+  // cache and workspace. The workspace is host memory charged to workspace_tracker() (category
+  // activations), not to a stage's tracker.
+  OneDnnContext& onednn();
+  const MemoryTracker& workspace_tracker() const { return workspace_tracker_; }
+
  private:
   std::atomic<std::uint64_t> recorded_{0};
+  MemoryTracker workspace_tracker_;
+  std::unique_ptr<OneDnnContext> onednn_;
 };
 
 // The process's CPU backend: the default of everything that takes a Backend.

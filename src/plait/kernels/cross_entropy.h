@@ -5,6 +5,10 @@
 //   loss_n = logsumexp(logits_n) - logits_n[target_n]
 //   dlogits_n = loss_scale * (softmax(logits_n) - onehot(target_n))
 // which is the gradient of loss_scale * sum_n loss_n.
+// T is float, double or bf16 (mixed precision: bf16 logits widened exactly, the maximum,
+// exponentials and normaliser in fp32 (the normaliser's chunk sums added in double as in fp32),
+// each gradient rounded once to bf16, the target's -loss_scale included before that rounding;
+// losses Acc<T>, fp32).
 #include <cstdint>
 #include "plait/kernels/accumulator.h"
 

@@ -26,10 +26,11 @@ void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T
     const T* te = wte + static_cast<std::size_t>(tokens[i]) * c;
     T* o = out + static_cast<std::size_t>(i) * c;
     if (wpe) {
+      // Added in Acc<T> (fp32 for bf16), rounded once.
       const T* pe = wpe + static_cast<std::size_t>(pos0 + i % s) * c;
-      for (int j = 0; j < c; ++j) o[j] = te[j] + pe[j];
+      for (int j = 0; j < c; ++j) o[j] = from_float<T>(to_float(te[j]) + to_float(pe[j]));
     } else {
-      std::copy(te, te + c, o);
+      std::copy(te, te + c, o);  // a copy: exact in every type
     }
   }
 }
@@ -49,11 +50,11 @@ void embedding_backward(Acc<T>* dwte, Acc<T>* dwpe, const T* dout, const std::in
       for (int t = 0; t < s; ++t) {
         const std::size_t row = static_cast<std::size_t>(b) * s + t;
         const T* g = dout + row * c;
-        T* te = dwte + static_cast<std::size_t>(tokens[row]) * c;
-        for (int j = j0; j < j1; ++j) te[j] += g[j];
+        Acc<T>* te = dwte + static_cast<std::size_t>(tokens[row]) * c;
+        for (int j = j0; j < j1; ++j) te[j] += to_float(g[j]);
         if (dwpe) {
-          T* pe = dwpe + static_cast<std::size_t>(pos0 + t) * c;
-          for (int j = j0; j < j1; ++j) pe[j] += g[j];
+          Acc<T>* pe = dwpe + static_cast<std::size_t>(pos0 + t) * c;
+          for (int j = j0; j < j1; ++j) pe[j] += to_float(g[j]);
         }
       }
     }
@@ -68,5 +69,9 @@ template void embedding_backward<float>(float*, float*, const float*, const std:
                                         int, int);
 template void embedding_backward<double>(double*, double*, const double*, const std::int32_t*, int,
                                          int, int, int);
+template void embedding_forward<bf16>(bf16*, const std::int32_t*, const bf16*, const bf16*, int,
+                                      int, int, int, int);
+template void embedding_backward<bf16>(float*, float*, const bf16*, const std::int32_t*, int, int,
+                                       int, int);
 
 }  // namespace plait::kernels

@@ -4,6 +4,8 @@
 // starting at position pos0 embeds exactly as it would inside the whole sequence. LLaMA has no
 // learned positions (rotary.h rotates q and k instead): wpe = nullptr / dwpe = nullptr means the
 // token embedding only.
+// T is float, double or bf16 (mixed precision: out = bf16(fp32(wte) + fp32(wpe)), one rounding;
+// the gradients dwte, dwpe are Acc<T>, fp32, accumulated from the widened bf16 dout).
 #include <cstdint>
 #include "plait/kernels/accumulator.h"
 

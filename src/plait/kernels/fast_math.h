@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "plait/kernels/accumulator.h"
+
 namespace plait::kernels {
 
 inline float exp_fast(float x) {
@@ -35,20 +37,24 @@ inline float exp_fast(float x) {
 
 inline double exp_fast(double x) { return std::exp(x); }
 
-// max_j x[j], n >= 1. A `simd reduction(max)` loop is not vectorised by GCC without fast-math
-// (NaN ordering), so this keeps 16 running maxima, one per lane, and combines them at the end.
+// max_j x[j], n >= 1, in Acc<T> (bf16 values widened exactly, so the maximum is one of them). A
+// `simd reduction(max)` loop is not vectorised by GCC without fast-math (NaN ordering), so this
+// keeps 16 running maxima, one per lane, and combines them at the end.
 template <typename T>
-T max_of(const T* x, int n) {
+Acc<T> max_of(const T* x, int n) {
   constexpr int kLanes = 16;
-  T lanes[kLanes];
-  for (int k = 0; k < kLanes; ++k) lanes[k] = x[0];
+  Acc<T> lanes[kLanes];
+  for (int k = 0; k < kLanes; ++k) lanes[k] = to_float(x[0]);
   int j = 0;
   for (; j + kLanes <= n; j += kLanes) {
-    for (int k = 0; k < kLanes; ++k) lanes[k] = lanes[k] > x[j + k] ? lanes[k] : x[j + k];
+    for (int k = 0; k < kLanes; ++k) {
+      const Acc<T> xk = to_float(x[j + k]);
+      lanes[k] = lanes[k] > xk ? lanes[k] : xk;
+    }
   }
-  T m = lanes[0];
+  Acc<T> m = lanes[0];
   for (int k = 1; k < kLanes; ++k) m = std::max(m, lanes[k]);
-  for (; j < n; ++j) m = std::max(m, x[j]);
+  for (; j < n; ++j) m = std::max(m, to_float(x[j]));
   return m;
 }
 

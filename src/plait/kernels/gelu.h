@@ -4,7 +4,11 @@
 // evaluated through the exact identity 0.5 (1 + tanh u) = sigmoid(2u) = 1 / (1 + e^{-2u}),
 // i.e. gelu(x) = x / (1 + e^{-2u}): one exponential and one division per element, no
 // cancellation anywhere.
+// T is float (the engine), double (the tests' reference) or bf16 (mixed precision: inputs
+// widened exactly, arithmetic in fp32, each output rounded once to bf16).
 #include <cstddef>
+
+#include "plait/core/bf16.h"
 
 namespace plait::kernels {
 

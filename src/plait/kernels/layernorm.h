@@ -3,6 +3,9 @@
 // in GPT-2 (a model's norm_eps otherwise):
 //   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  out = xhat * weight + bias.
 // Backward split into B (input) and W (weight, bias), as for the linear layers.
+// T is float (the engine), double (the tests' reference) or bf16 (mixed precision: inputs
+// widened exactly, all arithmetic in fp32, each output rounded once to bf16; mean, rstd and the
+// weight and bias gradients are Acc<T>, fp32, as HF/Megatron compute norms in fp32).
 #include "plait/kernels/accumulator.h"
 
 namespace plait::kernels {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "plait/kernels/blas.h"
+#include "plait/kernels/column_sums.h"
 #include "plait/kernels/parallel.h"
 
 namespace plait::kernels {
@@ -43,22 +44,7 @@ template <typename T>
 void matmul_backward_weight(Acc<T>* dweight, Acc<T>* dbias, const T* dout, const T* inp, int n, int c,
                             int oc) {
   gemm<T>(true, false, oc, c, n, T(1), dout, oc, inp, c, T(1), dweight, c);
-  if (dbias == nullptr) return;
-  // Column sums, each thread owning a fixed range of columns and walking the rows in order, so
-  // the result does not depend on the thread count's scheduling (deterministic).
-  constexpr int kColumnBlock = 256;
-  const int blocks = (oc + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * oc))
-  for (int blk = 0; blk < blocks; ++blk) {
-    const int o0 = blk * kColumnBlock;
-    const int o1 = std::min(oc, o0 + kColumnBlock);
-    T acc[kColumnBlock] = {};
-    for (int i = 0; i < n; ++i) {
-      const T* row = dout + static_cast<std::size_t>(i) * oc;
-      for (int o = o0; o < o1; ++o) acc[o - o0] += row[o];
-    }
-    for (int o = o0; o < o1; ++o) dbias[o] += acc[o - o0];
-  }
+  if (dbias != nullptr) add_column_sums(dbias, dout, n, oc);
 }
 
 template void matmul_forward<float>(float*, const float*, const float*, const float*, const float*,

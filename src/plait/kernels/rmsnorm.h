@@ -4,6 +4,9 @@
 //   out = x * rstd * weight,  rstd = 1 / sqrt(mean(x^2) + eps),
 // eps a parameter (LLaMA uses 1e-5 or 1e-6). Backward split into B (input) and W (weight), as
 // for layernorm.h, whose signatures these mirror.
+// T is float (the engine), double (the tests' reference) or bf16 (mixed precision: inputs
+// widened exactly, all arithmetic in fp32, each output rounded once to bf16; rstd and the weight
+// gradient are Acc<T>, fp32, as HF/Megatron compute norms in fp32).
 #include "plait/kernels/accumulator.h"
 
 namespace plait::kernels {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/kernels/accumulator.h"
 #include "plait/kernels/parallel.h"
 
 namespace plait::kernels {
@@ -34,10 +35,12 @@ void check_arguments(int batch, int s, int heads, int head_dim, int row_stride, 
   }
 }
 
-// x' = R(sign * angle) x for every head of every row; sign = +1 forward, -1 for R^T.
+// x' = R(sign * angle) x for every head of every row; sign = +1 forward, -1 for R^T. cos and sin
+// are F = Acc<T> (fp32 for bf16): the pair is widened, rotated in F and each result rounded once.
 template <typename T>
 void rotate(T* x, int batch, int s, int heads, int head_dim, int row_stride, int pos0, double theta,
             int sign) {
+  using F = Acc<T>;
   check_arguments(batch, s, heads, head_dim, row_stride, pos0, theta);
   const int half = head_dim / 2;
   const std::int64_t work = std::int64_t{batch} * s * heads * head_dim;
@@ -50,11 +53,11 @@ void rotate(T* x, int batch, int s, int heads, int head_dim, int row_stride, int
 #pragma omp parallel for schedule(static) if (parallel_worthwhile(work))
     for (int t = 0; t < s; ++t) {
       const double p = static_cast<double>(pos0) + t;
-      T cos_[kFrequencyChunk], sin_[kFrequencyChunk];
+      F cos_[kFrequencyChunk], sin_[kFrequencyChunk];
       for (int k = 0; k < count; ++k) {
         const double angle = p * inv_freq[k];
-        cos_[k] = static_cast<T>(std::cos(angle));
-        sin_[k] = static_cast<T>(sign * std::sin(angle));
+        cos_[k] = static_cast<F>(std::cos(angle));
+        sin_[k] = static_cast<F>(sign * std::sin(angle));
       }
       for (int b = 0; b < batch; ++b) {
         T* row = x + (static_cast<std::size_t>(b) * s + t) * row_stride + i0;
@@ -63,9 +66,9 @@ void rotate(T* x, int batch, int s, int heads, int head_dim, int row_stride, int
           T* hi = lo + half;
 #pragma omp simd
           for (int k = 0; k < count; ++k) {
-            const T a = lo[k], c = hi[k];
-            lo[k] = a * cos_[k] - c * sin_[k];
-            hi[k] = c * cos_[k] + a * sin_[k];
+            const F a = to_float(lo[k]), c = to_float(hi[k]);
+            lo[k] = from_float<T>(a * cos_[k] - c * sin_[k]);
+            hi[k] = from_float<T>(c * cos_[k] + a * sin_[k]);
           }
         }
       }
@@ -91,5 +94,7 @@ template void rotary_forward<float>(float*, int, int, int, int, int, int, double
 template void rotary_forward<double>(double*, int, int, int, int, int, int, double);
 template void rotary_backward<float>(float*, int, int, int, int, int, int, double);
 template void rotary_backward<double>(double*, int, int, int, int, int, int, double);
+template void rotary_forward<bf16>(bf16*, int, int, int, int, int, int, double);
+template void rotary_backward<bf16>(bf16*, int, int, int, int, int, int, double);
 
 }  // namespace plait::kernels

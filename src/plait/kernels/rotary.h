@@ -8,6 +8,10 @@
 // i.e. x' = x cos + rotate_half(x) sin with rotate_half(x) = cat(-x[d/2:], x[:d/2]): element i is
 // paired with i + d/2 (not with its neighbour, as in the paper's and Meta's complex form).
 // Angles are computed in double, cos and sin once per (position, frequency) per call.
+// T is float (the engine), double (the tests' reference) or bf16 (mixed precision: cos and sin
+// in fp32, each pair widened exactly, rotated in fp32 and rounded once to bf16).
+#include "plait/core/bf16.h"
+
 namespace plait::kernels {
 
 // In place on x (B, s, row_stride): the first heads * head_dim columns of each row are heads

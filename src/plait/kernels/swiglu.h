@@ -4,6 +4,10 @@
 //   out = silu(g) * u,  silu(g) = g * sigmoid(g) = g / (1 + e^{-g}),
 // where the gate g and the up projection u come out of ONE matmul as a (N, 2F) buffer: gate in
 // columns [0, F), up in [F, 2F).
+// T is float (the engine), double (the tests' reference) or bf16 (mixed precision: inputs
+// widened exactly, arithmetic in fp32, each output rounded once to bf16).
+#include "plait/core/bf16.h"
+
 namespace plait::kernels {
 
 // out (N,F) = silu(gate_up[:, :F]) * gate_up[:, F:]; gate_up (N,2F).

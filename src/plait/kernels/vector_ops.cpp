@@ -26,4 +26,19 @@ void accumulate(float* dst, const float* src, std::size_t n) {
   for (std::int64_t i = 0; i < count; ++i) dst[i] += src[i];
 }
 
+// Both conversions are branch-free per element (bf16::round_bits' NaN test compiles to a
+// select), so GCC vectorises them: widening is a zero-extension and a shift, rounding integer
+// adds, a shift and a blend.
+void convert(bf16* dst, const float* src, std::size_t n) {
+  const auto count = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(count))
+  for (std::int64_t i = 0; i < count; ++i) dst[i] = bf16(src[i]);
+}
+
+void convert(float* dst, const bf16* src, std::size_t n) {
+  const auto count = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(count))
+  for (std::int64_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
 }  // namespace plait::kernels

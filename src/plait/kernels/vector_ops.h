@@ -1,8 +1,11 @@
 #pragma once
 // Whole-buffer operations the engine needs besides the layers' kernels: zeroing (gradients, dK/dV
 // accumulators), filling with a constant (norm gains), adding one buffer into another (the tied
-// embedding's gradient copies).
+// embedding's gradient copies), and converting between fp32 and bf16 (mixed precision: the bf16
+// compute copy of fp32 values, fp32 views of bf16 tensors).
 #include <cstddef>
+
+#include "plait/core/bf16.h"
 
 namespace plait::kernels {
 
@@ -13,5 +16,10 @@ void zero_bytes(void* dst, std::size_t bytes);
 void fill(float* dst, std::size_t n, float value);
 // dst (n) += src (n).
 void accumulate(float* dst, const float* src, std::size_t n);
+// dst (n) = src (n) rounded to bf16, to nearest even (core/bf16.h: NaN stays NaN, infinities
+// and signed zeros kept, beyond the largest finite bf16 to infinity); bitwise bf16(src[i]).
+void convert(bf16* dst, const float* src, std::size_t n);
+// dst (n) = src (n) widened to fp32 (exact).
+void convert(float* dst, const bf16* src, std::size_t n);
 
 }  // namespace plait::kernels

@@ -22,6 +22,23 @@ namespace plait::model {
 // layer input) before F and dx_out (dL/d(output)) before B, and hands the K/V (and dK/dV)
 // buffers of a micro-batch's earlier segments to later ones; each family's state adds its saved
 // tensors (lifetimes: spec/unit_memory.h).
+// A layer's K/V block of one unit as the stage model hands it over: the K|V rows in the layer's
+// activation type (spec/precision_policy.h) and their fp32 dK/dV accumulator (null in F).
+struct KVRef {
+  ConstTypedPtr kv;
+  float* dkv = nullptr;
+  int length = 0;
+};
+
+// The blocks as the attention kernels of element type T take them (T must be kv's type).
+template <typename T>
+std::vector<kernels::KVBlock<T>> typed_blocks(std::span<const KVRef> blocks) {
+  std::vector<kernels::KVBlock<T>> out;
+  out.reserve(blocks.size() + 1);
+  for (const KVRef& b : blocks) out.push_back({b.kv.as<T>(), b.dkv, b.length});
+  return out;
+}
+
 struct LayerState {
   LayerState() = default;
   LayerState(LayerState&&) = default;
@@ -30,6 +47,8 @@ struct LayerState {
   PooledBuffer x_in, dx_out;
   PooledBuffer kv;   // this unit's K|V rows (N, 2K), kv_cache, from F to the end of B
   PooledBuffer dkv;  // their gradient accumulator, kv_cache, from the micro-batch's first B to W
+                     // (bf16: to the end of this unit's B, which rounds it into dkv_kept)
+  PooledBuffer dkv_kept;  // bf16 only: the completed dK/dV, kv_cache, from this unit's B to W
 };
 
 class Block {
@@ -40,8 +59,8 @@ class Block {
   // F. st.x_in holds the input (B,s,C) of segment `seg`; prefix: this layer's K/V of the
   // micro-batch's earlier segments, in order. Allocates the unit's state and K/V; writes the
   // output to out.
-  virtual void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
-                       const spec::Segment& seg, float* out, TensorPool& pool) const = 0;
+  virtual void forward(LayerState& st, std::span<const KVRef> prefix, int batch,
+                       const spec::Segment& seg, TypedPtr out, TensorPool& pool) const = 0;
 
   // Recomputation (per-layer activation checkpointing, Chen et al., arXiv 1604.06174): on a
   // state whose F kept only x_in and kv (the stage model drops the rest after F), rebuilds
@@ -49,24 +68,25 @@ class Block {
   // rebuilt tensors are bitwise F's; it runs neither the K/V projection (kv is its kept result,
   // which later segments attended to) nor the output projection (the next layer kept its
   // input). prefix: as for forward.
-  virtual void recompute(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+  virtual void recompute(LayerState& st, std::span<const KVRef> prefix, int batch,
                          const spec::Segment& seg, TensorPool& pool) const = 0;
 
   // B. st.dx_out holds dL/d(output). blocks: K/V with their dK/dV accumulators for all
   // positions [0, segment end), earlier segments first, this unit's last (its dkv already holds
   // what later segments left for these positions). Writes dL/d(input) to dx_in; frees the
   // state only B needed.
-  virtual void backward_input(LayerState& st, std::span<const kernels::KVBlock<float>> blocks,
-                              int batch, const spec::Segment& seg, float* dx_in,
+  virtual void backward_input(LayerState& st, std::span<const KVRef> blocks,
+                              int batch, const spec::Segment& seg, TypedPtr dx_in,
                               TensorPool& pool) const = 0;
 
   // W. Accumulates the parameter gradients and frees everything the unit kept.
   virtual void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const = 0;
 };
 
-// The block of layer `layer` of the model's family over a stage's parameter and gradient buffers
-// (the backend's memory), computing with the backend's kernels.
-std::unique_ptr<Block> make_block(const spec::ModelSpec& model, int layer, float* parameters,
+// The block of layer `layer` of the model's family over a stage's compute weights (fp32, or the
+// bf16 copy: its type is the block's activation type) and fp32 gradient buffer (the backend's
+// memory), computing with the backend's kernels.
+std::unique_ptr<Block> make_block(const spec::ModelSpec& model, int layer, TypedPtr parameters,
                                   float* gradients, const std::vector<NamedTensor>& tensors,
                                   kernels::Backend& backend);
 

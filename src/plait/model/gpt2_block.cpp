@@ -1,13 +1,14 @@
 #include "plait/model/gpt2_block.h"
 
 #include "plait/core/memory_category.h"
+#include "plait/model/layer_precision.h"
 #include "plait/spec/unit_memory.h"
 
 namespace plait::model {
 
-
-Gpt2Tensors Gpt2Tensors::locate(const spec::ModelSpec& model, float* base,
-                                const std::vector<NamedTensor>& tensors, int layer) {
+template <typename W>
+Gpt2Tensors<W> Gpt2Tensors<W>::locate(const spec::ModelSpec& model, W* base,
+                                      const std::vector<NamedTensor>& tensors, int layer) {
   auto at = [&](const char* suffix) {
     return base + find_tensor(tensors, layer_tensor_name(model, layer, suffix)).offset;
   };
@@ -17,69 +18,77 @@ Gpt2Tensors Gpt2Tensors::locate(const spec::ModelSpec& model, float* base,
           at("mlp.c_fc.bias"),      at("mlp.c_proj.weight"), at("mlp.c_proj.bias")};
 }
 
-void Gpt2Block::saved_forward(Gpt2State& st, std::span<const kernels::KVBlock<float>> prefix,
-                              int batch, const spec::Segment& seg, TensorPool& pool,
-                              bool with_kv) const {
+template <typename T>
+void Gpt2Block<T>::saved_forward(Gpt2State& st, std::span<const KVRef> prefix, int batch,
+                                 const spec::Segment& seg, TensorPool& pool, bool with_kv) const {
   constexpr auto kAct = MemoryCategory::kActivations;
   const int c = model_.hidden, h = model_.heads, f = model_.ffn_hidden;
   const int s = seg.length;
   const int n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c;
-  int e = s;
-  for (const auto& blk : prefix) e += blk.length;
+  auto act = [&](std::size_t count) { return pool.acquire_as<T>(kAct, count); };
+  auto stat = [&](std::size_t count) { return pool.acquire(kAct, count); };
 
   // Attention half.
-  st.ln1 = pool.acquire(kAct, nc);
-  st.mean1 = pool.acquire(kAct, n);
-  st.rstd1 = pool.acquire(kAct, n);
-  backend_.layernorm_forward(st.ln1.data(), st.mean1.data(), st.rstd1.data(), st.x_in.data(), p_.ln1_w,
-                    p_.ln1_b, n, c, model_.norm_eps);
-  st.q = pool.acquire(kAct, nc);
-  backend_.matmul_forward(st.q.data(), st.ln1.data(), p_.attn_w, p_.attn_b, nullptr, n, c, c);
+  st.ln1 = act(nc);
+  st.mean1 = stat(n);
+  st.rstd1 = stat(n);
+  backend_.layernorm_forward(st.ln1.template as<T>(), st.mean1.data(), st.rstd1.data(),
+                             st.x_in.template as<T>(), p_.ln1_w, p_.ln1_b, n, c, model_.norm_eps);
+  st.q = act(nc);
+  backend_.matmul_forward(st.q.template as<T>(), st.ln1.template as<T>(), p_.attn_w, p_.attn_b,
+                          nullptr, n, c, c);
   if (with_kv) {
-    st.kv = pool.acquire(MemoryCategory::kKVCache, 2 * nc);
-    backend_.matmul_forward(st.kv.data(), st.ln1.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
-                          p_.attn_b + c, nullptr, n, c, 2 * c);
+    st.kv = pool.acquire_as<T>(MemoryCategory::kKVCache, 2 * nc);
+    backend_.matmul_forward(st.kv.template as<T>(), st.ln1.template as<T>(),
+                            p_.attn_w + static_cast<std::size_t>(c) * c, p_.attn_b + c, nullptr,
+                            n, c, 2 * c);
   }
-  std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
-  blocks.push_back({st.kv.data(), nullptr, s});
-  st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
-  st.atty = pool.acquire(kAct, nc);
+  std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(prefix);
+  blocks.push_back({st.kv.template as<T>(), nullptr, s});
+  st.lse = stat(static_cast<std::size_t>(batch) * h * s);
+  st.atty = act(nc);
   // GPT-2 is multi-head attention: every query head has its own K/V head (kv_heads = heads).
-  backend_.attention_forward(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, h);
-  st.x_mid = pool.acquire(kAct, nc);
-  backend_.matmul_forward(st.x_mid.data(), st.atty.data(), p_.proj_w, p_.proj_b, st.x_in.data(), n,
-                        c, c);
+  backend_.attention_forward(st.atty.template as<T>(), st.lse.data(), st.q.template as<T>(),
+                             std::span<const kernels::KVBlock<T>>(blocks), batch, s, c, h, h);
+  st.x_mid = act(nc);
+  backend_.matmul_forward(st.x_mid.template as<T>(), st.atty.template as<T>(), p_.proj_w,
+                          p_.proj_b, st.x_in.template as<T>(), n, c, c);
 
   // MLP half, up to the output projection.
-  st.ln2 = pool.acquire(kAct, nc);
-  st.mean2 = pool.acquire(kAct, n);
-  st.rstd2 = pool.acquire(kAct, n);
-  backend_.layernorm_forward(st.ln2.data(), st.mean2.data(), st.rstd2.data(), st.x_mid.data(), p_.ln2_w,
-                    p_.ln2_b, n, c, model_.norm_eps);
+  st.ln2 = act(nc);
+  st.mean2 = stat(n);
+  st.rstd2 = stat(n);
+  backend_.layernorm_forward(st.ln2.template as<T>(), st.mean2.data(), st.rstd2.data(),
+                             st.x_mid.template as<T>(), p_.ln2_w, p_.ln2_b, n, c, model_.norm_eps);
   const std::size_t nf = static_cast<std::size_t>(n) * f;
-  st.fc_pre = pool.acquire(kAct, nf);
-  backend_.matmul_forward(st.fc_pre.data(), st.ln2.data(), p_.fc_w, p_.fc_b, nullptr, n, c, f);
-  st.fc_gelu = pool.acquire(kAct, nf);
-  backend_.gelu_forward(st.fc_gelu.data(), st.fc_pre.data(), nf);
+  st.fc_pre = act(nf);
+  backend_.matmul_forward(st.fc_pre.template as<T>(), st.ln2.template as<T>(), p_.fc_w, p_.fc_b,
+                          nullptr, n, c, f);
+  st.fc_gelu = act(nf);
+  backend_.gelu_forward(st.fc_gelu.template as<T>(), st.fc_pre.template as<T>(), nf);
 }
 
-void Gpt2Block::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
-                        int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
+template <typename T>
+void Gpt2Block<T>::forward(LayerState& state, std::span<const KVRef> prefix, int batch,
+                           const spec::Segment& seg, TypedPtr out, TensorPool& pool) const {
   auto& st = static_cast<Gpt2State&>(state);
   saved_forward(st, prefix, batch, seg, pool, true);
-  backend_.matmul_forward(out, st.fc_gelu.data(), p_.fcproj_w, p_.fcproj_b, st.x_mid.data(),
-                        batch * seg.length, model_.ffn_hidden, model_.hidden);
+  backend_.matmul_forward(out.as<T>(), st.fc_gelu.template as<T>(), p_.fcproj_w, p_.fcproj_b,
+                          st.x_mid.template as<T>(), batch * seg.length, model_.ffn_hidden,
+                          model_.hidden);
 }
 
-void Gpt2Block::recompute(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
-                          int batch, const spec::Segment& seg, TensorPool& pool) const {
+template <typename T>
+void Gpt2Block<T>::recompute(LayerState& state, std::span<const KVRef> prefix, int batch,
+                             const spec::Segment& seg, TensorPool& pool) const {
   saved_forward(static_cast<Gpt2State&>(state), prefix, batch, seg, pool, false);
 }
 
-void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlock<float>> blocks,
-                               int batch, const spec::Segment& seg, float* dx_in,
-                               TensorPool& pool) const {
+template <typename T>
+void Gpt2Block<T>::backward_input(LayerState& state, std::span<const KVRef> kv, int batch,
+                                  const spec::Segment& seg, TypedPtr dx_in,
+                                  TensorPool& pool) const {
   constexpr auto kAct = MemoryCategory::kActivations;
   auto& st = static_cast<Gpt2State&>(state);
   const int c = model_.hidden, h = model_.heads, f = model_.ffn_hidden;
@@ -87,58 +96,82 @@ void Gpt2Block::backward_input(LayerState& state, std::span<const kernels::KVBlo
   const int n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c;
   int e = 0;
-  for (const auto& blk : blocks) e += blk.length;
+  for (const auto& blk : kv) e += blk.length;
+  auto act = [&](std::size_t count) { return pool.acquire_as<T>(kAct, count); };
 
   // Everything B produces is allocated up front and B's inputs are freed at the end, so the
   // peak inside B has a simple formula (docs/engine.md).
   const std::size_t nf = static_cast<std::size_t>(n) * f;
-  st.d_fc_pre = pool.acquire(kAct, nf);
-  st.d_ln2 = pool.acquire(kAct, nc);
-  st.dx_mid = pool.acquire(kAct, nc);
-  st.dq = pool.acquire(kAct, nc);
-  st.d_ln1 = pool.acquire(kAct, nc);
-  PooledBuffer d_atty = pool.acquire(kAct, nc);
+  st.d_fc_pre = act(nf);
+  st.d_ln2 = act(nc);
+  st.dx_mid = act(nc);
+  st.dq = act(nc);
+  st.d_ln1 = act(nc);
+  PooledBuffer d_atty = act(nc);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h, c / h));
 
+  T* const dx_out = st.dx_out.template as<T>();
   // MLP half, top down.
-  backend_.matmul_backward_input(st.d_fc_pre.data(), st.dx_out.data(), p_.fcproj_w, n, f, c, false);
-  backend_.gelu_backward(st.d_fc_pre.data(), st.fc_pre.data(), st.d_fc_pre.data(), nf);
-  backend_.matmul_backward_input(st.d_ln2.data(), st.d_fc_pre.data(), p_.fc_w, n, c, f, false);
-  backend_.layernorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_ln2.data(), st.x_mid.data(),
-                           p_.ln2_w, st.mean2.data(), st.rstd2.data(), n, c);
+  backend_.matmul_backward_input(st.d_fc_pre.template as<T>(), dx_out, p_.fcproj_w, n, f, c,
+                                 false);
+  backend_.gelu_backward(st.d_fc_pre.template as<T>(), st.fc_pre.template as<T>(),
+                         st.d_fc_pre.template as<T>(), nf);
+  backend_.matmul_backward_input(st.d_ln2.template as<T>(), st.d_fc_pre.template as<T>(), p_.fc_w,
+                                 n, c, f, false);
+  backend_.layernorm_backward_input(st.dx_mid.template as<T>(), dx_out, st.d_ln2.template as<T>(),
+                                    st.x_mid.template as<T>(), p_.ln2_w, st.mean2.data(),
+                                    st.rstd2.data(), n, c);
   // Attention half.
-  backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.proj_w, n, c, c, false);
-  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.atty.data(),
-                              st.probs.data(),
-                            batch, s, c, h, h, workspace.data());
-  backend_.matmul_backward_input(st.d_ln1.data(), st.dq.data(), p_.attn_w, n, c, c, false);
-  backend_.matmul_backward_input(st.d_ln1.data(), st.dkv.data(), p_.attn_w + static_cast<std::size_t>(c) * c,
-                        n, c, 2 * c, true);
-  backend_.layernorm_backward_input(dx_in, st.dx_mid.data(), st.d_ln1.data(), st.x_in.data(), p_.ln1_w,
-                           st.mean1.data(), st.rstd1.data(), n, c);
+  backend_.matmul_backward_input(d_atty.template as<T>(), st.dx_mid.template as<T>(), p_.proj_w,
+                                 n, c, c, false);
+  const std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(kv);
+  backend_.attention_backward(st.dq.template as<T>(), std::span<const kernels::KVBlock<T>>(blocks),
+                              d_atty.template as<T>(), st.q.template as<T>(),
+                              st.atty.template as<T>(), st.lse.data(), batch, s, c, h, h,
+                              workspace.data());
+  const T* dkv = complete_dkv<T>(st, pool, backend_);
+  backend_.matmul_backward_input(st.d_ln1.template as<T>(), st.dq.template as<T>(), p_.attn_w, n,
+                                 c, c, false);
+  backend_.matmul_backward_input(st.d_ln1.template as<T>(), dkv,
+                                 p_.attn_w + static_cast<std::size_t>(c) * c, n, c, 2 * c, true);
+  backend_.layernorm_backward_input(dx_in.as<T>(), st.dx_mid.template as<T>(),
+                                    st.d_ln1.template as<T>(), st.x_in.template as<T>(), p_.ln1_w,
+                                    st.mean1.data(), st.rstd1.data(), n, c);
 
   st.fc_pre.reset();
   st.q.reset();
-  st.probs.reset();
+  st.lse.reset();
   st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
 }
 
-void Gpt2Block::backward_weight(LayerState& state, int batch, const spec::Segment& seg) const {
+template <typename T>
+void Gpt2Block<T>::backward_weight(LayerState& state, int batch, const spec::Segment& seg) const {
   auto& st = static_cast<Gpt2State&>(state);
   const int c = model_.hidden, f = model_.ffn_hidden;
   const int n = batch * seg.length;
-  backend_.matmul_backward_weight(g_.fcproj_w, g_.fcproj_b, st.dx_out.data(), st.fc_gelu.data(), n, f, c);
-  backend_.matmul_backward_weight(g_.fc_w, g_.fc_b, st.d_fc_pre.data(), st.ln2.data(), n, c, f);
-  backend_.layernorm_backward_weight(g_.ln2_w, g_.ln2_b, st.d_ln2.data(), st.x_mid.data(), st.mean2.data(),
-                            st.rstd2.data(), n, c);
-  backend_.matmul_backward_weight(g_.proj_w, g_.proj_b, st.dx_mid.data(), st.atty.data(), n, c, c);
-  backend_.matmul_backward_weight(g_.attn_w, g_.attn_b, st.dq.data(), st.ln1.data(), n, c, c);
+  backend_.matmul_backward_weight(g_.fcproj_w, g_.fcproj_b, st.dx_out.template as<T>(),
+                                  st.fc_gelu.template as<T>(), n, f, c);
+  backend_.matmul_backward_weight(g_.fc_w, g_.fc_b, st.d_fc_pre.template as<T>(),
+                                  st.ln2.template as<T>(), n, c, f);
+  backend_.layernorm_backward_weight(g_.ln2_w, g_.ln2_b, st.d_ln2.template as<T>(),
+                                     st.x_mid.template as<T>(), st.mean2.data(), st.rstd2.data(),
+                                     n, c);
+  backend_.matmul_backward_weight(g_.proj_w, g_.proj_b, st.dx_mid.template as<T>(),
+                                  st.atty.template as<T>(), n, c, c);
+  backend_.matmul_backward_weight(g_.attn_w, g_.attn_b, st.dq.template as<T>(),
+                                  st.ln1.template as<T>(), n, c, c);
   backend_.matmul_backward_weight(g_.attn_w + static_cast<std::size_t>(c) * c, g_.attn_b + c,
-                         st.dkv.data(), st.ln1.data(), n, c, 2 * c);
-  backend_.layernorm_backward_weight(g_.ln1_w, g_.ln1_b, st.d_ln1.data(), st.x_in.data(), st.mean1.data(),
-                            st.rstd1.data(), n, c);
+                                  completed_dkv<T>(st), st.ln1.template as<T>(), n, c, 2 * c);
+  backend_.layernorm_backward_weight(g_.ln1_w, g_.ln1_b, st.d_ln1.template as<T>(),
+                                     st.x_in.template as<T>(), st.mean1.data(), st.rstd1.data(),
+                                     n, c);
   st = Gpt2State{};
 }
+
+template struct Gpt2Tensors<float>;
+template struct Gpt2Tensors<bf16>;
+template class Gpt2Block<float>;
+template class Gpt2Block<bf16>;
 
 }  // namespace plait::model

@@ -1,13 +1,14 @@
 #include "plait/model/llama_block.h"
 
 #include "plait/core/memory_category.h"
+#include "plait/model/layer_precision.h"
 #include "plait/spec/unit_memory.h"
 
 namespace plait::model {
 
-
-LlamaTensors LlamaTensors::locate(const spec::ModelSpec& model, float* base,
-                                  const std::vector<NamedTensor>& tensors, int layer) {
+template <typename W>
+LlamaTensors<W> LlamaTensors<W>::locate(const spec::ModelSpec& model, W* base,
+                                        const std::vector<NamedTensor>& tensors, int layer) {
   auto at = [&](const char* suffix) {
     return base + find_tensor(tensors, layer_tensor_name(model, layer, suffix)).offset;
   };
@@ -17,63 +18,76 @@ LlamaTensors LlamaTensors::locate(const spec::ModelSpec& model, float* base,
           at("mlp.down_proj.weight")};
 }
 
-void LlamaBlock::saved_forward(LlamaState& st, std::span<const kernels::KVBlock<float>> prefix,
-                               int batch, const spec::Segment& seg, TensorPool& pool,
-                               bool with_kv) const {
+template <typename T>
+void LlamaBlock<T>::saved_forward(LlamaState& st, std::span<const KVRef> prefix, int batch,
+                                  const spec::Segment& seg, TensorPool& pool,
+                                  bool with_kv) const {
   constexpr auto kAct = MemoryCategory::kActivations;
   const int c = model_.hidden, h = model_.heads, kvh = model_.kv_heads, d = model_.head_dim();
   const int k = model_.kv_dim(), f = model_.ffn_hidden;
   const int s = seg.length, n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c, nf = static_cast<std::size_t>(n) * f;
-  int e = s;
-  for (const auto& blk : prefix) e += blk.length;
+  auto act = [&](std::size_t count) { return pool.acquire_as<T>(kAct, count); };
+  auto stat = [&](std::size_t count) { return pool.acquire(kAct, count); };
 
   // Attention half.
-  st.n1 = pool.acquire(kAct, nc);
-  st.rstd1 = pool.acquire(kAct, n);
-  backend_.rmsnorm_forward(st.n1.data(), st.rstd1.data(), st.x_in.data(), p_.norm1_w, n, c, model_.norm_eps);
-  st.q = pool.acquire(kAct, nc);
-  backend_.matmul_forward(st.q.data(), st.n1.data(), p_.q_w, nullptr, nullptr, n, c, c);
+  st.n1 = act(nc);
+  st.rstd1 = stat(n);
+  backend_.rmsnorm_forward(st.n1.template as<T>(), st.rstd1.data(), st.x_in.template as<T>(),
+                           p_.norm1_w, n, c, model_.norm_eps);
+  st.q = act(nc);
+  backend_.matmul_forward(st.q.template as<T>(), st.n1.template as<T>(), p_.q_w, nullptr, nullptr,
+                          n, c, c);
   if (with_kv) {
-    st.kv = pool.acquire(MemoryCategory::kKVCache, static_cast<std::size_t>(n) * 2 * k);
-    backend_.matmul_forward(st.kv.data(), st.n1.data(), p_.kv_w, nullptr, nullptr, n, c, 2 * k);
-    backend_.rotary_forward(st.kv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
+    st.kv = pool.acquire_as<T>(MemoryCategory::kKVCache, static_cast<std::size_t>(n) * 2 * k);
+    backend_.matmul_forward(st.kv.template as<T>(), st.n1.template as<T>(), p_.kv_w, nullptr,
+                            nullptr, n, c, 2 * k);
+    backend_.rotary_forward(st.kv.template as<T>(), batch, s, kvh, d, 2 * k, seg.start,
+                            model_.rope_theta);
   }
-  backend_.rotary_forward(st.q.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
-  std::vector<kernels::KVBlock<float>> blocks(prefix.begin(), prefix.end());
-  blocks.push_back({st.kv.data(), nullptr, s});
-  st.probs = pool.acquire(kAct, static_cast<std::size_t>(batch) * h * s * e);
-  st.atty = pool.acquire(kAct, nc);
-  backend_.attention_forward(st.atty.data(), st.probs.data(), st.q.data(), blocks, batch, s, c, h, kvh);
-  st.x_mid = pool.acquire(kAct, nc);
-  backend_.matmul_forward(st.x_mid.data(), st.atty.data(), p_.o_w, nullptr, st.x_in.data(), n, c, c);
+  backend_.rotary_forward(st.q.template as<T>(), batch, s, h, d, c, seg.start, model_.rope_theta);
+  std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(prefix);
+  blocks.push_back({st.kv.template as<T>(), nullptr, s});
+  st.lse = stat(static_cast<std::size_t>(batch) * h * s);
+  st.atty = act(nc);
+  backend_.attention_forward(st.atty.template as<T>(), st.lse.data(), st.q.template as<T>(),
+                             std::span<const kernels::KVBlock<T>>(blocks), batch, s, c, h, kvh);
+  st.x_mid = act(nc);
+  backend_.matmul_forward(st.x_mid.template as<T>(), st.atty.template as<T>(), p_.o_w, nullptr,
+                          st.x_in.template as<T>(), n, c, c);
 
   // MLP half, up to the down projection.
-  st.n2 = pool.acquire(kAct, nc);
-  st.rstd2 = pool.acquire(kAct, n);
-  backend_.rmsnorm_forward(st.n2.data(), st.rstd2.data(), st.x_mid.data(), p_.norm2_w, n, c, model_.norm_eps);
-  st.gate_up = pool.acquire(kAct, 2 * nf);
-  backend_.matmul_forward(st.gate_up.data(), st.n2.data(), p_.gate_up_w, nullptr, nullptr, n, c, 2 * f);
-  st.h = pool.acquire(kAct, nf);
-  backend_.swiglu_forward(st.h.data(), st.gate_up.data(), n, f);
+  st.n2 = act(nc);
+  st.rstd2 = stat(n);
+  backend_.rmsnorm_forward(st.n2.template as<T>(), st.rstd2.data(), st.x_mid.template as<T>(),
+                           p_.norm2_w, n, c, model_.norm_eps);
+  st.gate_up = act(2 * nf);
+  backend_.matmul_forward(st.gate_up.template as<T>(), st.n2.template as<T>(), p_.gate_up_w,
+                          nullptr, nullptr, n, c, 2 * f);
+  st.h = act(nf);
+  backend_.swiglu_forward(st.h.template as<T>(), st.gate_up.template as<T>(), n, f);
 }
 
-void LlamaBlock::forward(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
-                         int batch, const spec::Segment& seg, float* out, TensorPool& pool) const {
+template <typename T>
+void LlamaBlock<T>::forward(LayerState& state, std::span<const KVRef> prefix, int batch,
+                            const spec::Segment& seg, TypedPtr out, TensorPool& pool) const {
   auto& st = static_cast<LlamaState&>(state);
   saved_forward(st, prefix, batch, seg, pool, true);
-  backend_.matmul_forward(out, st.h.data(), p_.down_w, nullptr, st.x_mid.data(), batch * seg.length,
-                        model_.ffn_hidden, model_.hidden);
+  backend_.matmul_forward(out.as<T>(), st.h.template as<T>(), p_.down_w, nullptr,
+                          st.x_mid.template as<T>(), batch * seg.length, model_.ffn_hidden,
+                          model_.hidden);
 }
 
-void LlamaBlock::recompute(LayerState& state, std::span<const kernels::KVBlock<float>> prefix,
-                           int batch, const spec::Segment& seg, TensorPool& pool) const {
+template <typename T>
+void LlamaBlock<T>::recompute(LayerState& state, std::span<const KVRef> prefix, int batch,
+                              const spec::Segment& seg, TensorPool& pool) const {
   saved_forward(static_cast<LlamaState&>(state), prefix, batch, seg, pool, false);
 }
 
-void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBlock<float>> blocks,
-                                int batch, const spec::Segment& seg, float* dx_in,
-                                TensorPool& pool) const {
+template <typename T>
+void LlamaBlock<T>::backward_input(LayerState& state, std::span<const KVRef> kv, int batch,
+                                   const spec::Segment& seg, TypedPtr dx_in,
+                                   TensorPool& pool) const {
   constexpr auto kAct = MemoryCategory::kActivations;
   auto& st = static_cast<LlamaState&>(state);
   const int c = model_.hidden, h = model_.heads, kvh = model_.kv_heads, d = model_.head_dim();
@@ -81,56 +95,81 @@ void LlamaBlock::backward_input(LayerState& state, std::span<const kernels::KVBl
   const int s = seg.length, n = batch * s;
   const std::size_t nc = static_cast<std::size_t>(n) * c, nf = static_cast<std::size_t>(n) * f;
   int e = 0;
-  for (const auto& blk : blocks) e += blk.length;
+  for (const auto& blk : kv) e += blk.length;
+  auto act = [&](std::size_t count) { return pool.acquire_as<T>(kAct, count); };
 
   // Everything B produces is allocated up front and B's inputs are freed at the end, so the
   // peak inside B has a simple formula (spec/unit_memory.cpp walks it).
-  st.d_gate_up = pool.acquire(kAct, 2 * nf);
-  st.d_n2 = pool.acquire(kAct, nc);
-  st.dx_mid = pool.acquire(kAct, nc);
-  st.dq = pool.acquire(kAct, nc);
-  st.d_n1 = pool.acquire(kAct, nc);
-  PooledBuffer d_atty = pool.acquire(kAct, nc);
-  PooledBuffer d_h = pool.acquire(kAct, nf);
+  st.d_gate_up = act(2 * nf);
+  st.d_n2 = act(nc);
+  st.dx_mid = act(nc);
+  st.dq = act(nc);
+  st.d_n1 = act(nc);
+  PooledBuffer d_atty = act(nc);
+  PooledBuffer d_h = act(nf);
   PooledBuffer workspace =
-      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h));
+      pool.acquire(kAct, backend_.attention_backward_workspace(batch, s, e, h, c / h));
 
+  T* const dx_out = st.dx_out.template as<T>();
   // MLP half, top down.
-  backend_.matmul_backward_input(d_h.data(), st.dx_out.data(), p_.down_w, n, f, c, false);
-  backend_.swiglu_backward(st.d_gate_up.data(), d_h.data(), st.gate_up.data(), n, f);
-  backend_.matmul_backward_input(st.d_n2.data(), st.d_gate_up.data(), p_.gate_up_w, n, c, 2 * f, false);
-  backend_.rmsnorm_backward_input(st.dx_mid.data(), st.dx_out.data(), st.d_n2.data(), st.x_mid.data(),
-                         p_.norm2_w, st.rstd2.data(), n, c);
-  // Attention half: gradients w.r.t. the rotated q and k, rotated back once complete.
-  backend_.matmul_backward_input(d_atty.data(), st.dx_mid.data(), p_.o_w, n, c, c, false);
-  backend_.attention_backward(st.dq.data(), blocks, d_atty.data(), st.q.data(), st.atty.data(),
-                              st.probs.data(),
-                            batch, s, c, h, kvh, workspace.data());
-  backend_.rotary_backward(st.dq.data(), batch, s, h, d, c, seg.start, model_.rope_theta);
+  backend_.matmul_backward_input(d_h.template as<T>(), dx_out, p_.down_w, n, f, c, false);
+  backend_.swiglu_backward(st.d_gate_up.template as<T>(), d_h.template as<T>(),
+                           st.gate_up.template as<T>(), n, f);
+  backend_.matmul_backward_input(st.d_n2.template as<T>(), st.d_gate_up.template as<T>(),
+                                 p_.gate_up_w, n, c, 2 * f, false);
+  backend_.rmsnorm_backward_input(st.dx_mid.template as<T>(), dx_out, st.d_n2.template as<T>(),
+                                  st.x_mid.template as<T>(), p_.norm2_w, st.rstd2.data(), n, c);
+  // Attention half: gradients w.r.t. the rotated q and k, rotated back once complete (dK/dV in
+  // its fp32 accumulator, before any rounding).
+  backend_.matmul_backward_input(d_atty.template as<T>(), st.dx_mid.template as<T>(), p_.o_w, n,
+                                 c, c, false);
+  const std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(kv);
+  backend_.attention_backward(st.dq.template as<T>(), std::span<const kernels::KVBlock<T>>(blocks),
+                              d_atty.template as<T>(), st.q.template as<T>(),
+                              st.atty.template as<T>(), st.lse.data(), batch, s, c, h, kvh,
+                              workspace.data());
+  backend_.rotary_backward(st.dq.template as<T>(), batch, s, h, d, c, seg.start,
+                           model_.rope_theta);
   backend_.rotary_backward(st.dkv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
-  backend_.matmul_backward_input(st.d_n1.data(), st.dq.data(), p_.q_w, n, c, c, false);
-  backend_.matmul_backward_input(st.d_n1.data(), st.dkv.data(), p_.kv_w, n, c, 2 * k, true);
-  backend_.rmsnorm_backward_input(dx_in, st.dx_mid.data(), st.d_n1.data(), st.x_in.data(), p_.norm1_w,
-                         st.rstd1.data(), n, c);
+  const T* dkv = complete_dkv<T>(st, pool, backend_);
+  backend_.matmul_backward_input(st.d_n1.template as<T>(), st.dq.template as<T>(), p_.q_w, n, c,
+                                 c, false);
+  backend_.matmul_backward_input(st.d_n1.template as<T>(), dkv, p_.kv_w, n, c, 2 * k, true);
+  backend_.rmsnorm_backward_input(dx_in.as<T>(), st.dx_mid.template as<T>(),
+                                  st.d_n1.template as<T>(), st.x_in.template as<T>(), p_.norm1_w,
+                                  st.rstd1.data(), n, c);
 
   st.gate_up.reset();
   st.q.reset();
-  st.probs.reset();
+  st.lse.reset();
   st.kv.reset();  // later segments' backwards, the last users of this K/V, ran before this one
 }
 
-void LlamaBlock::backward_weight(LayerState& state, int batch, const spec::Segment& seg) const {
+template <typename T>
+void LlamaBlock<T>::backward_weight(LayerState& state, int batch, const spec::Segment& seg) const {
   auto& st = static_cast<LlamaState&>(state);
   const int c = model_.hidden, k = model_.kv_dim(), f = model_.ffn_hidden;
   const int n = batch * seg.length;
-  backend_.matmul_backward_weight(g_.down_w, nullptr, st.dx_out.data(), st.h.data(), n, f, c);
-  backend_.matmul_backward_weight(g_.gate_up_w, nullptr, st.d_gate_up.data(), st.n2.data(), n, c, 2 * f);
-  backend_.rmsnorm_backward_weight(g_.norm2_w, st.d_n2.data(), st.x_mid.data(), st.rstd2.data(), n, c);
-  backend_.matmul_backward_weight(g_.o_w, nullptr, st.dx_mid.data(), st.atty.data(), n, c, c);
-  backend_.matmul_backward_weight(g_.q_w, nullptr, st.dq.data(), st.n1.data(), n, c, c);
-  backend_.matmul_backward_weight(g_.kv_w, nullptr, st.dkv.data(), st.n1.data(), n, c, 2 * k);
-  backend_.rmsnorm_backward_weight(g_.norm1_w, st.d_n1.data(), st.x_in.data(), st.rstd1.data(), n, c);
+  backend_.matmul_backward_weight(g_.down_w, nullptr, st.dx_out.template as<T>(),
+                                  st.h.template as<T>(), n, f, c);
+  backend_.matmul_backward_weight(g_.gate_up_w, nullptr, st.d_gate_up.template as<T>(),
+                                  st.n2.template as<T>(), n, c, 2 * f);
+  backend_.rmsnorm_backward_weight(g_.norm2_w, st.d_n2.template as<T>(), st.x_mid.template as<T>(),
+                                   st.rstd2.data(), n, c);
+  backend_.matmul_backward_weight(g_.o_w, nullptr, st.dx_mid.template as<T>(),
+                                  st.atty.template as<T>(), n, c, c);
+  backend_.matmul_backward_weight(g_.q_w, nullptr, st.dq.template as<T>(), st.n1.template as<T>(),
+                                  n, c, c);
+  backend_.matmul_backward_weight(g_.kv_w, nullptr, completed_dkv<T>(st), st.n1.template as<T>(),
+                                  n, c, 2 * k);
+  backend_.rmsnorm_backward_weight(g_.norm1_w, st.d_n1.template as<T>(), st.x_in.template as<T>(),
+                                   st.rstd1.data(), n, c);
   st = LlamaState{};
 }
+
+template struct LlamaTensors<float>;
+template struct LlamaTensors<bf16>;
+template class LlamaBlock<float>;
+template class LlamaBlock<bf16>;
 
 }  // namespace plait::model

@@ -19,55 +19,58 @@ namespace plait::model {
 
 // Pointers to one layer's tensors. k_proj and v_proj are back to back ((2K, C): K rows then V
 // rows), as are gate_proj and up_proj ((2F, C)), so each pair is one GEMM (parameter_layout.h).
+template <typename W>
 struct LlamaTensors {
-  float* norm1_w;
-  float* q_w;
-  float* kv_w;
-  float* o_w;
-  float* norm2_w;
-  float* gate_up_w;
-  float* down_w;
+  W* norm1_w;
+  W* q_w;
+  W* kv_w;
+  W* o_w;
+  W* norm2_w;
+  W* gate_up_w;
+  W* down_w;
 
-  static LlamaTensors locate(const spec::ModelSpec& model, float* base,
+  static LlamaTensors locate(const spec::ModelSpec& model, W* base,
                              const std::vector<NamedTensor>& tensors, int layer);
 };
 
 // The unit's saved tensors (N = B*s rows, C hidden, K = kv_dim, F ffn_hidden, e = segment end):
-//   from F to the end of B:  q (N,C) rotated, probs (B,H,s,e), gate_up (N,2F); kv (N,2K)
+//   from F to the end of B:  q (N,C) rotated, lse (B,H,s), gate_up (N,2F); kv (N,2K)
 //                            rotated K | V in kv_cache
 //   from F to W:             x_in, n1, atty, x_mid, n2 (N,C each), rstd1/rstd2 (N each),
 //                            h = swiglu(gate_up) (N,F)
 //   from B to W:             dx_out, d_n2, dx_mid, dq, d_n1 (N,C each), d_gate_up (N,2F)
 struct LlamaState : LayerState {
-  PooledBuffer q, probs, gate_up;
+  PooledBuffer q, lse, gate_up;
   PooledBuffer n1, rstd1, atty, x_mid, n2, rstd2, h;
   PooledBuffer d_gate_up, d_n2, dx_mid, dq, d_n1;
 };
 
+// T: the activation type (float, or bf16 under mixed precision: spec/precision_policy.h).
+template <typename T>
 class LlamaBlock : public Block {
  public:
-  LlamaBlock(const spec::ModelSpec& model, LlamaTensors params, LlamaTensors grads,
+  LlamaBlock(const spec::ModelSpec& model, LlamaTensors<T> params, LlamaTensors<float> grads,
             kernels::Backend& backend)
       : model_(model), p_(params), g_(grads), backend_(backend) {}
 
   std::unique_ptr<LayerState> make_state() const override { return std::make_unique<LlamaState>(); }
-  void forward(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
-               const spec::Segment& seg, float* out, TensorPool& pool) const override;
-  void recompute(LayerState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+  void forward(LayerState& st, std::span<const KVRef> prefix, int batch,
+               const spec::Segment& seg, TypedPtr out, TensorPool& pool) const override;
+  void recompute(LayerState& st, std::span<const KVRef> prefix, int batch,
                  const spec::Segment& seg, TensorPool& pool) const override;
-  void backward_input(LayerState& st, std::span<const kernels::KVBlock<float>> blocks, int batch,
-                      const spec::Segment& seg, float* dx_in, TensorPool& pool) const override;
+  void backward_input(LayerState& st, std::span<const KVRef> blocks, int batch,
+                      const spec::Segment& seg, TypedPtr dx_in, TensorPool& pool) const override;
   void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const override;
 
  private:
   // F up to h (everything but the down projection); with_kv: also the K/V projection and its
   // rotation into st.kv (F), else st.kv holds the rotated K/V already (recomputation).
-  void saved_forward(LlamaState& st, std::span<const kernels::KVBlock<float>> prefix, int batch,
+  void saved_forward(LlamaState& st, std::span<const KVRef> prefix, int batch,
                      const spec::Segment& seg, TensorPool& pool, bool with_kv) const;
 
   const spec::ModelSpec& model_;
-  LlamaTensors p_;
-  LlamaTensors g_;
+  LlamaTensors<T> p_;
+  LlamaTensors<float> g_;
   kernels::Backend& backend_;  // where the tensors live and the kernels run
 };
 

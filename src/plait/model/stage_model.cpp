@@ -1,9 +1,11 @@
 #include "plait/model/stage_model.h"
 
+#include <algorithm>
 #include <string>
 
 #include "plait/core/error.h"
 #include "plait/model/parameter_init.h"
+#include "plait/spec/precision_policy.h"
 
 namespace plait::model {
 namespace {
@@ -27,16 +29,29 @@ StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTrack
       tracker_(tracker),
       backend_(backend),
       tensors_(parameter_layout(model, spec)),
-      parameters_(tracker, MemoryCategory::kParameters, layout_size(tensors_)),
+      // In bf16 the fp32 buffer is the master copy, which the memory model counts with the
+      // optimizer state (spec::parameter_bytes: 2 | 4 | 12 bytes per parameter).
+      parameters_(tracker,
+                  spec::has_compute_copy(spec.precision) ? MemoryCategory::kOptimizerState
+                                                         : MemoryCategory::kParameters,
+                  layout_size(tensors_)),
       gradients_(tracker, MemoryCategory::kGradients, layout_size(tensors_)),
       pool_(tracker, backend) {
+  if (spec::has_compute_copy(spec.precision)) {
+    if (!backend_.supports_bf16()) {
+      throw Error("the " + std::string(backend_.name()) +
+                  " backend has no bf16 kernels (bf16 mixed precision runs on the CPU backend)");
+    }
+    compute_copy_ = ReservedBuffer<bf16>(tracker, MemoryCategory::kParameters, layout_size(tensors_));
+  }
+  const TypedPtr weights(const_cast<void*>(compute_weights().data), compute_weights().dtype);
   blocks_.reserve(static_cast<std::size_t>(spec.layer_count()));
   for (int l = spec.first_layer; l < spec.last_layer; ++l) {
-    blocks_.push_back(make_block(config_, l, parameters_.data(), gradients_.data(), tensors_, backend_));
+    blocks_.push_back(make_block(config_, l, weights, gradients_.data(), tensors_, backend_));
   }
-  auto locate = [&](const std::string& name, float*& param, float*& grad) {
+  auto locate = [&](const std::string& name, ConstTypedPtr& param, float*& grad) {
     const std::size_t offset = find_tensor(tensors_, name).offset;
-    param = parameters_.data() + offset;
+    param = compute_weights().offset(offset);
     grad = gradients_.data() + offset;
   };
   if (spec.has_embedding) {
@@ -52,6 +67,31 @@ StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTrack
 
 StageModel::~StageModel() = default;
 
+DType StageModel::activation_dtype() const {
+  return spec::dtype_of(spec::TensorClass::activation, spec_.precision);
+}
+
+ConstTypedPtr StageModel::compute_weights() const {
+  if (spec::has_compute_copy(spec_.precision)) return compute_copy_.data();
+  return parameters_.data();
+}
+
+void StageModel::refresh_compute_weights(std::size_t first, std::size_t count) {
+  if (!spec::has_compute_copy(spec_.precision)) return;
+  if (first >= parameters_.size()) return;
+  count = std::min(count, parameters_.size() - first);
+  backend_.convert(compute_copy_.data() + first, parameters_.data() + first, count);
+}
+
+void StageModel::check_dtype(int microbatch, const Segment& segment, DType dtype,
+                             const char* what) const {
+  if (dtype != activation_dtype()) {
+    fail(microbatch, segment, std::string(what) + " is " + std::string(dtype_name(dtype)) +
+                                  " but the stage computes in " +
+                                  std::string(dtype_name(activation_dtype())));
+  }
+}
+
 std::span<float> StageModel::parameter(std::string_view name) {
   const NamedTensor& t = find_tensor(tensors_, name);
   return parameters().subspan(t.offset, t.numel);
@@ -64,6 +104,7 @@ std::span<float> StageModel::gradient(std::string_view name) {
 
 void StageModel::init_parameters(std::uint64_t seed) {
   for (const NamedTensor& t : tensors_) init_tensor(parameter(t.name), t, seed, backend_);
+  refresh_compute_weights();
 }
 
 void StageModel::zero_gradients() {
@@ -76,23 +117,38 @@ void StageModel::fail(int microbatch, const Segment& segment, const std::string&
               std::to_string(segment.index) + ": " + problem);
 }
 
-void StageModel::forward(int microbatch, int batch, Segment segment, const float* in,
-                         const std::int32_t* tokens, float* out) {
+void StageModel::forward(int microbatch, int batch, Segment segment, ConstTypedPtr in,
+                         const std::int32_t* tokens, TypedPtr out) {
   if (spec_.has_head) fail(microbatch, segment, "the head stage runs forward_loss, not forward");
-  if (out == nullptr) fail(microbatch, segment, "forward needs an output buffer");
-  run_forward(microbatch, batch, segment, in, tokens, out, nullptr, 0.0);
+  if (!out) fail(microbatch, segment, "forward needs an output buffer");
+  check_dtype(microbatch, segment, out.dtype, "the output");
+  if (in) check_dtype(microbatch, segment, in.dtype, "the input");
+  if (activation_dtype() == DType::bf16) {
+    run_forward<bf16>(microbatch, batch, segment, in.as<bf16>(), tokens, out.as<bf16>(), nullptr,
+                      0.0);
+  } else {
+    run_forward<float>(microbatch, batch, segment, in.as<float>(), tokens, out.as<float>(),
+                       nullptr, 0.0);
+  }
 }
 
-double StageModel::forward_loss(int microbatch, int batch, Segment segment, const float* in,
+double StageModel::forward_loss(int microbatch, int batch, Segment segment, ConstTypedPtr in,
                                 const std::int32_t* tokens, const std::int32_t* targets,
                                 double loss_scale) {
   if (!spec_.has_head) fail(microbatch, segment, "forward_loss needs the stage with the head");
   if (targets == nullptr) fail(microbatch, segment, "forward_loss needs targets");
-  return run_forward(microbatch, batch, segment, in, tokens, nullptr, targets, loss_scale);
+  if (in) check_dtype(microbatch, segment, in.dtype, "the input");
+  if (activation_dtype() == DType::bf16) {
+    return run_forward<bf16>(microbatch, batch, segment, in.as<bf16>(), tokens, nullptr, targets,
+                             loss_scale);
+  }
+  return run_forward<float>(microbatch, batch, segment, in.as<float>(), tokens, nullptr, targets,
+                            loss_scale);
 }
 
-double StageModel::run_forward(int microbatch, int batch, Segment seg, const float* in,
-                               const std::int32_t* tokens, float* out,
+template <typename T>
+double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* in,
+                               const std::int32_t* tokens, T* out,
                                const std::int32_t* targets, double loss_scale) {
   if (batch < 1 || seg.length < 1 || seg.start < 0) {
     fail(microbatch, seg, "needs batch >= 1 and a segment of length >= 1 at a position >= 0");
@@ -145,24 +201,24 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
   try {
     // The buffer that receives the input of local layer i (i == nl: the head's input, or the
     // stage output).
-    auto stream = [&](int i) -> float* {
-      if (i < nl) return (u.layers[i]->x_in = pool_.acquire(kAct, nc)).data();
-      if (spec_.has_head) return (u.head.x_final = pool_.acquire(kAct, nc)).data();
+    auto stream = [&](int i) -> T* {
+      if (i < nl) return (u.layers[i]->x_in = pool_.acquire_as<T>(kAct, nc)).template as<T>();
+      if (spec_.has_head) return (u.head.x_final = pool_.acquire_as<T>(kAct, nc)).template as<T>();
       return out;
     };
-    float* x = stream(0);
+    T* x = stream(0);
     if (spec_.has_embedding) {
       u.tokens = pool_.acquire(kAct, static_cast<std::size_t>(n));
       backend_.copy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t),
                     CopyKind::kHostToDevice);
-      backend_.embedding_forward(x, u.tokens.ints(), wte_, wpe_, batch, s, c, seg.start,
-                                 config_.vocab);
+      backend_.embedding_forward(x, u.tokens.ints(), wte_.as<T>(), wpe_.as<T>(), batch, s, c,
+                                 seg.start, config_.vocab);
     } else {
-      backend_.copy(x, in, nc * sizeof(float), CopyKind::kDeviceToDevice);
+      backend_.copy(x, in, nc * sizeof(T), CopyKind::kDeviceToDevice);
     }
     for (int i = 0; i < nl; ++i) {
       const auto prefix = kv_blocks(*m, seg.index, i, false);
-      float* next = stream(i + 1);
+      T* next = stream(i + 1);
       blocks_[i]->forward(*u.layers[i], prefix, batch, seg, next, pool_);
       if (spec_.recomputes(i)) {
         // Keep the input and the K/V (later segments attend to it); B rebuilds the rest.
@@ -172,7 +228,7 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
         u.layers[i] = std::move(kept);
       }
     }
-    return spec_.has_head ? head_forward(u, batch, targets, loss_scale) : 0.0;
+    return spec_.has_head ? head_forward<T>(u, batch, targets, loss_scale) : 0.0;
   } catch (...) {
     m->units.pop_back();
     if (m->units.empty()) microbatches_.erase(microbatch);
@@ -180,31 +236,32 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const flo
   }
 }
 
+template <typename T>
 double StageModel::head_forward(UnitState& u, int batch, const std::int32_t* targets,
                                 double loss_scale) {
   const int c = config_.hidden, v = config_.vocab;
   const int n = batch * u.segment.length;
   const std::size_t nc = static_cast<std::size_t>(n) * c;
   HeadState& hs = u.head;
-  hs.lnf = pool_.acquire(kAct, nc);
-  final_norm_forward(hs, n);
-  hs.logits = pool_.acquire(kAct, static_cast<std::size_t>(n) * v);
-  backend_.matmul_forward(hs.logits.data(), hs.lnf.data(), head_w_, nullptr, nullptr, n, c,
-                                 v);
+  hs.lnf = pool_.acquire_as<T>(kAct, nc);
+  final_norm_forward<T>(hs, n);
+  hs.logits = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(n) * v);
+  backend_.matmul_forward(hs.logits.as<T>(), hs.lnf.as<T>(), head_w_.as<T>(), nullptr, nullptr, n,
+                          c, v);
   // The loss gradient is known now; the logits buffer becomes dlogits for B and W.
   PooledBuffer losses = pool_.acquire(kAct, n);
-  return backend_.cross_entropy_forward_backward(hs.logits.data(), losses.data(), targets, n, v,
+  return backend_.cross_entropy_forward_backward(hs.logits.as<T>(), losses.data(), targets, n, v,
                                                  loss_scale);
 }
 
-std::vector<kernels::KVBlock<float>> StageModel::kv_blocks(const MicrobatchState& m, int units,
-                                                           int layer, bool with_gradients) const {
-  std::vector<kernels::KVBlock<float>> blocks;
-  blocks.reserve(static_cast<std::size_t>(units));
+std::vector<KVRef> StageModel::kv_blocks(const MicrobatchState& m, int units, int layer,
+                                         bool with_gradients) const {
+  std::vector<KVRef> blocks;
+  blocks.reserve(static_cast<std::size_t>(units) + 1);
   for (int i = 0; i < units; ++i) {
     const LayerState& st = *m.units[i].layers[layer];
-    blocks.push_back({st.kv.data(), with_gradients ? st.dkv.data() : nullptr,
-                      m.units[i].segment.length});
+    blocks.push_back({ConstTypedPtr(st.kv.as<void>(), st.kv.dtype()),
+                      with_gradients ? st.dkv.data() : nullptr, m.units[i].segment.length});
   }
   return blocks;
 }
@@ -222,16 +279,39 @@ StageModel::MicrobatchState& StageModel::microbatch_state(int microbatch, const 
   return it->second;
 }
 
-void StageModel::backward_input(int microbatch, Segment segment, const float* grad_out,
-                                float* grad_in) {
-  run_backward(microbatch, segment, grad_out, grad_in, false);
+namespace {
+
+template <typename F>
+void dispatch_backward(DType dtype, ConstTypedPtr grad_out, TypedPtr grad_in, F&& run) {
+  if (dtype == DType::bf16) {
+    run(grad_out.as<bf16>(), grad_in.as<bf16>());
+  } else {
+    run(grad_out.as<float>(), grad_in.as<float>());
+  }
 }
 
-void StageModel::backward(int microbatch, Segment segment, const float* grad_out, float* grad_in) {
-  run_backward(microbatch, segment, grad_out, grad_in, true);
+}  // namespace
+
+void StageModel::backward_input(int microbatch, Segment segment, ConstTypedPtr grad_out,
+                                TypedPtr grad_in) {
+  if (grad_out) check_dtype(microbatch, segment, grad_out.dtype, "grad_out");
+  if (grad_in) check_dtype(microbatch, segment, grad_in.dtype, "grad_in");
+  dispatch_backward(activation_dtype(), grad_out, grad_in, [&](auto* g_out, auto* g_in) {
+    run_backward(microbatch, segment, g_out, g_in, false);
+  });
 }
 
-void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out, float* grad_in,
+void StageModel::backward(int microbatch, Segment segment, ConstTypedPtr grad_out,
+                          TypedPtr grad_in) {
+  if (grad_out) check_dtype(microbatch, segment, grad_out.dtype, "grad_out");
+  if (grad_in) check_dtype(microbatch, segment, grad_in.dtype, "grad_in");
+  dispatch_backward(activation_dtype(), grad_out, grad_in, [&](auto* g_out, auto* g_in) {
+    run_backward(microbatch, segment, g_out, g_in, true);
+  });
+}
+
+template <typename T>
+void StageModel::run_backward(int microbatch, Segment seg, const T* grad_out, T* grad_in,
                               bool fused) {
   MicrobatchState& m = microbatch_state(microbatch, seg, "backward");
   // Backwards run from the last forwarded segment down: the next one is the highest without B.
@@ -270,20 +350,20 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
 
   UnitState& u = m.units[seg.index];
   // The buffer that receives dL/d(input of local layer i) (i == nl: of the head's input).
-  auto grad_target = [&](int i) -> float* {
-    if (i > 0) return (u.layers[i - 1]->dx_out = pool_.acquire(kAct, nc)).data();
-    if (spec_.has_embedding) return (u.d_embed = pool_.acquire(kAct, nc)).data();
+  auto grad_target = [&](int i) -> T* {
+    if (i > 0) return (u.layers[i - 1]->dx_out = pool_.acquire_as<T>(kAct, nc)).template as<T>();
+    if (spec_.has_embedding) return (u.d_embed = pool_.acquire_as<T>(kAct, nc)).template as<T>();
     return grad_in;
   };
-  float* top = grad_target(nl);
+  T* top = grad_target(nl);
   if (spec_.has_head) {
-    head_backward_input(u, batch, top);
-    if (fused) head_backward_weight(u, batch);
+    head_backward_input<T>(u, batch, top);
+    if (fused) head_backward_weight<T>(u, batch);
   } else {
-    backend_.copy(top, grad_out, nc * sizeof(float), CopyKind::kDeviceToDevice);
+    backend_.copy(top, grad_out, nc * sizeof(T), CopyKind::kDeviceToDevice);
   }
   for (int i = nl - 1; i >= 0; --i) {
-    float* dst = grad_target(i);
+    T* dst = grad_target(i);
     if (spec_.recomputes(i)) {
       blocks_[i]->recompute(*u.layers[i], kv_blocks(m, seg.index, i, false), batch, seg, pool_);
     }
@@ -293,7 +373,7 @@ void StageModel::run_backward(int microbatch, Segment seg, const float* grad_out
   }
   u.b_done = true;
   if (fused) {
-    if (spec_.has_embedding) embedding_backward_weight(u, batch);
+    if (spec_.has_embedding) embedding_backward_weight<T>(u, batch);
     u.w_done = true;
     release_if_finished(microbatch);
   }
@@ -305,11 +385,14 @@ void StageModel::backward_weight(int microbatch, Segment seg) {
   if (!u.b_done) fail(microbatch, seg, "backward_weight before backward_input");
   if (u.w_done) fail(microbatch, seg, "backward_weight ran twice");
   // Same order as the fused backward: head, layers top down, embedding.
-  if (spec_.has_head) head_backward_weight(u, m.batch);
+  const bool bf = activation_dtype() == DType::bf16;
+  if (spec_.has_head) bf ? head_backward_weight<bf16>(u, m.batch) : head_backward_weight<float>(u, m.batch);
   for (int i = spec_.layer_count() - 1; i >= 0; --i) {
     blocks_[i]->backward_weight(*u.layers[i], m.batch, seg);
   }
-  if (spec_.has_embedding) embedding_backward_weight(u, m.batch);
+  if (spec_.has_embedding) {
+    bf ? embedding_backward_weight<bf16>(u, m.batch) : embedding_backward_weight<float>(u, m.batch);
+  }
   u.w_done = true;
   release_if_finished(microbatch);
 }
@@ -322,62 +405,71 @@ void StageModel::release_if_finished(int microbatch) {
   microbatches_.erase(it);
 }
 
-void StageModel::head_backward_input(UnitState& u, int batch, float* dx) {
+template <typename T>
+void StageModel::head_backward_input(UnitState& u, int batch, T* dx) {
   const int c = config_.hidden, v = config_.vocab;
   const int n = batch * u.segment.length;
   HeadState& hs = u.head;
-  hs.d_lnf = pool_.acquire(kAct, static_cast<std::size_t>(n) * c);
-  backend_.matmul_backward_input(hs.d_lnf.data(), hs.logits.data(), head_w_, n, c, v, false);
-  final_norm_backward_input(hs, dx, n);
+  hs.d_lnf = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(n) * c);
+  backend_.matmul_backward_input(hs.d_lnf.as<T>(), hs.logits.as<T>(), head_w_.as<T>(), n, c, v,
+                                 false);
+  final_norm_backward_input<T>(hs, dx, n);
 }
 
+template <typename T>
 void StageModel::head_backward_weight(UnitState& u, int batch) {
   const int c = config_.hidden, v = config_.vocab;
   const int n = batch * u.segment.length;
   HeadState& hs = u.head;
-  backend_.matmul_backward_weight(head_w_grad_, nullptr, hs.logits.data(), hs.lnf.data(), n,
-                                         c, v);
-  final_norm_backward_weight(hs, n);
+  backend_.matmul_backward_weight(head_w_grad_, nullptr, hs.logits.as<T>(), hs.lnf.as<T>(), n, c,
+                                  v);
+  final_norm_backward_weight<T>(hs, n);
   hs = HeadState{};
 }
 
+template <typename T>
 void StageModel::final_norm_forward(HeadState& hs, int n) {
   const int c = config_.hidden;
   hs.rstdf = pool_.acquire(kAct, static_cast<std::size_t>(n));
   if (config_.family == spec::Family::gpt2) {
     hs.meanf = pool_.acquire(kAct, static_cast<std::size_t>(n));
-    backend_.layernorm_forward(hs.lnf.data(), hs.meanf.data(), hs.rstdf.data(), hs.x_final.data(),
-                               lnf_w_, lnf_b_, n, c, config_.norm_eps);
+    backend_.layernorm_forward(hs.lnf.as<T>(), hs.meanf.data(), hs.rstdf.data(),
+                               hs.x_final.as<T>(), lnf_w_.as<T>(), lnf_b_.as<T>(), n, c,
+                               config_.norm_eps);
   } else {
-    backend_.rmsnorm_forward(hs.lnf.data(), hs.rstdf.data(), hs.x_final.data(), lnf_w_, n, c,
-                             config_.norm_eps);
+    backend_.rmsnorm_forward(hs.lnf.as<T>(), hs.rstdf.data(), hs.x_final.as<T>(), lnf_w_.as<T>(),
+                             n, c, config_.norm_eps);
   }
 }
 
-void StageModel::final_norm_backward_input(HeadState& hs, float* dx, int n) const {
+template <typename T>
+void StageModel::final_norm_backward_input(HeadState& hs, T* dx, int n) const {
   const int c = config_.hidden;
+  const T* no_residual = nullptr;
   if (config_.family == spec::Family::gpt2) {
-    backend_.layernorm_backward_input(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(),
-                                             lnf_w_, hs.meanf.data(), hs.rstdf.data(), n, c);
+    backend_.layernorm_backward_input(dx, no_residual, hs.d_lnf.as<T>(), hs.x_final.as<T>(),
+                                      lnf_w_.as<T>(), hs.meanf.data(), hs.rstdf.data(), n, c);
   } else {
-    backend_.rmsnorm_backward_input(dx, nullptr, hs.d_lnf.data(), hs.x_final.data(), lnf_w_,
-                                           hs.rstdf.data(), n, c);
+    backend_.rmsnorm_backward_input(dx, no_residual, hs.d_lnf.as<T>(), hs.x_final.as<T>(),
+                                    lnf_w_.as<T>(), hs.rstdf.data(), n, c);
   }
 }
 
+template <typename T>
 void StageModel::final_norm_backward_weight(HeadState& hs, int n) {
   const int c = config_.hidden;
   if (config_.family == spec::Family::gpt2) {
-    backend_.layernorm_backward_weight(lnf_w_grad_, lnf_b_grad_, hs.d_lnf.data(), hs.x_final.data(),
-                                       hs.meanf.data(), hs.rstdf.data(), n, c);
+    backend_.layernorm_backward_weight(lnf_w_grad_, lnf_b_grad_, hs.d_lnf.as<T>(),
+                                       hs.x_final.as<T>(), hs.meanf.data(), hs.rstdf.data(), n, c);
   } else {
-    backend_.rmsnorm_backward_weight(lnf_w_grad_, hs.d_lnf.data(), hs.x_final.data(),
+    backend_.rmsnorm_backward_weight(lnf_w_grad_, hs.d_lnf.as<T>(), hs.x_final.as<T>(),
                                      hs.rstdf.data(), n, c);
   }
 }
 
+template <typename T>
 void StageModel::embedding_backward_weight(UnitState& u, int batch) {
-  backend_.embedding_backward(wte_grad_, wpe_grad_, u.d_embed.data(), u.tokens.ints(), batch,
+  backend_.embedding_backward(wte_grad_, wpe_grad_, u.d_embed.as<T>(), u.tokens.ints(), batch,
                               u.segment.length, config_.hidden, u.segment.start,
                               config_.vocab);
   u.tokens.reset();

@@ -23,11 +23,19 @@
 // The gradients are bitwise those of the same stage without recomputation (the rebuild runs
 // F's kernels on F's inputs), for the fused and the split backward and any segments.
 //
+// Precision (StageSpec::precision, spec/precision_policy.h): in bf16 the activations, K/V, the
+// stage's inputs and outputs and the weights the kernels read are bf16; parameters() is then the
+// fp32 master (charged to optimizer_state, as the memory model counts it) and compute_weights()
+// its bf16 copy (charged to parameters), which refresh_compute_weights() rounds from the master
+// after every change of the master (an update, a load, a gather). In fp32 both are the same
+// buffer and refreshing does nothing.
+//
 // Backend (kernels/backend.h): the parameters, gradients and pool buffers are the backend's
 // memory and every kernel, copy and fill runs through it; the CPU backend is the default. The
 // pointers F, B and W take (in, out, grad_out, grad_in) are the backend's memory too, except
 // the token ids and targets, which are host memory.
 #include <cstdint>
+#include <cstddef>
 #include <map>
 #include <span>
 #include <string_view>
@@ -62,6 +70,11 @@ class StageModel {
   MemoryTracker& tracker() const { return tracker_; }
   kernels::Backend& backend() const { return backend_; }
 
+  spec::Precision precision() const { return spec_.precision; }
+  // The type of the activations F takes and returns and B's gradients (stage messages).
+  DType activation_dtype() const;
+  std::size_t activation_bytes() const { return dtype_size(activation_dtype()); }
+
   std::span<float> parameters() { return parameters_.span(); }
   std::span<const float> parameters() const { return parameters_.span(); }
   std::span<float> gradients() { return gradients_.span(); }
@@ -74,6 +87,12 @@ class StageModel {
   // parameters or gradients are sharded elsewhere and commit (zero-filled) before their use.
   ReservedBuffer<float>& parameter_storage() { return parameters_; }
   ReservedBuffer<float>& gradient_storage() { return gradients_; }
+  // The weights the kernels read: parameters() in fp32, its bf16 copy in bf16.
+  ConstTypedPtr compute_weights() const;
+  ReservedBuffer<bf16>& compute_weight_storage() { return compute_copy_; }
+  // bf16: rounds the master's elements [first, first + count) (all by default) into the compute
+  // copy; call after anything writes parameters(). fp32: nothing to do.
+  void refresh_compute_weights(std::size_t first = 0, std::size_t count = SIZE_MAX);
 
   // The family's initialisation, deterministic per tensor name (parameter_init.h).
   void init_parameters(std::uint64_t seed);
@@ -84,24 +103,25 @@ class StageModel {
   // (nullptr on the embedding stage); tokens: (batch, s) ids (embedding stage only, else
   // nullptr); out: (batch, s, C). s = segment.length. The inputs are copied; the caller may
   // reuse its buffers once this returns.
-  void forward(int microbatch, int batch, Segment segment, const float* in,
-               const std::int32_t* tokens, float* out);
+  // In bf16, in/out (and grad_out/grad_in below) are bf16: activation_dtype().
+  void forward(int microbatch, int batch, Segment segment, ConstTypedPtr in,
+               const std::int32_t* tokens, TypedPtr out);
 
   // F on the head stage: also the loss. targets: (batch, s) ids. Returns
   // loss_scale * sum over the unit's tokens of the cross-entropy; the gradient B/W propagate is
   // that of the returned value (pass 1 / (tokens in the global batch) so the units' returns add
   // up to the mean loss).
-  double forward_loss(int microbatch, int batch, Segment segment, const float* in,
+  double forward_loss(int microbatch, int batch, Segment segment, ConstTypedPtr in,
                       const std::int32_t* tokens, const std::int32_t* targets, double loss_scale);
 
   // B: gradient w.r.t. the stage input. grad_out: dL/d(out) (batch, s, C), nullptr on the head
   // stage; grad_in: written with dL/d(in) (batch, s, C), nullptr on the embedding stage.
-  void backward_input(int microbatch, Segment segment, const float* grad_out, float* grad_in);
+  void backward_input(int microbatch, Segment segment, ConstTypedPtr grad_out, TypedPtr grad_in);
   // W: accumulates the unit's parameter gradients into gradients(); any time after its B.
   void backward_weight(int microbatch, Segment segment);
   // B and W together, layer by layer (each layer's W right after its B, so its saved state is
   // freed at once). Bitwise the same gradients as backward_input then backward_weight.
-  void backward(int microbatch, Segment segment, const float* grad_out, float* grad_in);
+  void backward(int microbatch, Segment segment, ConstTypedPtr grad_out, TypedPtr grad_in);
 
   // Drops everything held for a micro-batch (e.g. an evaluation forward with no backward).
   void discard(int microbatch);
@@ -128,21 +148,31 @@ class StageModel {
     std::vector<UnitState> units;  // by segment index
   };
 
-  double run_forward(int microbatch, int batch, Segment segment, const float* in,
-                     const std::int32_t* tokens, float* out, const std::int32_t* targets,
+  template <typename T>
+  double run_forward(int microbatch, int batch, Segment segment, const T* in,
+                     const std::int32_t* tokens, T* out, const std::int32_t* targets,
                      double loss_scale);
+  template <typename T>
   double head_forward(UnitState& u, int batch, const std::int32_t* targets, double loss_scale);
-  void run_backward(int microbatch, Segment segment, const float* grad_out, float* grad_in,
-                    bool fused);
-  void head_backward_input(UnitState& u, int batch, float* dx);
+  template <typename T>
+  void run_backward(int microbatch, Segment segment, const T* grad_out, T* grad_in, bool fused);
+  template <typename T>
+  void head_backward_input(UnitState& u, int batch, T* dx);
+  template <typename T>
   void head_backward_weight(UnitState& u, int batch);
+  template <typename T>
   void embedding_backward_weight(UnitState& u, int batch);
   // The final norm of the family (gpt2 LayerNorm, llama RMSNorm) over the head's input.
+  template <typename T>
   void final_norm_forward(HeadState& hs, int n);
-  void final_norm_backward_input(HeadState& hs, float* dx, int n) const;
+  template <typename T>
+  void final_norm_backward_input(HeadState& hs, T* dx, int n) const;
+  template <typename T>
   void final_norm_backward_weight(HeadState& hs, int n);
-  std::vector<kernels::KVBlock<float>> kv_blocks(const MicrobatchState& m, int units, int layer,
-                                                 bool with_gradients) const;
+  std::vector<KVRef> kv_blocks(const MicrobatchState& m, int units, int layer,
+                               bool with_gradients) const;
+  // Checks that a pointer handed in has the stage's activation type.
+  void check_dtype(int microbatch, const Segment& segment, DType dtype, const char* what) const;
   // Forgets a micro-batch once every unit has had its W.
   void release_if_finished(int microbatch);
   MicrobatchState& microbatch_state(int microbatch, const Segment& segment, const char* what);
@@ -155,14 +185,16 @@ class StageModel {
   std::vector<NamedTensor> tensors_;
   ReservedBuffer<float> parameters_;
   ReservedBuffer<float> gradients_;
+  ReservedBuffer<bf16> compute_copy_;  // bf16 only
   TensorPool pool_;
   std::vector<std::unique_ptr<Block>> blocks_;
-  // Pointers to the embedding and head tensors (null when the stage or family lacks them).
-  float* wte_ = nullptr;
-  float* wpe_ = nullptr;
-  float* lnf_w_ = nullptr;
-  float* lnf_b_ = nullptr;
-  float* head_w_ = nullptr;
+  // The embedding and head tensors in the compute weights (null when the stage or family lacks
+  // them), and their gradients.
+  ConstTypedPtr wte_;
+  ConstTypedPtr wpe_;
+  ConstTypedPtr lnf_w_;
+  ConstTypedPtr lnf_b_;
+  ConstTypedPtr head_w_;
   float* wte_grad_ = nullptr;
   float* wpe_grad_ = nullptr;
   float* lnf_w_grad_ = nullptr;

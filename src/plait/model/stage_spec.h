@@ -16,6 +16,9 @@ struct StageSpec {
   // The stage's first this many layers keep only their input and K/V from F to B and rebuild
   // the rest just before their backward (spec/unit_memory.h, "Recomputation").
   int recompute_layers = 0;
+  // The element types of its tensors (spec/precision_policy.h): fp32, or bf16 mixed precision
+  // (bf16 activations and compute weights beside the fp32 master, gradients and AdamW state).
+  spec::Precision precision = spec::Precision::fp32;
 
   int layer_count() const { return last_layer - first_layer; }
   bool recomputes(int local_layer) const { return local_layer < recompute_layers; }

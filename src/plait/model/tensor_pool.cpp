@@ -24,10 +24,10 @@ void PooledBuffer::reset() {
 
 TensorPool::~TensorPool() { release_cache(); }
 
-PooledBuffer TensorPool::acquire(MemoryCategory category, std::size_t count) {
+PooledBuffer TensorPool::acquire(MemoryCategory category, std::size_t count, DType dtype) {
   PooledBuffer buffer;
   if (count == 0) return buffer;
-  const std::size_t bytes = count * sizeof(float);
+  const std::size_t bytes = count * dtype_size(dtype);
   tracker_.allocate(category, bytes);
   const std::size_t size = rounded_bytes(bytes);
   void* block = nullptr;
@@ -54,13 +54,15 @@ PooledBuffer TensorPool::acquire(MemoryCategory category, std::size_t count) {
   peak_in_use_bytes_ = std::max(peak_in_use_bytes_, in_use_bytes_);
   buffer.pool_ = this;
   buffer.category_ = category;
-  buffer.data_ = static_cast<float*>(block);
+  buffer.data_ = block;
   buffer.count_ = count;
+  buffer.dtype_ = dtype;
   return buffer;
 }
 
-PooledBuffer TensorPool::acquire_zeroed(MemoryCategory category, std::size_t count) {
-  PooledBuffer buffer = acquire(category, count);
+PooledBuffer TensorPool::acquire_zeroed(MemoryCategory category, std::size_t count,
+                                        DType dtype) {
+  PooledBuffer buffer = acquire(category, count, dtype);
   if (!buffer.empty()) backend_.zero(buffer.data(), buffer.bytes());
   return buffer;
 }

@@ -7,11 +7,13 @@
 // backend's memory (kernels/backend.h: host memory with transparent huge pages on the CPU,
 // device memory on a GPU); the pool does the accounting. Not thread-safe: one stage model, one
 // thread of control.
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <utility>
 
+#include "plait/core/dtype.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/kernels/cpu_backend.h"
 
@@ -19,7 +21,8 @@ namespace plait::model {
 
 class TensorPool;
 
-// A block of floats from a TensorPool; returned to it when destroyed or reset. Move-only.
+// A block of `size()` elements of one type (fp32, or bf16 under mixed precision:
+// spec/precision_policy.h) from a TensorPool; returned to it when destroyed or reset. Move-only.
 class PooledBuffer {
  public:
   PooledBuffer() = default;
@@ -32,11 +35,22 @@ class PooledBuffer {
   PooledBuffer& operator=(const PooledBuffer&) = delete;
   ~PooledBuffer() { reset(); }
 
-  float* data() const { return data_; }
+  // The elements as fp32 (the buffer must hold fp32: checked in debug builds).
+  float* data() const {
+    assert(dtype_ == DType::f32);
+    return as<float>();
+  }
+  // The elements as T, which must be the buffer's type (or the bytes as 32-bit integers: the
+  // token ids, held in an fp32-sized buffer).
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  DType dtype() const { return dtype_; }
   // The same bytes as 32-bit integers (token ids).
-  std::int32_t* ints() const { return reinterpret_cast<std::int32_t*>(data_); }
+  std::int32_t* ints() const { return static_cast<std::int32_t*>(data_); }
   std::size_t size() const { return count_; }
-  std::size_t bytes() const { return count_ * sizeof(float); }
+  std::size_t bytes() const { return count_ * dtype_size(dtype_); }
   bool empty() const { return data_ == nullptr; }
   void reset();
 
@@ -45,14 +59,16 @@ class PooledBuffer {
     std::swap(category_, other.category_);
     std::swap(data_, other.data_);
     std::swap(count_, other.count_);
+    std::swap(dtype_, other.dtype_);
   }
 
  private:
   friend class TensorPool;
   TensorPool* pool_ = nullptr;
   MemoryCategory category_ = MemoryCategory::kActivations;
-  float* data_ = nullptr;
+  void* data_ = nullptr;
   std::size_t count_ = 0;
+  DType dtype_ = DType::f32;
 };
 
 class TensorPool {
@@ -63,10 +79,16 @@ class TensorPool {
   TensorPool& operator=(const TensorPool&) = delete;
   ~TensorPool();  // every PooledBuffer must be gone by now
 
-  // `count` floats charged to `category`; contents undefined. Throws OutOfMemoryError (from the
-  // tracker) before allocating anything if the capacity would be exceeded.
-  PooledBuffer acquire(MemoryCategory category, std::size_t count);
-  PooledBuffer acquire_zeroed(MemoryCategory category, std::size_t count);
+  // `count` elements of `dtype` charged to `category` (count * dtype_size bytes); contents
+  // undefined. Throws OutOfMemoryError (from the tracker) before allocating anything if the
+  // capacity would be exceeded.
+  PooledBuffer acquire(MemoryCategory category, std::size_t count, DType dtype = DType::f32);
+  PooledBuffer acquire_zeroed(MemoryCategory category, std::size_t count,
+                              DType dtype = DType::f32);
+  template <typename T>
+  PooledBuffer acquire_as(MemoryCategory category, std::size_t count) {
+    return acquire(category, count, dtype_of<T>());
+  }
 
   MemoryTracker& tracker() const { return tracker_; }
   kernels::Backend& backend() const { return backend_; }

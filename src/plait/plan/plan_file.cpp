@@ -29,6 +29,8 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   } else {
     train["segments"] = 1;
   }
+  // The precision the plan's memory model assumed: plait train runs it so (mixed16 = bf16).
+  train["precision"] = problem.cluster.precision == Precision::bf16 ? "bf16" : "fp32";
   doc["train"] = train;
   if (base && base->contains("data")) doc["data"] = (*base)["data"];
 

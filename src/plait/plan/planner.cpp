@@ -140,7 +140,10 @@ class PlanSearch {
     select_tensor_parallel();
     choose_planning_speeds();
     limit_segmented_units();
-    for (int b : sizes_) {
+    for (std::size_t i = 0; i < sizes_.size(); ++i) {
+      const int b = sizes_[i];
+      report(o_.progress, "planning: finding the stage groupings (micro-batch size " + std::to_string(b) + ", " +
+                              std::to_string(i + 1) + " of " + std::to_string(sizes_.size()) + ")", 0, 1);
       const std::vector<GroupingCandidate> coarse = coarse_pass(b);
       fine_pass(b, plain_shortlist(coarse), false);
       fine_pass(b, tp_shortlist(coarse), true);
@@ -316,6 +319,8 @@ class PlanSearch {
     std::vector<double> speed(cluster_.num_devices());
     for (int d = 0; d < cluster_.num_devices(); ++d) speed[d] = 1.0 / per_layer[cluster_.devices[d].type];
     std::vector<Grouping> groupings = stage_groupings(cluster_, devices_, speed, std::min(o_.max_groups, L_));
+    const std::string pass = "planning: the coarse pass over " + std::to_string(groupings.size()) +
+                             " groupings (micro-batch size " + std::to_string(b) + ")";
     if (o_.even) {
       // A homogeneous layout: every stage as wide (pp x dp).
       groupings.erase(std::remove_if(groupings.begin(), groupings.end(),
@@ -328,7 +333,9 @@ class PlanSearch {
 
     const MemoryPolicy static_policy{cluster_.precision, {}};
     std::vector<GroupingCandidate> coarse;
-    for (const Grouping& groups : groupings) {
+    for (std::size_t gi = 0; gi < groupings.size(); ++gi) {
+      report(o_.progress, pass, static_cast<std::int64_t>(gi), static_cast<std::int64_t>(groupings.size()));
+      const Grouping& groups = groupings[gi];
       const int P = static_cast<int>(groups.size());
       GroupingCandidate c{0.0, groups, {}};
       c.lockstep = true;
@@ -461,9 +468,14 @@ class PlanSearch {
 
   // Fine pass for micro-batch size b: every segment option and family on the shortlisted
   // groupings, estimated (recomputing per stage as memory needs, each stage at its best TP
-  // degree); layouts within memory join the pool.
+  // degree when `tp`); layouts within memory join the pool.
   void fine_pass(int b, const std::vector<GroupingCandidate>& coarse, bool tp) {
-    for (const GroupingCandidate& gc : coarse) {
+    const std::string pass = "planning: estimating every schedule option on the best " + std::to_string(coarse.size()) +
+                             " groupings" + (tp ? " with tensor parallelism" : "") + " (micro-batch size " +
+                             std::to_string(b) + ")";
+    for (std::size_t gi = 0; gi < coarse.size(); ++gi) {
+      report(o_.progress, pass, static_cast<std::int64_t>(gi), static_cast<std::int64_t>(coarse.size()));
+      const GroupingCandidate& gc = coarse[gi];
       for (const SegmentOption& so : segment_options_) {
         const UnitTimes& times = times_for(b, so);
         const auto& lengths = times.partition().lengths;
@@ -746,7 +758,10 @@ class PlanSearch {
   // Schedules and simulates the shortlist; the plans within memory, best first (top of them).
   std::vector<Plan> simulate_shortlist(const std::vector<const Candidate*>& finals) {
     std::vector<Plan> plans;
-    for (const Candidate* c : finals) {
+    for (std::size_t i = 0; i < finals.size(); ++i) {
+      report(o_.progress, "planning: scheduling and simulating the best " + std::to_string(finals.size()) + " estimates",
+             static_cast<std::int64_t>(i), static_cast<std::int64_t>(finals.size()));
+      const Candidate* c = finals[i];
       Plan plan;
       plan.choice = c->choice;
       plan.schedule = build_schedule(planning_, plan.choice, planning_.type_profiles);
@@ -801,5 +816,10 @@ class PlanSearch {
 }  // namespace
 
 PlannerResult plan_cluster(const PlanningProblem& real, const PlannerOptions& o) { return PlanSearch(real, o).run(); }
+
+double planner_memory_bytes(int devices) {
+  const double n = devices;
+  return 96.0 * 1024 * 1024 + 200.0 * 1024 * n + 2 * 16 * n * n;
+}
 
 }  // namespace plait::plan

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "plait/core/search_progress.h"
 #include "plait/plan/plan.h"
 
 namespace plait::plan {
@@ -45,7 +46,18 @@ struct PlannerOptions {
   int simulate_tp = 6;                    // estimated plans with TP re-ranked by simulation, besides
   int simulate = 16;                      // estimated plans re-ranked by simulation
   int top = 5;                            // plans returned
+  // Told how far each pass has got: the coarse pass over the groupings of each micro-batch size,
+  // the fine pass over the shortlisted groupings, the simulation of the best estimates.
+  SearchProgress progress;
 };
+
+// An upper bound of what plan_cluster holds, from the devices it plans for (docs/planner.md,
+// "Memory and time of a search"): the simulation of a plan on all of them keeps two copies of
+// its per-pair link matrix (16 bytes a pair: the simulation's and its cost model's), the search
+// up to 200 KiB per device besides, and ~96 MiB of profiles and tables. Measured peak RSS of
+// plait plan on clusters of 496, 1,000, 2,000 and 4,000 devices: 147, 254, 448 and 489 MB
+// (bound: 205, 327, 618, 1,393 MB; plans on large clusters use fewer of the devices).
+double planner_memory_bytes(int devices);
 
 struct PlannerResult {
   std::vector<Plan> plans;  // within memory, best first; predictions on the real devices

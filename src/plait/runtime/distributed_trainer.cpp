@@ -92,12 +92,17 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   dp_->finish();
 
   DistributedStepResult r;
-  // One reduction for the loss, the squared norm and a flag of this rank's non-finite values.
-  // The decision below depends only on the reduced values, so every rank takes the same one.
+  // One reduction for the loss, the squared norm, a flag of this rank's non-finite values and a
+  // flag of a stop request (a preemption signal). The decisions below depend only on the reduced
+  // values, so every rank takes the same ones: a signal that reached one rank, or the ranks at
+  // different moments, stops them all after the same step.
   const double owned_sq = dp_->owned_sum_of_squares();
   const bool local_loss_bad = !std::isfinite(executed.loss);
-  double sums[3] = {executed.loss, owned_sq, local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0};
+  const bool stop = options_.stop_requested && options_.stop_requested();
+  double sums[4] = {executed.loss, owned_sq, local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0,
+                    stop ? 1.0 : 0.0};
   world_.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
+  r.stop_requests = static_cast<int>(sums[3]);
   r.loss = sums[0];
   const double sum_sq = sums[1];
   const optim::ClipResult clip = optim::clip_by_global_norm({&sum_sq, 1}, train_.grad_clip);
@@ -218,7 +223,7 @@ std::vector<std::vector<float>> DistributedTrainer::gather_parameters() {
     ShardedChunk& chunk = dp_->chunk(c);
     std::vector<float>& out = full[static_cast<std::size_t>(c)];
     out.resize(chunk.model().parameters().size());
-    if (!chunk.policy().shards_parameters() && !chunk.policy().offload) {
+    if (!chunk.master_sharded()) {
       const std::span<const float> p = chunk.model().parameters();
       std::copy(p.begin(), p.end(), out.begin());
       continue;

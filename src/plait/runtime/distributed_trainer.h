@@ -4,7 +4,7 @@
 // policy (ShardedDataParallel, ShardedChunk), and runs optimizer steps:
 //   barrier -> PipelineExecutor (the rank's actions; level-3 gathers before each chunk's first
 //   use; gradient reductions start as chunks finish) -> ShardedDataParallel::finish -> loss,
-//   squared norm and a non-finite flag all-reduced over the job -> (non-finite: stop or skip,
+//   squared norm, a non-finite flag and a stop-request flag all-reduced over the job -> (non-finite: stop or skip,
 //   train.on_nonfinite) -> clip factor -> AdamW on each rank's part with the warm-up + cosine
 //   learning rate, updated weights all-gathered where sharded.
 // and forward-only evaluations (validation loss) through the same pipeline.
@@ -13,6 +13,7 @@
 // fp32 reassociation (tests/runtime/equivalence_test.cpp).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -50,6 +51,11 @@ struct TrainerOptions {
   // Record the timed events of every step (ExecutedStep::events).
   bool record_events = false;
   FailureInjection failure;
+  // Whether this rank was asked to stop (a stop signal: core/stop_signals.h), read once per step
+  // just before the step's reduction of the loss and norm, which carries it: every rank learns
+  // how many ranks were asked (DistributedStepResult::stop_requests) at no extra round trip.
+  // Empty: never.
+  std::function<bool()> stop_requested;
 };
 
 struct DistributedStepResult {
@@ -66,6 +72,8 @@ struct DistributedStepResult {
   // throws NonFiniteStepError instead of returning).
   std::string nonfinite;
   bool skipped = false;
+  // Ranks whose stop_requested() was true at the step's reduction (the same on every rank).
+  int stop_requests = 0;
 };
 
 // A step whose loss or gradients were not finite, under train.on_nonfinite "abort". Every rank

@@ -5,17 +5,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "plait/core/error.h"
 
 namespace plait::runtime {
 
-FailureInjection parse_failure_injection(const std::string& text, const std::string& flag) {
-  FailureInjection f;
-  if (text.empty()) return f;
+namespace {
+
+FailureInjection::Point parse_point(const std::string& text, const std::string& whole, const std::string& flag) {
+  using Kind = FailureInjection::Kind;
   const auto bad = [&] {
     return Error(flag + ": expected RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval|"
-                        "kill-in-commit|stop|hang], found '" + text + "'");
+                        "kill-in-commit|stop|hang|sigterm|sigusr1][,...], found '" + whole + "'");
   };
   const std::size_t a = text.find(':');
   if (a == std::string::npos) throw bad();
@@ -27,19 +29,37 @@ FailureInjection parse_failure_injection(const std::string& text, const std::str
     if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos) throw bad();
     return std::strtoll(s.c_str(), nullptr, 10);
   };
-  f.rank = static_cast<int>(number(rank));
-  f.step = number(step);
-  if (kind.empty()) f.kind = FailureInjection::Kind::kThrow;
-  else if (kind == "kill") f.kind = FailureInjection::Kind::kKill;
-  else if (kind == "nan-loss") f.kind = FailureInjection::Kind::kNanLoss;
-  else if (kind == "nan-grad") f.kind = FailureInjection::Kind::kNanGradient;
-  else if (kind == "kill-in-save") f.kind = FailureInjection::Kind::kKillInSave;
-  else if (kind == "kill-in-eval") f.kind = FailureInjection::Kind::kKillInEval;
-  else if (kind == "kill-in-commit") f.kind = FailureInjection::Kind::kKillInCommit;
-  else if (kind == "stop") f.kind = FailureInjection::Kind::kStop;
-  else if (kind == "hang") f.kind = FailureInjection::Kind::kHang;
-  else throw bad();
-  return f;
+  static const std::pair<const char*, Kind> kinds[] = {
+      {"", Kind::kThrow},           {"kill", Kind::kKill},
+      {"nan-loss", Kind::kNanLoss}, {"nan-grad", Kind::kNanGradient},
+      {"kill-in-save", Kind::kKillInSave}, {"kill-in-eval", Kind::kKillInEval},
+      {"kill-in-commit", Kind::kKillInCommit}, {"stop", Kind::kStop},
+      {"hang", Kind::kHang},        {"sigterm", Kind::kSigterm},
+      {"sigusr1", Kind::kSigusr1}};
+  FailureInjection::Point p;
+  p.rank = static_cast<int>(number(rank));
+  p.step = number(step);
+  for (const auto& [name, k] : kinds) {
+    if (kind == name) {
+      p.kind = k;
+      return p;
+    }
+  }
+  throw bad();
+}
+
+}  // namespace
+
+FailureInjection parse_failure_injection(const std::string& text, const std::string& flag) {
+  FailureInjection f;
+  if (text.empty()) return f;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', begin);
+    f.points.push_back(parse_point(text.substr(begin, comma - begin), text, flag));
+    if (comma == std::string::npos) return f;
+    begin = comma + 1;
+  }
 }
 
 void kill_self(int rank, std::int64_t step, const char* where) {
@@ -55,6 +75,13 @@ void stop_self(int rank, std::int64_t step) {
                static_cast<long long>(step));
   std::fflush(stderr);
   std::raise(SIGSTOP);
+}
+
+void signal_self(int rank, std::int64_t step, int signal) {
+  std::fprintf(stderr, "plait: rank %d: step %lld: sending itself %s (injected failure)\n", rank,
+               static_cast<long long>(step), signal == SIGTERM ? "SIGTERM" : "SIGUSR1");
+  std::fflush(stderr);
+  std::raise(signal);
 }
 
 void hang_self(int rank, std::int64_t step) {

@@ -3,8 +3,11 @@
 // a rank, a step and what goes wrong there, so a test can check that the job stops within
 // seconds naming the rank, that a kill in the middle of a checkpoint leaves the previous one
 // loadable, and that a non-finite loss or gradient is caught (docs/runtime.md, "Failures").
+// Several may be given at once ("1:3:sigterm,0:4:kill-in-save": a stop signal, then a kill
+// during the save it asks for).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace plait::runtime {
 
@@ -23,16 +26,28 @@ struct FailureInjection {
                    // stopped, and sends nothing (the stall watchdog must end the job)
     kHang,         // the rank sleeps forever there, alive (its watchdog thread still reports):
                    // a rank stuck outside any wait, as in a deadlock
+    kSigterm,      // the rank sends itself SIGTERM there (a real signal, to its real handler)
+    kSigusr1,      // the same with SIGUSR1
   };
-  int rank = -1;  // -1: none
-  std::int64_t step = 0;
-  Kind kind = Kind::kThrow;
+  struct Point {
+    int rank = -1;
+    std::int64_t step = 0;
+    Kind kind = Kind::kThrow;
+  };
+  std::vector<Point> points;  // empty: none
 
-  bool at(int r, std::int64_t s, Kind k) const { return rank == r && step == s && kind == k; }
+  FailureInjection() = default;
+  FailureInjection(int rank, std::int64_t step, Kind kind) : points{{rank, step, kind}} {}
+  bool at(int r, std::int64_t s, Kind k) const {
+    for (const Point& p : points) {
+      if (p.rank == r && p.step == s && p.kind == k) return true;
+    }
+    return false;
+  }
 };
 
-// "R:S" (throw) or "R:S:<kind>" with kind kill | nan-loss | nan-grad | kill-in-save | kill-in-eval
-// | kill-in-commit | stop | hang;
+// A comma-separated list of "R:S" (throw) or "R:S:<kind>" with kind kill | nan-loss | nan-grad |
+// kill-in-save | kill-in-eval | kill-in-commit | stop | hang | sigterm | sigusr1;
 // "" is none. Throws plait::Error naming the flag otherwise.
 FailureInjection parse_failure_injection(const std::string& text, const std::string& flag);
 
@@ -44,5 +59,7 @@ FailureInjection parse_failure_injection(const std::string& text, const std::str
 void stop_self(int rank, std::int64_t step);
 // Announces it, then sleeps forever.
 [[noreturn]] void hang_self(int rank, std::int64_t step);
+// Announces it, then raises `signal` (SIGTERM, SIGUSR1) in this process.
+void signal_self(int rank, std::int64_t step, int signal);
 
 }  // namespace plait::runtime

@@ -13,10 +13,20 @@ namespace {
 
 }  // namespace
 
+namespace {
+
+model::StageSpec whole_model(const spec::ModelSpec& model, spec::Precision precision) {
+  model::StageSpec s = model::StageSpec::whole_model(model);
+  s.precision = precision;
+  return s;
+}
+
+}  // namespace
+
 LocalTrainer::LocalTrainer(const spec::ModelSpec& model, const TrainConfig& train,
                            const spec::SequencePartition& partition, MemoryTracker& tracker)
     : train_(train),
-      model_(model, model::StageSpec::whole_model(model), tracker),
+      model_(model, whole_model(model, train.precision), tracker),
       optimizer_(model_.parameters(), optim::param_ranges(model_.tensors()),
                  {train.beta1, train.beta2, train.eps, train.weight_decay}, tracker,
                  model_.backend()),
@@ -72,6 +82,7 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
   r.clip_factor = clip.factor;
   r.lr = schedule_.at(static_cast<int>(step));
   optimizer_.step(grads, r.lr, clip.factor);
+  model_.refresh_compute_weights();  // bf16: the compute copy of the updated master
   r.optimizer_seconds += monotonic_seconds() - t0;
   return r;
 }

@@ -1,5 +1,6 @@
 #include "plait/runtime/pipeline_executor.h"
 
+#include <csignal>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -12,6 +13,7 @@
 #include "plait/core/progress.h"
 #include "plait/core/thread_cpu_clock.h"
 #include "plait/data/segment_columns.h"
+#include "plait/spec/precision_policy.h"
 
 namespace plait::runtime {
 
@@ -44,7 +46,16 @@ struct PipelineExecutor::State {
 
 namespace {
 
+TypedPtr typed(const model::PooledBuffer& b) {
+  if (b.empty()) return {};
+  return {b.as<void>(), b.dtype()};
+}
+
 }  // namespace
+
+DType PipelineExecutor::message_dtype() const {
+  return spec::dtype_of(spec::TensorClass::stage_message, plan_.precision);
+}
 
 PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program,
                                    comm::Communicator& world, std::vector<model::StageModel*> chunks,
@@ -117,10 +128,16 @@ void PipelineExecutor::poll() {
 void PipelineExecutor::post(std::int32_t id) {
   const schedule::Message& m = program_.lowered->messages[static_cast<std::size_t>(id)];
   Posted p;
+  const DType dtype = message_dtype();
   p.buffer = pool_.acquire(MemoryCategory::kCommBuffers,
-                           static_cast<std::size_t>(m.bytes) / sizeof(float));
-  p.request = world_.irecv(std::span<float>(p.buffer.data(), p.buffer.size()), m.src_rank,
-                           static_cast<int>(m.tag));
+                           static_cast<std::size_t>(m.bytes) / dtype_size(dtype), dtype);
+  if (dtype == DType::bf16) {
+    p.request = world_.irecv(std::span<bf16>(p.buffer.as<bf16>(), p.buffer.size()), m.src_rank,
+                             static_cast<int>(m.tag));
+  } else {
+    p.request = world_.irecv(std::span<float>(p.buffer.data(), p.buffer.size()), m.src_rank,
+                             static_cast<int>(m.tag));
+  }
   state_->posted.emplace(id, std::move(p));
 }
 
@@ -159,8 +176,8 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
 }
 
 double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
-                                 const data::BatchSource& batches, const float* input, float* output,
-                                 double loss_scale) {
+                                 const data::BatchSource& batches, ConstTypedPtr input,
+                                 TypedPtr output, double loss_scale) {
   const schedule::Action& a = s.action;
   model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
   const spec::Segment seg = plan_.segment(a.segment);
@@ -240,6 +257,8 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     }
     if (i == fail_at && failure.at(rank, step, Kind::kStop)) stop_self(rank, step);
     if (i == fail_at && failure.at(rank, step, Kind::kHang)) hang_self(rank, step);
+    if (i == fail_at && failure.at(rank, step, Kind::kSigterm)) signal_self(rank, step, SIGTERM);
+    if (i == fail_at && failure.at(rank, step, Kind::kSigusr1)) signal_self(rank, step, SIGUSR1);
     if (i == fail_at && failure.at(rank, step, Kind::kThrow)) {
       throw Error("step " + std::to_string(step) + ": injected failure before action " +
                   std::to_string(i) + " (" + action_text(s.action) + ")");
@@ -256,15 +275,16 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     model::PooledBuffer input = take_input(s);
     dp_.before_compute(s);
     model::PooledBuffer output;
-    if (s.output_floats > 0) {
-      output = pool_.acquire(MemoryCategory::kCommBuffers, static_cast<std::size_t>(s.output_floats));
+    if (s.output_elements > 0) {
+      output = pool_.acquire(MemoryCategory::kCommBuffers, static_cast<std::size_t>(s.output_elements),
+                             message_dtype());
     }
 
     const schedule::Action& a = s.action;
     const double t0 = monotonic_seconds();
     const double cpu0 = thread_cpu_seconds();
     try {
-      double loss = compute(step, s, batches, input.data(), output.data(), loss_scale);
+      double loss = compute(step, s, batches, typed(input), typed(output), loss_scale);
       if (nan_loss && chunks_[static_cast<std::size_t>(a.chunk)]->spec().has_head &&
           a.kind == schedule::ActionKind::F) {
         loss = std::numeric_limits<double>::quiet_NaN();
@@ -299,8 +319,11 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     if (s.output_message >= 0) {
       const schedule::Message& msg = program_.lowered->messages[static_cast<std::size_t>(s.output_message)];
       Sending out;
-      out.request = world_.isend(std::span<const float>(output.data(), output.size()),
-                                 msg.dst_rank, static_cast<int>(msg.tag));
+      out.request = output.dtype() == DType::bf16
+                        ? world_.isend(std::span<const bf16>(output.as<bf16>(), output.size()),
+                                       msg.dst_rank, static_cast<int>(msg.tag))
+                        : world_.isend(std::span<const float>(output.data(), output.size()),
+                                       msg.dst_rank, static_cast<int>(msg.tag));
       out.buffer = std::move(output);
       out.event = static_cast<std::size_t>(-1);
       if (record_events) {

@@ -76,7 +76,9 @@ class PipelineExecutor {
   std::string action_text(const schedule::Action& a) const;
   // Runs one compute action on its chunk's model; returns its scaled loss (head stage F) or 0.
   double compute(std::int64_t step, const ComputeStep& s, const data::BatchSource& batches,
-                 const float* input, float* output, double loss_scale);
+                 ConstTypedPtr input, TypedPtr output, double loss_scale);
+  // The element type of stage messages (spec/precision_policy.h).
+  DType message_dtype() const;
 
   const PipelinePlan& plan_;
   RankProgram program_;

@@ -91,6 +91,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   plan.model = job.run.model;
   plan.microbatch_size = train.microbatch_size;
   plan.seq = train.seq;
+  plan.precision = train.precision;
   plan.partition = job.run.partition();  // the one cut, carried to the executor and traces
   const int k = plan.partition.count();
 
@@ -117,7 +118,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   for (int v = 0; v < vstages; ++v) {
     const int n = plan.vstage_layers[static_cast<std::size_t>(v)];
     const model::StageSpec spec{first, first + n, v == 0, v == vstages - 1,
-                                recompute[static_cast<std::size_t>(v)]};
+                                recompute[static_cast<std::size_t>(v)], plan.precision};
     if (spec.layer_count() == 0 && !spec.has_embedding && !spec.has_head) {
       throw Error(where(job, "layers") + ": virtual stage " + std::to_string(v) +
                   " has no layers (only the first and last stage may, holding the embedding or head)");

@@ -27,6 +27,7 @@ struct PipelinePlan {
   spec::SequencePartition partition;  // cut once, from the job's segment request
   int microbatch_size = 1;
   int seq = 0;
+  spec::Precision precision = spec::Precision::fp32;  // train.precision (spec/precision_policy.h)
   std::vector<DeviceEmulation> devices;  // one per rank (defaults when the config has none)
   // Sharded data parallelism of every virtual stage inside its holders' group (parallel.shard,
   // parallel.offload; spec/sharded_state.h), and how the holders' shares are weighed.

@@ -6,6 +6,7 @@
 
 #include "plait/core/error.h"
 #include "plait/schedule/chunk_uses.h"
+#include "plait/spec/precision_policy.h"
 
 namespace plait::runtime {
 
@@ -14,9 +15,11 @@ schedule::LoweredSchedule lower_plan(const PipelinePlan& plan, std::int32_t recv
   options.recv_lookahead = recv_lookahead;
   const std::int64_t row = std::int64_t{plan.microbatch_size} * plan.model.hidden;
   const std::vector<std::int64_t> lengths = plan.partition.lengths;
-  // fp32 activations and gradients: batch * segment length * hidden floats.
-  options.message_bytes = [row, lengths](const schedule::MessageKey& key) {
-    return row * lengths[static_cast<std::size_t>(key.segment)] * static_cast<std::int64_t>(sizeof(float));
+  // Activations and their gradients in the stage-message type (spec/precision_policy.h):
+  // batch * segment length * hidden elements.
+  const auto element = static_cast<std::int64_t>(spec::bytes_of(spec::TensorClass::stage_message, plan.precision));
+  options.message_bytes = [row, lengths, element](const schedule::MessageKey& key) {
+    return row * lengths[static_cast<std::size_t>(key.segment)] * element;
   };
   return schedule::lower(plan.schedule, options);
 }
@@ -64,13 +67,13 @@ RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredS
     ComputeStep& step = program.steps[i];
     step.action = a;
     step.vstage = s.layout.vstage(rank, a.chunk);
-    const std::int64_t floats = row * plan.partition.lengths[static_cast<std::size_t>(a.segment)];
+    const std::int64_t elements = row * plan.partition.lengths[static_cast<std::size_t>(a.segment)];
     const bool forward = a.kind == schedule::ActionKind::F;
     const bool backward_input = schedule::is_backward_input(a.kind);
 
     auto resolve_input = [&](schedule::Payload payload, std::int32_t boundary) {
       const std::int64_t tag = schedule::message_tag({payload, a.microbatch, a.segment, boundary}, k, V);
-      step.input_floats = floats;
+      step.input_elements = elements;
       if (auto it = receives.find(tag); it != receives.end()) {
         step.input_message = it->second;
         const schedule::Message& m = lowered.messages[static_cast<std::size_t>(it->second)];
@@ -82,7 +85,7 @@ RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredS
     };
     auto resolve_output = [&](schedule::Payload payload, std::int32_t boundary) {
       const std::int64_t tag = schedule::message_tag({payload, a.microbatch, a.segment, boundary}, k, V);
-      step.output_floats = floats;
+      step.output_elements = elements;
       if (auto it = sends.find(tag); it != sends.end()) {
         step.output_message = it->second;
       } else {

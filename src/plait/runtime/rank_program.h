@@ -23,8 +23,8 @@ struct ComputeStep {
   std::int32_t output_message = -1;
   std::int64_t output_local = -1;
   // Elements (floats) of the input and output tensors (batch * segment length * hidden).
-  std::int64_t input_floats = 0;
-  std::int64_t output_floats = 0;
+  std::int64_t input_elements = 0;
+  std::int64_t output_elements = 0;
   // This chunk's last weight-gradient action on the rank: its gradients are final afterwards.
   bool finishes_chunk = false;
   // This chunk's first action on the rank (its weights must be gathered at ZeRO level 3), its

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/spec/precision_policy.h"
 
 namespace plait::runtime {
 namespace {
@@ -29,7 +30,11 @@ std::size_t overlap(std::size_t a0, std::size_t a1, std::size_t b0, std::size_t 
 
 ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, const optim::AdamWConfig& adam,
                            std::size_t bucket_floats, MemoryTracker* host, CopyEngine* copies)
-    : model_(model), s_(std::move(sharding)), host_(host), copies_(copies) {
+    : model_(model),
+      s_(std::move(sharding)),
+      bf16_(spec::has_compute_copy(model.precision())),
+      host_(host),
+      copies_(copies) {
   const std::size_t E = model_.parameters().size();
   const spec::ShardPolicy& p = s_.policy;
   if (p.offload && (host_ == nullptr || copies_ == nullptr)) {
@@ -56,7 +61,9 @@ ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, con
   const auto b = static_cast<std::size_t>(begin_), e = static_cast<std::size_t>(end_);
   const std::vector<optim::ParamRange> ranges = shard_ranges(optim::param_ranges(model_.tensors()), b, e);
   if (p.offload) {
-    master_ = FloatBuffer(*host_, MemoryCategory::kParameters, e - b);
+    // bf16: the master is optimizer state (spec::parameter_bytes), as on the device.
+    master_ = FloatBuffer(*host_, bf16_ ? MemoryCategory::kOptimizerState : MemoryCategory::kParameters,
+                          e - b);
     model_.backend().copy(master_.data(), model_.parameters().data() + b, (e - b) * sizeof(float),
                           CopyKind::kDeviceToHost);
     // The offloaded update runs on the host tier, where its weights and moments live.
@@ -65,7 +72,22 @@ ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, con
     optimizer_ = std::make_unique<optim::AdamW>(model_.parameters().subspan(b, e - b), ranges, adam, model_.tracker(),
                                                 model_.backend());
   }
-  if (p.shards_parameters()) {
+  if (bf16_) {
+    // The fp32 master: on the host when offloaded, else the rank's shard (all of it at level
+    // 0); the bf16 copy the kernels read: all of it, or at level 3 the shard between uses.
+    if (p.offload) {
+      model_.parameter_storage().decommit();
+    } else if (p.shards_optimizer()) {
+      model_.parameter_storage().retain(b, e - b);
+    }
+    if (p.shards_parameters()) {
+      if (p.offload) {
+        model_.compute_weight_storage().decommit();
+      } else {
+        model_.compute_weight_storage().retain(b, e - b);
+      }
+    }
+  } else if (p.shards_parameters()) {
     if (p.offload) {
       model_.parameter_storage().decommit();
     } else {
@@ -73,6 +95,36 @@ ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, con
     }
   }
   if (p.shards_gradients()) model_.gradient_storage().decommit();
+}
+
+bool ShardedChunk::master_sharded() const {
+  return s_.policy.offload || s_.policy.shards_parameters() || (bf16_ && s_.policy.shards_optimizer());
+}
+
+void ShardedChunk::refresh_copy_shard() {
+  if (!bf16_) return;
+  const auto b = static_cast<std::size_t>(begin_), n = static_cast<std::size_t>(end_ - begin_);
+  if (!s_.policy.offload) {
+    model_.refresh_compute_weights(b, n);
+  } else if (!s_.policy.shards_parameters()) {
+    // The host master rounded into the device copy. On the CPU backend the device's memory is
+    // the host's, so the backend converts in place; a GPU backend would upload the master
+    // shard first (the copy engine) and round it there.
+    model_.backend().convert(model_.compute_weight_storage().data() + b, master_.data(), n);
+  }
+  // Offloaded at level 3: the copy is not resident; the next gather rounds the host master.
+}
+
+void ShardedChunk::gather_compute_weights(std::vector<comm::Request>& into) {
+  for (const Bucket& bk : weight_buckets_) {
+    if (bf16_) {
+      bf16* w = model_.compute_weight_storage().data();
+      into.push_back(s_.group->iallgather(std::span<bf16>(w + bk.begin, bk.end - bk.begin), bk.counts));
+    } else {
+      float* w = model_.parameters().data();
+      into.push_back(s_.group->iallgather(std::span<float>(w + bk.begin, bk.end - bk.begin), bk.counts));
+    }
+  }
 }
 
 ShardedChunk::~ShardedChunk() = default;
@@ -113,6 +165,17 @@ void ShardedChunk::begin_step(double lr, bool early_update) {
 
 void ShardedChunk::start_gather() {
   if (!s_.policy.shards_parameters() || gathered_ || gather_collective_started_) return;
+  if (bf16_) {
+    model_.compute_weight_storage().commit();
+    if (s_.policy.offload) {
+      // The parked master shard rounded into the copy's shard (CPU: device memory is host
+      // memory; refresh_copy_shard says what a GPU needs).
+      model_.backend().convert(model_.compute_weight_storage().data() + begin_, master_.data(),
+                               master_.size());
+    }
+    start_weight_gather();
+    return;
+  }
   model_.parameter_storage().commit();
   if (s_.policy.offload) {
     // The parked shard comes in from the host first. The collective must start here, where
@@ -127,10 +190,7 @@ void ShardedChunk::start_gather() {
 
 void ShardedChunk::start_weight_gather() {
   gather_collective_started_ = true;
-  float* w = model_.parameters().data();
-  for (const Bucket& b : weight_buckets_) {
-    gather_.push_back(s_.group->iallgather(std::span<float>(w + b.begin, b.end - b.begin), b.counts));
-  }
+  gather_compute_weights(gather_);
 }
 
 void ShardedChunk::wait_gathered() {
@@ -145,7 +205,14 @@ void ShardedChunk::wait_gathered() {
 void ShardedChunk::release_parameters() {
   if (!s_.policy.shards_parameters()) return;
   wait_gathered();  // a chunk is gathered before its first use; this only guards the order
-  if (s_.policy.offload) {
+  if (bf16_) {
+    if (s_.policy.offload) {
+      model_.compute_weight_storage().decommit();
+    } else {
+      model_.compute_weight_storage().retain(static_cast<std::size_t>(begin_),
+                                             static_cast<std::size_t>(end_ - begin_));
+    }
+  } else if (s_.policy.offload) {
     model_.parameter_storage().decommit();  // the host master is the shard
   } else {
     model_.parameter_storage().retain(static_cast<std::size_t>(begin_), static_cast<std::size_t>(end_ - begin_));
@@ -264,6 +331,7 @@ std::optional<std::size_t> ShardedChunk::first_nonfinite(int& kind) const {
 
 void ShardedChunk::run_optimizer(double lr, double clip_factor) {
   optimizer_->step(reduced_gradients(), lr, clip_factor);
+  refresh_copy_shard();
 }
 
 void ShardedChunk::start_update(double lr, double clip_factor) {
@@ -272,16 +340,15 @@ void ShardedChunk::start_update(double lr, double clip_factor) {
     updated_ = true;
   }
   if (s_.policy.shards_parameters()) return;  // the next gather reads the updated shard
-  if (s_.policy.offload) {
+  if (s_.policy.offload && !bf16_) {
     const CopyEvent back = copies_->submit(model_.parameters().data() + begin_, master_.data(),
                                            master_.size() * sizeof(float));
     copies_->wait(back);
   }
   if (s_.policy.level == 0) return;  // every holder updated every element
-  float* w = model_.parameters().data();
-  for (const Bucket& b : weight_buckets_) {
-    weight_gather_.push_back(s_.group->iallgather(std::span<float>(w + b.begin, b.end - b.begin), b.counts));
-  }
+  // bf16: the updated shards of the compute copy (2 bytes per element on the wire); the fp32
+  // master stays sharded.
+  gather_compute_weights(weight_gather_);
 }
 
 void ShardedChunk::finish_update() {

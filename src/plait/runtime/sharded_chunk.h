@@ -115,6 +115,15 @@ class ShardedChunk {
   // The rank's shard of the weights where the optimizer keeps them: the host master (offload),
   // else the device buffer's shard range.
   std::span<float> shard_parameters();
+  // Whether this rank's fp32 master is only its shard (or lives on the host): offload, level 3,
+  // or bf16 at level >= 1 (mixed precision's master is optimizer state, sharded with it).
+  bool master_sharded() const;
+  // Whether the device's fp32 buffer holds the whole stage between steps: fp32 below level 3
+  // (the kernels read it; an offloaded master is a host copy of its shard), bf16 only while the
+  // master is whole on the device.
+  bool device_fp32_whole() const { return bf16_ ? !master_sharded() : !s_.policy.shards_parameters(); }
+  // bf16: whether the compute copy is the resident shard between uses (level 3).
+  bool compute_copy_sharded() const { return bf16_ && s_.policy.shards_parameters(); }
   // Counts of each holder's block (the shard sizes), for gathers.
   std::vector<std::size_t> block_counts() const;
 
@@ -130,9 +139,14 @@ class ShardedChunk {
   void on_staged();        // the gradient shard is on the host
   void run_optimizer(double lr, double clip_factor);
   void start_weight_gather();  // the collective part of a level-3 gather
+  // bf16: rounds the updated master shard into the compute copy's shard where it is resident.
+  void refresh_copy_shard();
+  // All-gathers of the weights the kernels read (fp32 weights or the bf16 copy), in buckets.
+  void gather_compute_weights(std::vector<comm::Request>& into);
 
   model::StageModel& model_;
   ChunkSharding s_;
+  bool bf16_ = false;  // mixed precision: the kernels read the model's bf16 copy of the master
   MemoryTracker* host_;
   CopyEngine* copies_;
   std::int64_t begin_ = 0, end_ = 0;

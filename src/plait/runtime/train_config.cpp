@@ -55,6 +55,17 @@ TrainConfig parse_train(const JsonFields& t, const spec::ModelSpec& model) {
     t.fail("stall_timeout_s", "expected 0 (no watchdog) or seconds in [0.1, 1e6], found " +
                                   std::to_string(c.stall_timeout_s));
   }
+  const std::string precision = t.string("precision", "fp32");
+  if (precision == "fp32") {
+    c.precision = spec::Precision::fp32;
+  } else if (precision == "bf16" || precision == "mixed16") {
+    c.precision = spec::Precision::bf16;
+  } else if (precision == "fp16" || precision == "float16") {
+    t.fail("precision", "fp16 mixed precision needs loss scaling, which plait does not do; use "
+                        "\"bf16\" (same memory, fp32's exponent range, no loss scaling)");
+  } else {
+    t.fail("precision", "expected \"fp32\" or \"bf16\" (\"mixed16\"), found \"" + precision + "\"");
+  }
   t.check_no_unknown_fields();
   return c;
 }
@@ -104,6 +115,7 @@ CheckpointConfig parse_checkpoint(const JsonFields& k) {
   c.every = static_cast<int>(k.integer_in("every", 0, 1 << 30, 0));
   c.keep_last = static_cast<int>(k.integer_in("keep_last", 0, 1 << 20, 0));
   c.save_initial = k.boolean("save_initial", false);
+  c.on_signal = k.boolean("on_signal", true);
   k.check_no_unknown_fields();
   return c;
 }
@@ -188,7 +200,8 @@ nlohmann::json to_json(const RunConfig& c) {
         {"eval_every", c.train.eval_every},
         {"eval_batches", c.train.eval_batches},
         {"on_nonfinite", to_string(c.train.on_nonfinite)},
-        {"stall_timeout_s", c.train.stall_timeout_s}}},
+        {"stall_timeout_s", c.train.stall_timeout_s},
+        {"precision", std::string(spec::precision_name(c.train.precision))}}},
   };
   nlohmann::json& data = j["data"];
   if (c.data.uses_shards()) {
@@ -202,7 +215,8 @@ nlohmann::json to_json(const RunConfig& c) {
     j["checkpoint"] = {{"dir", c.checkpoint->dir},
                        {"every", c.checkpoint->every},
                        {"keep_last", c.checkpoint->keep_last},
-                       {"save_initial", c.checkpoint->save_initial}};
+                       {"save_initial", c.checkpoint->save_initial},
+                       {"on_signal", c.checkpoint->on_signal}};
   }
   return j;
 }

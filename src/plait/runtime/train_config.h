@@ -13,6 +13,7 @@
 
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
+#include "plait/spec/unit_memory.h"
 
 namespace plait::runtime {
 
@@ -44,6 +45,10 @@ struct TrainConfig {
   // The stall watchdog (comm/watchdog.h): the job ends when no rank has made progress for this
   // many seconds; 0 disables it.
   double stall_timeout_s = 300;
+  // The element types of the engine's tensors (spec/precision_policy.h): "fp32", or "bf16"
+  // mixed precision (a plan file's "mixed16" means bf16). fp16 is refused: it would need loss
+  // scaling, which bf16's fp32 exponent range makes unnecessary.
+  spec::Precision precision = spec::Precision::fp32;
 
   std::int64_t tokens_per_step() const {
     return std::int64_t{seq} * microbatch_size * microbatches;
@@ -71,13 +76,21 @@ struct DataConfig {
 
 // Checkpoints of the run (docs/checkpoints.md): written into `dir` every `every` steps and after
 // the last step; `keep_last` > 0 keeps only the newest that many; `save_initial` also saves the
-// untrained parameters as step 0 when the run starts from scratch.
+// untrained parameters as step 0 when the run starts from scratch; `on_signal` makes SIGUSR1,
+// SIGTERM and SIGINT "save and stop": the job stops after the step under way, saves it, and
+// exits with kPreemptedExitStatus (docs/checkpoints.md, "Preemption").
 struct CheckpointConfig {
   std::string dir;
   int every = 0;  // 0: only after the last step
   int keep_last = 0;
   bool save_initial = false;
+  bool on_signal = true;
 };
+
+// The exit status of a run stopped by a signal after saving its checkpoint: EX_TEMPFAIL of
+// sysexits.h ("a temporary failure; the user is invited to retry"), so that a scheduler's
+// script can tell "preempted, resume me" (75) from success (0) and failure (other values).
+inline constexpr int kPreemptedExitStatus = 75;
 
 struct RunConfig {
   std::string source;  // the file it was read from, or "built-in default"

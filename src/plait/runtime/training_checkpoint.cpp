@@ -1,7 +1,11 @@
 #include "plait/runtime/training_checkpoint.h"
 
+#include "plait/spec/precision_policy.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -13,6 +17,7 @@
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/rank_gather.h"
+#include "plait/spec/precision_policy.h"
 
 namespace plait::runtime {
 namespace fs = std::filesystem;
@@ -103,7 +108,9 @@ struct ChunkImage {
 
 void post_chunk_gather(ShardedChunk& chunk, comm::Communicator* group, ChunkImage& image,
                        std::vector<comm::Request>& pending) {
-  const bool gather_weights = chunk.policy().shards_parameters();
+  // The master's other holders' shards, where this rank keeps only its own (level 3, bf16 at
+  // level >= 1; an offloaded level-0 master is whole on the host: shard_parameters()).
+  const bool gather_weights = chunk.master_sharded();
   const bool gather_moments = chunk.policy().level > 0;
   const bool writer = chunk.sharding().index == 0;
   const std::size_t E = chunk.model().parameters().size();
@@ -140,12 +147,36 @@ void post_chunk_gather(ShardedChunk& chunk, comm::Communicator* group, ChunkImag
   }
 }
 
+// bf16: the compute copy of tensor t rounded from its fp32 values, where this rank holds it
+// (all of it; at level 3 its shard's part; nothing when level 3 parks it on the host).
+void restore_compute_copy(model::StageModel& m, const ShardedChunk& chunk, const model::NamedTensor& t,
+                          std::span<const float> values) {
+  bf16* copy = m.compute_weight_storage().data();
+  if (!chunk.compute_copy_sharded()) {
+    m.backend().convert(copy + t.offset, values.data(), t.numel);
+    return;
+  }
+  if (chunk.policy().offload) return;
+  const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
+  const std::size_t lo = std::max(t.offset, b), hi = std::min(t.offset + t.numel, e);
+  if (lo < hi) m.backend().convert(copy + lo, values.data() + (lo - t.offset), hi - lo);
+}
+
 // Copies the part of tensor `t` (whose full values are `values`) that falls in [begin, end) of
 // the chunk's buffer into `out`, which holds [begin, end).
 void copy_part(const model::NamedTensor& t, std::span<const float> values, std::size_t begin, std::size_t end,
                std::span<float> out) {
   const std::size_t lo = std::max(t.offset, begin), hi = std::min(t.offset + t.numel, end);
   for (std::size_t i = lo; i < hi; ++i) out[i - begin] = values[i - t.offset];
+}
+
+// The staging directories' run name from the two int32 rank 0 broadcasts (a 64-bit token).
+std::string run_name(const std::int32_t (&token)[2]) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, token, sizeof v);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 }  // namespace
@@ -161,9 +192,17 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
   note_progress(what + ": checking the state is finite");
   refuse_nonfinite_state(trainer, world, state.step);
   note_progress(what + ": creating its directory");
-  if (rank == 0) checkpoint::begin_checkpoint(where.dir, state.step);
-  world.barrier();  // the staging directory exists
-  const std::string staging = checkpoint::checkpoint_staging_dir(where.dir, state.step);
+  // Rank 0 names the staging directory (unique: checkpoint_store.h) and creates it; the
+  // broadcast of its name tells every writer it exists.
+  std::int32_t token[2] = {0, 0};
+  if (rank == 0) {
+    const std::uint64_t v = std::stoull(checkpoint::new_checkpoint_run(), nullptr, 16);
+    std::memcpy(token, &v, sizeof v);
+    checkpoint::begin_checkpoint(where.dir, state.step, run_name(token));
+  }
+  world.broadcast(std::span<std::int32_t>(token), 0);
+  const std::string run = run_name(token);
+  const std::string staging = checkpoint::checkpoint_staging_dir(where.dir, state.step, run);
 
   // Sharded stages: each stage's full state on its writer.
   std::vector<ChunkImage> images(static_cast<std::size_t>(trainer.num_chunks()));
@@ -187,7 +226,12 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
     model::StageModel& m = trainer.chunk(c);
     const ChunkImage& image = images[static_cast<std::size_t>(c)];
     const bool gathered = !image.parameters.empty();
-    const std::span<const float> p = gathered ? std::span<const float>(image.parameters) : m.parameters();
+    ShardedChunk& sharded = trainer.data_parallel().chunk(c);
+    // A lone holder's master is all of the stage: on the host when offloaded (bf16 keeps no
+    // device fp32 copy then), else the device buffer.
+    const std::span<const float> p = gathered ? std::span<const float>(image.parameters)
+                                   : sharded.master_sharded() ? std::span<const float>(sharded.shard_parameters())
+                                                              : std::span<const float>(m.parameters());
     const std::span<const float> first = gathered ? std::span<const float>(image.first) : trainer.optimizer(c).first_moment();
     const std::span<const float> second = gathered ? std::span<const float>(image.second) : trainer.optimizer(c).second_moment();
     std::vector<checkpoint::TensorRef> tensors;
@@ -231,6 +275,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
                           {"eps", adam.eps},
                           {"weight_decay", adam.weight_decay}};
     std::map<int, checkpoint::ManifestFile> files;
+    const Directory staging_dir = checkpoint::open_checkpoint_staging(staging);
     for (const auto& rank_files : all) {
       for (std::size_t i = 0; i + 2 < rank_files.size(); i += 3) {
         const int v = static_cast<int>(rank_files[i]);
@@ -239,7 +284,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
         f.bytes = static_cast<std::uint64_t>(rank_files[i + 1]);
         f.crc32c = static_cast<std::uint32_t>(rank_files[i + 2]);
         // The names come from the file itself (its header is small), which also proves it parses.
-        const checkpoint::SafetensorsReader reader((fs::path(staging) / f.path).string());
+        const checkpoint::SafetensorsReader reader(staging_dir.open_file(f.path), staging_dir.path_of(f.path));
         for (const checkpoint::SafetensorsEntry& e : reader.header().tensors) f.tensors.push_back(e.name);
         files.emplace(v, std::move(f));
       }
@@ -255,7 +300,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
       }
     };
     note_progress(what + ": committing it");
-    checkpoint::commit_checkpoint(where.dir, manifest, where.keep_last, kill_in_commit);
+    checkpoint::commit_checkpoint(where.dir, manifest, run, where.keep_last, kill_in_commit);
   }
   note_progress(what + ": waiting for the commit");
   world.barrier();  // committed: every rank may now rely on it
@@ -273,7 +318,7 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
     const std::span<float> second = opt.second_moment();
     // Where the rank keeps each part: the whole device buffer unless level 3 parks it, the
     // optimizer's shard (host master, or the device buffer's own range) and the moments' shard.
-    const bool device_weights = !chunk.policy().shards_parameters();
+    const bool device_weights = chunk.device_fp32_whole();
     const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
     for (const model::NamedTensor& t : m.tensors()) {
       for (const char* suffix : {"", ".adam_m", ".adam_v"}) {
@@ -294,6 +339,7 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
       reader.read(t.name, values);
       if (device_weights) std::copy(values.begin(), values.end(), m.parameters().begin() + static_cast<std::ptrdiff_t>(t.offset));
       copy_part(t, values, b, e, chunk.shard_parameters());
+      if (spec::has_compute_copy(m.precision())) restore_compute_copy(m, chunk, t, values);
       reader.read(t.name + ".adam_m", values);
       copy_part(t, values, b, e, first);
       reader.read(t.name + ".adam_v", values);

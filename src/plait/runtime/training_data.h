@@ -10,6 +10,11 @@
 // Either way global micro-batch g of step s is a pure function of (s, g), so whichever rank runs
 // it fills it. state(s) is the data position a checkpoint taken before step s records; a resumed
 // run passes it back and continues the stream exactly, whatever its layout.
+//
+// The data is identified by content, not by path: state() records the training stream's sources
+// ("sources": each shard's file name, tokens and CRC-32C of the whole file, the one its shard
+// manifest records; for text one source, the corpus's bytes), and a resume compares them, so a
+// dataset moved or linked elsewhere continues while other or changed data is refused.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,12 +31,20 @@
 namespace plait::runtime {
 
 // Where a resumed run's data continues: a checkpoint's data_position and rng_state, and the
-// manifest they came from (for messages).
+// manifest they came from (for messages). `allow_change`: other data than the checkpoint's (by
+// content, below) and another seed continue (noted in resume_notes()) instead of being refused.
 struct DataResume {
   nlohmann::json data_position;
   nlohmann::json rng_state;
   std::string file;
+  bool allow_change = false;
 };
+
+// How the sources a checkpoint's data_position records (its "sources"; none in an older plait's:
+// "") differ from `sources` (TrainingData's own, in the same form): "" when they are the same,
+// else the first difference, for a message. A malformed record is an InputError naming `file`.
+std::string data_sources_difference(const nlohmann::json& data_position, const nlohmann::json& sources,
+                                   const std::string& file);
 
 class TrainingData {
  public:
@@ -61,6 +74,8 @@ class TrainingData {
   // For the run's header: "3 shards in data/x (1,234,567 tokens, gpt2)".
   std::string describe() const;
   std::string describe_validation() const;
+  // What a resume allowed to differ (DataResume::allow_change), one line each.
+  const std::vector<std::string>& resume_notes() const { return notes_; }
 
  private:
   std::string kind_;  // "sequential" (shards) or "random_windows" (text)
@@ -71,6 +86,11 @@ class TrainingData {
   const data::SequentialLoader* sequential_ = nullptr;  // train_ when it is one
   std::unique_ptr<data::ValidationSet> validation_;
   std::string description_, val_description_;
+  nlohmann::json sources_ = nlohmann::json::array();
+  std::vector<std::string> notes_;
+
+  // Compares the checkpoint's sources (if it records them) with this run's.
+  void check_sources(const RunConfig& run, const DataResume& resume, const std::string& field);
 };
 
 }  // namespace plait::runtime

@@ -7,7 +7,9 @@
 #include "plait/checkpoint/checkpoint_manifest.h"
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/core/error.h"
+#include "plait/core/monotonic_clock.h"
 #include "plait/checkpoint/checkpoint_scan.h"
+#include "plait/runtime/resume_recipe.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_resume.h"
 
@@ -16,23 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string manifest_path(const std::string& dir) { return (fs::path(dir) / "manifest.json").string(); }
-
-// A checkpoint loads only into the model it was written for; say which field differs.
-void check_same_model(const nlohmann::json& saved_config, const JobConfig& job, const std::string& file) {
-  const nlohmann::json ours = to_json(job.run).at("model");
-  if (!saved_config.is_object() || !saved_config.contains("model") || !saved_config["model"].is_object()) {
-    throw InputError(file, "config.model", "missing; expected the model section of the run that wrote it");
-  }
-  const nlohmann::json& theirs = saved_config["model"];
-  for (const auto& [key, value] : ours.items()) {
-    if (!theirs.contains(key) || theirs[key] != value) {
-      throw InputError(file, "config.model." + key,
-                       "the checkpoint's model has " + (theirs.contains(key) ? theirs[key].dump() : "none") +
-                           ", this run's config (" + job.run.source + ") has " + value.dump() +
-                           "; a checkpoint loads only into the model it was written for");
-    }
-  }
-}
 
 }  // namespace
 
@@ -52,11 +37,12 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
     throw InputError(job.run.source, "checkpoint.dir", ckpt->dir + " is a file; checkpoints need a directory");
   }
+  if (ckpt) lock_checkpoint_dir();
   std::unique_ptr<checkpoint::CheckpointReader> reader = open_resume_point();
   std::optional<DataResume> data_resume;
   if (reader) {
     data_resume = DataResume{reader->manifest().data_position, reader->manifest().rng_state,
-                             manifest_path(reader->dir())};
+                             manifest_path(reader->dir()), options_.allow_recipe_change};
   }
   std::vector<std::string> newer;  // complete checkpoints in checkpoint.dir past the start
   if (ckpt) {
@@ -83,6 +69,7 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
     stop_ = options_.stop_at;
   }
   data_ = std::make_unique<TrainingData>(job.run, global_, data_resume);
+  for (const std::string& note : data_->resume_notes()) notes_.push_back(note);
   // Every rank has chosen and checked before rank 0 changes anything in the checkpoint root.
   world.barrier();
   if (ckpt && world.rank() == 0) prepare_checkpoint_root(newer);
@@ -92,6 +79,24 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   final_validation_ = stop_ == global_.steps && data_->validation() != nullptr;
   finished_ = next_ == stop_ && !final_validation_;
   if (ckpt && ckpt->save_initial && !reader) initial_checkpoint_ = save(0);
+}
+
+void TrainingRun::lock_checkpoint_dir() {
+  // Only rank 0 locks: flock excludes open files, so the ranks of one job on one machine would
+  // exclude each other; rank 0 creates every staging directory and commits every save, and the
+  // other ranks write only into the staging directories it created under the lock.
+  std::string failure;
+  if (world_.rank() == 0) {
+    try {
+      const Directory root = checkpoint::create_checkpoint_root(job_.run.checkpoint->dir);
+      lock_ = std::make_unique<DirectoryLock>(root, "a checkpoint directory");
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  if (world_.allreduce(failure.empty() ? 0.0 : 1.0, comm::ReduceOp::kSum) == 0) return;
+  if (world_.rank() == 0) throw Error(failure);
+  throw Error("checkpoint.dir " + job_.run.checkpoint->dir + ": rank 0 could not lock it (rank 0 says why)");
 }
 
 std::unique_ptr<checkpoint::CheckpointReader> TrainingRun::open_resume_point() {
@@ -110,7 +115,10 @@ std::unique_ptr<checkpoint::CheckpointReader> TrainingRun::open_resume_point() {
   if (!point.latest_note.empty()) notes_.push_back(point.latest_note);
   if (!point.reader) return nullptr;
   const std::string file = manifest_path(point.reader->dir());
-  check_same_model(point.reader->manifest().config, job_, file);
+  const checkpoint::CheckpointManifest& m = point.reader->manifest();
+  for (const RecipeChange& c : check_resume_recipe(m.config, m.rng_state, job_, file, options_.allow_recipe_change)) {
+    notes_.push_back("recipe change (--allow-recipe-change): " + describe(c) + ", " + c.what);
+  }
   start_ = point.reader->manifest().step;
   if (start_ > global_.steps) {
     throw InputError(file, "step",
@@ -125,6 +133,12 @@ std::unique_ptr<checkpoint::CheckpointReader> TrainingRun::open_resume_point() {
 void TrainingRun::prepare_checkpoint_root(const std::vector<std::string>& newer) {
   const CheckpointConfig& ckpt = *job_.run.checkpoint;
   checkpoint::create_checkpoint_root(ckpt.dir);  // an unusable directory fails now, not at a save
+  // Under the lock no live run's staging is here (unless flock is not supported: then keep all).
+  if (lock_ && lock_->warning().empty()) {
+    for (const std::string& n : checkpoint::remove_abandoned_staging(ckpt.dir)) {
+      notes_.push_back("removed " + n + ", left by a run that ended during a save");
+    }
+  }
   if (!options_.resume) return;
   for (const std::string& dir : newer) {
     const std::string aside = checkpoint::set_checkpoint_aside(dir);
@@ -179,11 +193,16 @@ TrainingStep TrainingRun::next() {
   }
   rec.result = trainer_->step(next_, data_->train());
   ++next_;
+  rec.stop_requests = rec.result->stop_requests;
+  rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;
-  if (ckpt && (next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {
+  if (ckpt && (rec.stopped || next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {
+    const double start = monotonic_seconds();
     rec.checkpoint = save(next_);
+    rec.save_seconds = monotonic_seconds() - start;
   }
-  finished_ = next_ == stop_ && !final_validation_;
+  stopped_ = rec.stopped;
+  finished_ = stopped_ || (next_ == stop_ && !final_validation_);
   return rec;
 }
 

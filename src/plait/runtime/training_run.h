@@ -8,6 +8,12 @@
 // the training step, then a checkpoint of the state after it ("step s + 1": the step a resumed
 // run starts at) when s + 1 is a multiple of checkpoint.every or the run's last step. After
 // the last step of train.steps one more validation runs (llm.c's last_step evaluation).
+//
+// A stop request (TrainerOptions::stop_requested: a preemption signal) that the reduction of
+// step s carries ends the run after step s on every rank: the checkpoint of step s + 1 is saved
+// (with a checkpoint section; once, if it was due anyway) and done() turns true, without the
+// final validation. A request carried by the run's last step changes nothing: the run is
+// complete (TrainingStep::stop_requests still says so).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,6 +24,7 @@
 
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/comm/communicator.h"
+#include "plait/core/directory_lock.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/parallel_config.h"
@@ -38,6 +45,9 @@ struct TrainingRunOptions {
   // section) without changing train.steps, the length of the learning-rate schedule. Must lie
   // after the start step and at most train.steps.
   std::int64_t stop_at = 0;
+  // Resume even when the optimizer, learning-rate schedule, batch, seed or data differ from the
+  // checkpoint's (resume_recipe.h; each change becomes a resume note). The model never may.
+  bool allow_recipe_change = false;
 };
 
 struct TrainingStep {
@@ -45,6 +55,9 @@ struct TrainingStep {
   std::optional<double> val_loss;               // validation before this step's update
   std::optional<DistributedStepResult> result;  // none for the final, validation-only pass
   std::string checkpoint;                       // the checkpoint saved after this step, or ""
+  double save_seconds = 0;                      // how long saving it took
+  int stop_requests = 0;                        // ranks asked to stop (DistributedStepResult)
+  bool stopped = false;  // the run stops after this step because of them (see above)
 };
 
 class TrainingRun {
@@ -65,11 +78,16 @@ class TrainingRun {
   // The checkpoint resumed from, or "".
   const std::string& resumed_from() const { return resumed_from_; }
   // What resuming found and did, one line each, for the lead rank to print: newer checkpoints
-  // skipped (and why) or kept aside, `latest` repaired.
+  // skipped (and why) or kept aside, `latest` repaired, staging left by runs that ended during a
+  // save removed, recipe changes allowed.
   const std::vector<std::string>& resume_notes() const { return notes_; }
+  // Rank 0: why checkpoint.dir could not be locked (its file system lacks flock), or "".
+  std::string lock_warning() const { return lock_ ? lock_->warning() : ""; }
   // The step-0 checkpoint of checkpoint.save_initial, or "".
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }
   bool done() const { return finished_; }
+  // The run stopped before stop_step() because a rank was asked to (TrainingStep::stopped).
+  bool stopped_by_request() const { return stopped_; }
   // The step next() runs.
   std::int64_t next_step() const { return next_; }
   // Runs the next step (collective). Requires !done().
@@ -83,6 +101,10 @@ class TrainingRun {
   // With --resume: the checkpoint to start from (training_resume.h), or null to start at step 0;
   // sets start_ and resumed_from_, and notes what was skipped.
   std::unique_ptr<checkpoint::CheckpointReader> open_resume_point();
+  // Collective, first of all: rank 0 takes checkpoint.dir's lock (DirectoryLock), and every rank
+  // throws if it could not (rank 0 the DirectoryInUseError naming the holder), so that a second
+  // job on the directory stops before anything is read or written.
+  void lock_checkpoint_dir();
   // Rank 0, once every rank has chosen where it starts: creates checkpoint.dir, and on a resume
   // sets the newer checkpoints aside and makes `latest` name the newest one left.
   void prepare_checkpoint_root(const std::vector<std::string>& newer);
@@ -95,9 +117,11 @@ class TrainingRun {
   std::unique_ptr<DistributedTrainer> trainer_;
   std::string resumed_from_, initial_checkpoint_;
   std::vector<std::string> notes_;
+  std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
   bool final_validation_ = false;  // one more validation after the last step of train.steps
   bool finished_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace plait::runtime

@@ -40,7 +40,7 @@ struct AllocatedLevels {
     if (kind == ActionKind::W) {
       const double held = activations + kv;  // W only releases
       activations -= bytes(u.activations_after_b());
-      kv -= bytes(u.dkv);
+      kv -= bytes(u.dkv_kept);
       return held;
     }
     // A micro-batch's first backward (its last segment's) allocates every unit's dK/dV.
@@ -53,7 +53,7 @@ struct AllocatedLevels {
       kv -= bytes(u.forward_kv + u.dkv);
     } else {
       activations += bytes(u.backward_kept) - bytes(u.backward_freed);
-      kv -= bytes(u.forward_kv);
+      kv += bytes(u.dkv_kept) - bytes(u.dkv) - bytes(u.forward_kv);
     }
     return held;
   }

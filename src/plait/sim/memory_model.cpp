@@ -36,7 +36,7 @@ MemoryModel::MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_l
                                   options.threads);
       const double kv = static_cast<double>(u.exact.forward_kv);
       u.activation = static_cast<double>(u.exact.forward_activations) + kv;
-      u.held_for_w = static_cast<double>(u.exact.activations_after_b() + u.exact.dkv);
+      u.held_for_w = static_cast<double>(u.exact.activations_after_b() + u.exact.dkv_kept);
     }
   }
   microbatch_dkv_.assign(static_cast<std::size_t>(vstages), 0.0);

@@ -21,6 +21,10 @@ struct ComparisonRow {
 // base.shape gives p and m; chunks and segments are the requested v and k.
 std::vector<ComparisonRow> compare_schedules(const SimulationConfig& base, int chunks, int segments);
 
+// What compare_schedules holds in memory: every compared schedule's report is kept, so the sum
+// of simulation_memory_bytes over the families it would simulate.
+double comparison_memory_bytes(const SimulationConfig& base, int chunks, int segments);
+
 // The shape a family runs with under --compare.
 schedule::PipelineShape comparison_shape(const schedule::ScheduleFamily& family,
                                          const schedule::PipelineShape& base, int chunks,

@@ -25,8 +25,15 @@ double message_bytes_per_token(const SimulationConfig& config) {
   return static_cast<double>(config.microbatch_size) * config.model.model.hidden * element_bytes;
 }
 
+// The phases simulate_schedule reports (SimulationConfig::progress).
+constexpr int kPhases = 4;
+
 }  // namespace
 
+double simulation_memory_bytes(const schedule::PipelineShape& shape, bool record_events) {
+  const double units = static_cast<double>(shape.stages) * shape.chunks * shape.microbatches * shape.segments;
+  return units * (record_events ? kSimulationBytesPerUnitWithEvents : kSimulationBytesPerUnit);
+}
 
 FlopsCostModel cost_model(const SimulationConfig& config, const SimulationReport& report, int ranks) {
   FlopsCostModel cost(config.model.model, report.vstage_layers, report.partition, config.microbatch_size,
@@ -85,6 +92,7 @@ std::vector<int> vstage_tensor_parallel(const SimulationConfig& config, const sc
 
 SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family) {
   const auto start = monotonic_seconds();
+  plait::report(config.progress, family.name + ": generating the schedule", 0, kPhases);
   schedule::Schedule s = schedule::generate_schedule(family, config.shape);
   double generate = seconds_since(start);
   SimulationReport report = simulate_schedule(config, std::move(s), family.name);
@@ -103,6 +111,7 @@ SimulationReport simulate_family(const SimulationConfig& config, const schedule:
     costs.transfer_seconds = [&](int src, int dst, std::int32_t seg) {
       return cost.transfer_seconds(src, dst, static_cast<std::int64_t>(per_token * static_cast<double>(lengths[seg])));
     };
+    plait::report(config.progress, family.name + ": building the order for these costs", 0, kPhases);
     schedule::Schedule built = family.generate_for_costs(config.shape, costs);
     generate += seconds_since(clock);
     SimulationReport alternative = simulate_schedule(config, std::move(built), family.name);
@@ -119,6 +128,10 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
                                    std::string name) {
   SimulationReport report;
   report.schedule_name = std::move(name);
+  const auto phase = [&](const char* what, int done) {
+    plait::report(config.progress, report.schedule_name + ": " + what, done, kPhases);
+  };
+  phase("validating", 1);
   auto clock = monotonic_seconds();
   if (auto v = schedule::validate_structure(s)) schedule::throw_violation(s, *v);
   report.seconds.validate = seconds_since(clock);
@@ -162,6 +175,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
                 " ranks; give one profile, or one per rank");
   }
 
+  phase("lowering", 2);
   clock = monotonic_seconds();
   schedule::LowerOptions lower_options;
   const std::vector<std::int64_t>& lengths = report.partition.lengths;
@@ -186,6 +200,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   const FlopsCostModel cost = cost_model(config, report, s.num_ranks());
   const MemoryModel memory(shape, report.vstage_layers, report.partition, config.microbatch_size,
                            memory_options);
+  phase("timing", 3);
   clock = monotonic_seconds();
   report.result = simulate(s, lowered, cost, &memory, SimOptions{config.record_events, config.record_events});
   report.seconds.simulate = seconds_since(clock);

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "plait/core/search_progress.h"
 #include "plait/schedule/schedule.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/device_profile.h"
@@ -52,7 +53,19 @@ struct SimulationConfig {
     if (tensor_parallel.empty()) return 1;
     return tensor_parallel.size() == 1 ? tensor_parallel.front() : tensor_parallel.at(static_cast<std::size_t>(rank));
   }
+  // Told of each phase as it starts ("<schedule>: generating the schedule", 0 of 4; validating,
+  // lowering, timing), for plait sim's progress line.
+  SearchProgress progress;
 };
+
+// What a simulation of `shape` holds in memory, estimated before it runs from the work it has:
+// units = stages x chunks x micro-batches x segments (each an F, B and W, or F and BW, on one
+// rank). Measured with plait sim on this machine (docs/simulator.md, "Memory of a simulation"):
+// 174-262 bytes per unit of peak RSS growth for every family (zb-v the most: it simulates two
+// orders), 568-837 with events recorded for --trace/--html; the estimate takes 270 and 900.
+inline constexpr double kSimulationBytesPerUnit = 270;
+inline constexpr double kSimulationBytesPerUnitWithEvents = 900;
+double simulation_memory_bytes(const schedule::PipelineShape& shape, bool record_events);
 
 struct PhaseSeconds {
   double generate = 0, validate = 0, lower = 0, simulate = 0;

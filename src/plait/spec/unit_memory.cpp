@@ -1,5 +1,7 @@
 #include "plait/spec/unit_memory.h"
 
+#include "plait/spec/precision_policy.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -18,18 +20,17 @@ ParameterBytes parameter_bytes(Precision precision) {
   return {2, 4, 12};
 }
 
-std::size_t attention_workspace_elements(int s, int e, int threads) {
-  return static_cast<std::size_t>(threads) * std::min(s, kAttentionQueryBlock) * e;
-}
-
 UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
                        const Segment& segment, Precision precision, int threads) {
   using i64 = std::int64_t;
-  const bool fp32 = precision == Precision::fp32;
   // Element sizes (unit_memory.h): activations and their gradients, K/V, statistics (norm
   // means and rstds, log-sum-exp), logits, dK/dV accumulators, token ids.
-  const i64 act = fp32 ? 4 : 2, kvb = act, stat = 4, logit = 4, dkvb = 4, tok = 4;
-  const i64 s = segment.length, e = segment.end();
+  using TC = TensorClass;
+  const i64 act = bytes_of(TC::activation, precision), kvb = bytes_of(TC::kv, precision),
+            stat = bytes_of(TC::norm_statistic, precision), logit = bytes_of(TC::logits, precision),
+            dkvb = bytes_of(TC::dkv_accumulator, precision), tok = 4;
+  const bool keeps_copy = dtype_of(TC::dkv_kept, precision) != dtype_of(TC::dkv_accumulator, precision);
+  const i64 s = segment.length;
   const i64 n = i64{batch} * s;
   // Tensor parallelism (unit_memory.h): t divides the segment's tokens and every split width, so
   // each 1/t tensor is exactly nt rows of its whole width (sequence-sharded) or n rows of 1/t of
@@ -50,14 +51,15 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   // One layer, in bytes for the unit.
   const i64 norm_stats = nt * stat * (llama ? 2 : 4);
   const i64 keep_for_w = nt * act * (5 * C + F) + norm_stats;
-  const i64 attention_state = fp32 ? i64{batch} * H * s * e * 4 / tp : nt * H * stat;
+  const i64 attention_state = nt * H * stat;  // the log-sum-exp of every query row and head
   const i64 free_at_b = nt * act * (C + m1 * F) + attention_state;  // q, MLP pre-act., attention
   const i64 kv = nt * 2 * K * kvb;
   const i64 dkv = nt * 2 * K * dkvb;
+  const i64 dkv_kept = keeps_copy ? nt * 2 * K * bytes_of(TC::dkv_kept, precision) : dkv;
   const i64 b_outputs = nt * act * (m1 * F + 4 * C);  // kept to W, besides dx_out
-  const i64 workspace = fp32 ? static_cast<i64>(attention_workspace_elements(
-                                   segment.length, segment.end(), threads)) * 4
-                             : nt * H * 4;  // kernels/cuda/attention.h: D = rowsum(dO * O)
+  // The CPU attention backward's fp32 tile scratch per thread (spec/attention_tiles.h), whatever
+  // the activations' type and the TP degree.
+  const i64 workspace = static_cast<i64>(attention_workspace_elements(model.head_dim(), threads)) * 4;
   const i64 b_scratch = nt * act * (C + (llama ? F : 0)) + workspace;
   const i64 nc = nt * C * act;
   // Head: x_final, the final norm's output, its statistics, the logits (all n tokens of the
@@ -70,6 +72,7 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   UnitMemory u;
   u.forward_kv = static_cast<std::size_t>(L * kv);
   u.dkv = static_cast<std::size_t>(L * dkv);
+  u.dkv_kept = static_cast<std::size_t>(L * dkv_kept);
   u.backward_freed = static_cast<std::size_t>((L - r) * free_at_b);
   u.backward_kept = static_cast<std::size_t>(L * (nc + b_outputs) + r * (keep_for_w - nc) +
                                              emb * nc + head * nc);
@@ -121,8 +124,12 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
       b.add((i > 0 || emb) ? nc : 0);  // dL/d(layer input)
       if (i < r) b.add(rebuild);
       b.add(b_outputs + b_scratch);
+      if (keeps_copy) {  // the completed accumulator rounded to its bf16 copy, then freed
+        b.add(0, dkv_kept);
+        b.add(0, -dkv);
+      }
       b.add(-(b_scratch + free_at_b), -kv);
-      if (fused) b.add(-(keep_for_w + nc + b_outputs), -dkv);  // W frees the rest of the layer
+      if (fused) b.add(-(keep_for_w + nc + b_outputs), -dkv_kept);  // W frees the rest of the layer
     }
     return b;
   };

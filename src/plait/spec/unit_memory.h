@@ -10,13 +10,15 @@
 //                       activation (F), norm statistics (gpt2: mean + rstd twice, llama: rstd
 //                       twice)
 //   from F to end of B  q (C), the MLP's pre-activation ((m-1) F: fc_pre, or gate|up), the
-//                       attention state (fp32 engine: the probabilities, batch*H*s*e per unit;
-//                       bf16: FlashAttention's log-sum-exp, H per token); K/V (2K, kv_cache)
+//                       attention state (FlashAttention's fp32 log-sum-exp, H per token, in
+//                       both precisions: no S x S probabilities); K/V (2K, kv_cache)
 //   from B to W         dx_out, the MLP pre-activation's gradient ((m-1) F), d_norm2, dx_mid,
 //                       dq, d_norm1 (5C + (m-1) F)
 //   during B only       d_attention_out (C), [llama] d of the SwiGLU output (F), the attention
-//                       backward's workspace
-//   dK/dV (2K, kv_cache) from the micro-batch's first B to the unit's W.
+//                       backward's workspace (the CPU kernel's tile scratch per thread,
+//                       spec/attention_tiles.h)
+//   dK/dV (2K, kv_cache) from the micro-batch's first B to the unit's W (bf16: the fp32
+//                       accumulator to the unit's B, which rounds it into a bf16 copy kept to W).
 // The embedding stage keeps the tokens (int32) and dL/d(embedding) (C); the head stage keeps
 // x_final, the final norm's output and statistics, the logits (which become dlogits) and
 // d_final_norm (C), and allocates the per-token losses inside F.
@@ -34,10 +36,9 @@
 //
 // Precisions (element bytes): fp32 (plait's CPU engine) 4 everywhere; bf16 (mixed precision:
 // the GPU backend's layout) 2 for activations, K/V and their gradients, 4 for statistics,
-// logits and dK/dV accumulators, FlashAttention (no S x S probabilities; its backward's
-// workspace is one fp32 value per query row and head, N*H: D = rowsum(dO * O), FlashAttention-2
-// Algorithm 2 line 4, as kernels/cuda/attention.h allocates it; dQ has its own kernel and no
-// fp32 accumulator).
+// logits and dK/dV accumulators, and the GPU's attention backward workspace: one fp32 value per
+// query row and head, N*H: D = rowsum(dO * O), FlashAttention-2 Algorithm 2 line 4, as
+// kernels/cuda/attention.h allocates it (dQ has its own kernel and no fp32 accumulator).
 //
 // Tensor parallelism with sequence parallelism (StagePart::tensor_parallel = t > 1; Korthikanti
 // et al., arXiv 2205.05198, sec. 4.2.2 and Table 2: with sequence parallelism every activation of
@@ -54,6 +55,7 @@
 // it, spec/tensor_parallel_plan.h).
 #include <cstddef>
 
+#include "plait/spec/attention_tiles.h"
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
 
@@ -70,11 +72,6 @@ struct ParameterBytes {
   double total() const { return parameters + gradients + optimizer; }
 };
 ParameterBytes parameter_bytes(Precision precision);
-
-// The CPU attention kernel (kernels/attention.cpp) processes queries in blocks of this many
-// rows; its backward needs threads * min(s, block) * e elements of scratch.
-inline constexpr int kAttentionQueryBlock = 128;
-std::size_t attention_workspace_elements(int s, int e, int threads);
 
 // What part of the model a stage holds, as far as memory is concerned.
 struct StagePart {
@@ -99,6 +96,10 @@ struct UnitMemory {
   // This unit's dK/dV accumulator (kv_cache), allocated zeroed for EVERY unit of the
   // micro-batch by the micro-batch's first B (the last segment's), freed by the unit's W.
   std::size_t dkv = 0;
+  // The dK/dV the unit holds from its B to its W: fp32, the accumulator itself (= dkv); bf16,
+  // the accumulator rounded to bf16 by the unit's B, which frees the fp32 one
+  // (spec/precision_policy.h). So B changes the K/V category by dkv_kept - dkv - forward_kv.
+  std::size_t dkv_kept = 0;
   // Activations B frees (of what F left) and allocates to keep until W (a recomputed layer's
   // rebuilt state that W needs, besides B's outputs).
   std::size_t backward_freed = 0;

@@ -1,8 +1,9 @@
 #include "plait/trace/chrome_trace.h"
 
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 
+#include "plait/core/atomic_file.h"
 #include "plait/core/error.h"
 #include "plait/trace/json_text.h"
 
@@ -55,10 +56,9 @@ void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
 }
 
 void write_chrome_trace_file(const Timeline& timeline, const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(path + ": cannot open for writing the Chrome trace");
+  std::ostringstream out;
   write_chrome_trace(timeline, out);
-  if (!out) throw Error(path + ": writing the Chrome trace failed");
+  write_file_atomically(path, out.str());  // a unique temporary, renamed: never through a link
 }
 
 }  // namespace plait::trace

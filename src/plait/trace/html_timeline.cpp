@@ -5,10 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "plait/core/atomic_file.h"
 #include "plait/core/error.h"
 
 namespace plait::trace {
@@ -352,10 +353,9 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
 
 void write_html_timeline_file(const Timeline& timeline, const std::string& path,
                               const HtmlOptions& options) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(path + ": cannot open for writing the HTML timeline");
+  std::ostringstream out;
   write_html_timeline(timeline, out, options);
-  if (!out) throw Error(path + ": writing the HTML timeline failed");
+  write_file_atomically(path, out.str());  // a unique temporary, renamed: never through a link
 }
 
 }  // namespace plait::trace

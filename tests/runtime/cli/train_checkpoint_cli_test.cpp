@@ -12,204 +12,11 @@
 // - --resume DIR without --config runs the checkpoint's own config; a corrupted file is refused
 //   naming the file and its checksum;
 // - the default thread count under mpirun is the hardware threads shared by the local ranks.
-#include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <limits>
-#include <map>
-#include <random>
-#include <span>
-#include <sstream>
-#include <string>
-#include <thread>
-#include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "plait/checkpoint/checkpoint_store.h"
-#include "plait/core/crc32c.h"
+#include "train_cli_fixture.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// step -> the JSON line of --metrics, split by kind.
-struct Metrics {
-  std::map<int, std::string> train, val;
-};
-
-Metrics read_metrics(const fs::path& p) {
-  Metrics m;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    (j.contains("val_loss") ? m.val : m.train)[j.at("step").get<int>()] = line;
-  }
-  return m;
-}
-
-double loss_of(const std::string& line) { return nlohmann::json::parse(line).at("loss").get<double>(); }
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// Sets element `index` of tensor `name` in a checkpoint's file to `value` and records the file's
-// new CRC-32C in the manifest: a checkpoint whose checksums all pass but whose state is bad (as
-// one written by a run that diverged, or by an older plait that did not check).
-void rewrite_tensor_value(const fs::path& step_dir, const std::string& file, const std::string& name,
-                          std::size_t index, float value) {
-  std::string bytes = slurp(step_dir / file);
-  std::uint64_t header = 0;
-  for (int i = 7; i >= 0; --i) header = (header << 8) | static_cast<unsigned char>(bytes[i]);
-  const nlohmann::json h = nlohmann::json::parse(bytes.substr(8, header));
-  const std::size_t at = 8 + header + h.at(name).at("data_offsets")[0].get<std::size_t>() + 4 * index;
-  std::memcpy(bytes.data() + at, &value, 4);
-  std::ofstream(step_dir / file, std::ios::binary | std::ios::trunc) << bytes;
-  nlohmann::json m = nlohmann::json::parse(slurp(step_dir / "manifest.json"));
-  for (auto& f : m["files"]) {
-    if (f["path"] != file) continue;
-    f["crc32c"] = plait::crc32c_text(plait::crc32c(std::as_bytes(std::span(bytes.data(), bytes.size()))));
-  }
-  std::ofstream(step_dir / "manifest.json", std::ios::trunc) << m.dump(2);
-}
-
-class TrainCheckpointCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("plait_ckpt_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    // A small corpus of pseudo-English lines, prepared into byte-level shards.
-    std::mt19937 rng(5);
-    const char* words[] = {"the", "pipeline", "stage", "sends", "a", "gradient", "to", "its",
-                           "neighbour", "while", "another", "micro-batch", "runs", "forward"};
-    std::ofstream text(dir_ / "corpus.txt");
-    for (int line = 0; line < 1500; ++line) {
-      for (int w = 0; w < 8; ++w) text << words[rng() % 14] << (w == 7 ? ".\n" : " ");
-    }
-    text.close();
-    const Result prep = plait("data prepare --tokenizer byte --quiet --shard-tokens 30000 --out " +
-                              (dir_ / "shards").string() + " " + (dir_ / "corpus.txt").string());
-    ASSERT_EQ(prep.status, 0) << prep.err;
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  // The plait binary without mpirun.
-  Result plait(const std::string& args) {
-    return shell(std::string(PLAIT_BINARY) + " " + args);
-  }
-  // `mpirun -np ranks plait train ...` through the MPI test runner (it checks nothing here:
-  // --expect-failure only flips its verdict; the test reads the job's own exit status from
-  // its report line).
-  Result train(int ranks, const std::string& args) {
-    return shell("bash " PLAIT_MPI_RUNNER " --timeout 60 --ranks " + std::to_string(ranks) + " -- " +
-                 PLAIT_BINARY + " train " + args);
-  }
-  Result shell(const std::string& cmd) {
-    const std::string full = cmd + " >" + (dir_ / "out").string() + " 2>" + (dir_ / "err").string();
-    Result r;
-    const int raw = std::system(full.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(dir_ / "out");
-    r.err = slurp(dir_ / "err");
-    return r;
-  }
-  // The job's own exit status and seconds, from the runner's report line.
-  static std::pair<int, double> job_status(const Result& r) {
-    const std::string key = " ranks: exit status ";  // not "FAIL: expected exit status 0"
-    const std::size_t at = r.err.rfind(key);
-    if (at == std::string::npos) return {-1, 0};
-    const int status = std::atoi(r.err.c_str() + at + key.size());
-    const std::size_t after = r.err.find(" after ", at);
-    return {status, std::atof(r.err.c_str() + after + 7)};
-  }
-
-  // pp 2 (or `pp`) Seq1F1B, 6 steps, validation and a checkpoint every 2 steps.
-  fs::path config(const std::string& name, int pp = 2, const std::string& extra_train = "",
-                  const std::string& extra_checkpoint = "") {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << R"({"model": {"layers": 4, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 32},
- "train": {"steps": 6, "seq": 32, "microbatch_size": 2, "microbatches": 4, "lr": 0.003,
-           "segments": 2, "eval_every": 2, "eps": 0.001)" + extra_train + R"(},
- "data": {"shards": ")" + (dir_ / "shards").string() + R"(", "tokenizer": "byte"},
- "checkpoint": {"dir": ")" + (dir_ / name).replace_extension("ckpt").string() + R"(", "every": 2)" + extra_checkpoint + R"(},
- "parallel": {"schedule": "seq1f1b", "pp": )" + std::to_string(pp) + "}}";
-    return p;
-  }
-
-  // The uninterrupted 6-step run of config(name): its metrics and its final checkpoint.
-  Metrics reference(const std::string& name = "whole.json") {
-    const fs::path whole = config(name);
-    const Result r = train(2, "--config " + whole.string() + " --metrics " + (dir_ / (name + ".jsonl")).string());
-    EXPECT_EQ(job_status(r).first, 0) << r.err;
-    return read_metrics(dir_ / (name + ".jsonl"));
-  }
-  // A resumed run's metrics and final checkpoint equal the reference's, bit for bit: every step
-  // from `resumed_at` on, and those before it that the interrupted run recorded (a step whose
-  // checkpoint was interrupted ends before its metrics line is written).
-  void expect_same_run(const Metrics& want, const fs::path& metrics, const fs::path& ckpt, int resumed_at = 0,
-                       const std::string& name = "whole.json") {
-    const Metrics got = read_metrics(metrics);
-    for (const auto& [step, line] : want.train) {
-      if (step < resumed_at && !got.train.contains(step)) continue;
-      ASSERT_TRUE(got.train.contains(step)) << "step " << step;
-      EXPECT_EQ(got.train.at(step), line) << "step " << step;
-    }
-    for (const auto& [step, line] : want.val) {
-      if (step < resumed_at && !got.val.contains(step)) continue;
-      ASSERT_TRUE(got.val.contains(step)) << "validation, step " << step;
-      EXPECT_EQ(got.val.at(step), line) << "validation, step " << step;
-    }
-    for (const char* file : {"stage_0.safetensors", "stage_1.safetensors"}) {
-      EXPECT_EQ(slurp(ckpt / "step_00000006" / file),
-                slurp((dir_ / name).replace_extension("ckpt") / "step_00000006" / file))
-          << file;
-    }
-  }
-
-  // A stalled job of 2 ranks with train.stall_timeout_s 2, rank 1 failing in step 3 as `how`
-  // (stop, hang): it must end non-zero within a generous 30 s, with one error line, from the
-  // watchdog. Without the watchdog such a job hung until the runner's timeout.
-  Result stalled_job(const std::string& how) {
-    const fs::path cfg = config(how + ".json", 2, R"(, "stall_timeout_s": 2)");
-    const Result r = train(2, "--config " + cfg.string() + " --inject-failure 1:3:" + how);
-    const auto [status, seconds] = job_status(r);
-    EXPECT_NE(status, 0);
-    EXPECT_LE(seconds, 30.0);
-    EXPECT_EQ(count_of(r.err, "plait: error:"), 1u) << r.err;
-    EXPECT_NE(r.err.find("plait: error: rank 0: no rank made progress for "), std::string::npos) << r.err;
-    return r;
-  }
-
-  fs::path dir_;
-};
+using namespace plait_train_cli;
 
 TEST_F(TrainCheckpointCli, KillDuringSaveLeavesThePreviousCheckpointAndResumeIsExact) {
   const fs::path whole = config("whole.json");
@@ -235,7 +42,7 @@ TEST_F(TrainCheckpointCli, KillDuringSaveLeavesThePreviousCheckpointAndResumeIsE
     EXPECT_NE(killed.err.find("process rank " + std::to_string(victim) + " with PID"), std::string::npos)
         << killed.err;
     // The save of step 4 never completed: `latest` names step 2, which loads.
-    EXPECT_TRUE(fs::exists(ckpt / "step_00000004.partial"));
+    EXPECT_EQ(staging_dirs(ckpt, 4), 1u);
     EXPECT_FALSE(fs::exists(ckpt / "step_00000004"));
     const std::optional<std::string> latest = plait::checkpoint::latest_checkpoint(ckpt.string());
     ASSERT_TRUE(latest);
@@ -255,8 +62,65 @@ TEST_F(TrainCheckpointCli, KillDuringSaveLeavesThePreviousCheckpointAndResumeIsE
                 slurp(fs::path(whole).replace_extension("ckpt") / "step_00000006" / file))
           << file;
     }
-    EXPECT_FALSE(fs::exists(ckpt / "step_00000004.partial"));  // removed by the next commit
+    // The killed job's lock file stays, naming its rank 0; the kill freed the lock itself, so the
+    // restart above took it; the restart removed the dead run's staging directory.
+    EXPECT_NE(resumed.out.find("resume: removed step_00000004.partial-"), std::string::npos) << resumed.out;
+    EXPECT_EQ(staging_dirs(ckpt, 4), 0u);
+    EXPECT_TRUE(fs::exists(ckpt / ".plait.lock"));
   }
+}
+
+// Two jobs on one checkpoint.dir (a re-submitted job): the second is refused at once, on every
+// rank, with one line naming the directory and the first job's rank 0; the first finishes and its
+// checkpoints are complete and equal to those of a run that was alone.
+TEST_F(TrainCheckpointCli, ASecondJobOnTheSameCheckpointDirectoryIsRefused) {
+  const Metrics want = reference();
+  const fs::path cfg = config("first.json");
+  const fs::path ckpt = fs::path(cfg).replace_extension("ckpt");
+  const fs::path metrics = dir_ / "first.jsonl";
+  const fs::path status = dir_ / "first.status";
+  // The first job in the background; once its rank 0 holds the lock and has said so, the test
+  // stops that process (SIGSTOP: the lock stays held, the other rank waits for it) so that the
+  // first job is surely inside its run while the second starts, and lets it go on afterwards.
+  const std::string first = "(bash " PLAIT_MPI_RUNNER " --timeout 120 --ranks 2 -- " + std::string(PLAIT_BINARY) +
+                            " train --config " + cfg.string() + " --metrics " + metrics.string() + " >" +
+                            (dir_ / "first.out").string() + " 2>" + (dir_ / "first.err").string() + "; echo $? >" +
+                            status.string() + ") &";
+  ASSERT_EQ(std::system(first.c_str()), 0);
+  for (int i = 0; i < 3000 && slurp(ckpt / ".plait.lock").find('\n') == std::string::npos && !fs::exists(status); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string holder = slurp(ckpt / ".plait.lock");
+  const std::size_t pid_at = holder.find("pid=");
+  ASSERT_NE(pid_at, std::string::npos) << "the first job never took the lock: " << slurp(dir_ / "first.err");
+  const std::string pid = holder.substr(pid_at + 4, holder.find('\n') - pid_at - 4);
+  ASSERT_EQ(::kill(std::atoi(pid.c_str()), SIGSTOP), 0);
+  const Result second = train(2, "--config " + cfg.string() + " --resume");  // the same job, submitted again
+  ::kill(std::atoi(pid.c_str()), SIGCONT);
+  for (int i = 0; i < 2400 && !fs::exists(status); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(status));
+  EXPECT_EQ(std::atoi(slurp(status).c_str()), 0) << slurp(dir_ / "first.err");
+
+  const auto [code, seconds] = job_status(second);
+  EXPECT_NE(code, 0);
+  EXPECT_LE(seconds, 20.0);
+  EXPECT_EQ(count_of(second.err, "plait: error:"), 1u) << second.err;
+  EXPECT_NE(second.err.find("plait: error: rank 0: " + ckpt.string() + ": in use by another plait run (pid " + pid +
+                            " on host "),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("a checkpoint directory is written by one run at a time"), std::string::npos) << second.err;
+  // The first job's checkpoints: every one complete, the last equal to the lone run's.
+  const Metrics got = read_metrics(metrics);
+  for (const auto& [step, line] : want.train) EXPECT_EQ(got.train.at(step), line) << "step " << step;
+  for (const char* step : {"step_00000002", "step_00000004", "step_00000006"}) {
+    EXPECT_EQ(plait::checkpoint::CheckpointReader((ckpt / step).string()).manifest().files.size(), 2u) << step;
+  }
+  EXPECT_EQ(fs::path(*plait::checkpoint::latest_checkpoint(ckpt.string())).filename(), "step_00000006");
+  for (const char* file : {"stage_0.safetensors", "stage_1.safetensors"}) {
+    EXPECT_EQ(slurp(ckpt / "step_00000006" / file), slurp(dir_ / "whole.ckpt" / "step_00000006" / file)) << file;
+  }
+  EXPECT_EQ(staging_dirs(ckpt, 2) + staging_dirs(ckpt, 4) + staging_dirs(ckpt, 6), 0u);
 }
 
 TEST_F(TrainCheckpointCli, KillDuringValidationStopsTheJobNamingTheRank) {
@@ -337,8 +201,13 @@ TEST_F(TrainCheckpointCli, FourStagesContinueOnTwoAndWithTheCheckpointsOwnConfig
   EXPECT_NE(job_status(own).first, 0);  // two.ckpt's config is pp 2: 4 ranks are refused
   EXPECT_NE(own.err.find("parallel.pp: the layout needs 2 ranks (pp 2 x dp 1) but the job has 4"), std::string::npos)
       << own.err;
-  const Result own2 = train(2, "--resume " + (dir_ / "two.ckpt").string() + " --steps 8");
+  // A longer schedule (--steps 8 of a 6-step run) is a recipe change: allowed explicitly, printed.
+  const Result own2 = train(2, "--resume " + (dir_ / "two.ckpt").string() + " --steps 8 --allow-recipe-change");
   ASSERT_EQ(job_status(own2).first, 0) << own2.err;
+  EXPECT_NE(own2.out.find("resume: recipe change (--allow-recipe-change): train.steps 6 -> 8, the learning-rate "
+                          "schedule"),
+            std::string::npos)
+      << own2.out;
   EXPECT_NE(own2.out.find("resumed from " + (dir_ / "two.ckpt" / "step_00000006").string() + ": step 6"),
             std::string::npos)
       << own2.out;
@@ -554,6 +423,57 @@ TEST_F(TrainCheckpointCli, WithoutConfigTheCheckpointsOwnConfigRunsAsItsRunSawIt
                              "record the directory its run started in"),
             std::string::npos)
       << refused.err;
+}
+
+// Relative paths in a config resolve against the directory plait starts in, not the config
+// file's; `--resume DIR --config FILE` reads DIR and writes new checkpoints into FILE's
+// checkpoint.dir, leaving DIR as it was (docs/config.md, "Relative paths").
+TEST_F(TrainCheckpointCli, RelativePathsResolveAgainstTheWorkingDirectoryAndSavesFollowTheConfig) {
+  const auto write = [&](const std::string& name, const std::string& ckpt) {
+    std::ofstream(dir_ / name) << R"({"model": {"layers": 1, "hidden": 16, "heads": 2, "vocab": 256, "max_seq": 16},
+ "train": {"steps": 3, "seq": 16, "microbatch_size": 2},
+ "data": {"shards": "shards", "tokenizer": "byte"},
+ "checkpoint": {"dir": ")" + ckpt + R"("}})";
+  };
+  fs::create_directories(dir_ / "configs");
+  write("configs/first.json", "first.ckpt");
+  write("second.json", "second.ckpt");
+  const std::string in_dir = "cd " + dir_.string() + " && OMP_NUM_THREADS=1 " PLAIT_BINARY " train ";
+  const Result first = shell(in_dir + "--config configs/first.json --stop-at 2");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.out.find(" shard(s) from shards/corpus_train_000000.bin"), std::string::npos) << first.out;
+  EXPECT_TRUE(fs::exists(dir_ / "first.ckpt" / "step_00000002" / "manifest.json"));  // not configs/first.ckpt
+  EXPECT_FALSE(fs::exists(dir_ / "configs" / "first.ckpt"));
+
+  const Result second = shell(in_dir + "--config second.json --resume first.ckpt");
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_NE(second.out.find("resumed from first.ckpt/step_00000002: step 2"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("checkpoints: into second.ckpt (the config's checkpoint.dir; the checkpoint resumed "
+                            "from is in first.ckpt)"),
+            std::string::npos)
+      << second.out;
+  EXPECT_TRUE(fs::exists(dir_ / "second.ckpt" / "step_00000003" / "manifest.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "first.ckpt" / "step_00000003"));
+}
+
+// The header of a data-parallel job says what the memory table only shows the effect of: the
+// shard level and offload, and the global micro-batch count with the per-replica one it comes from.
+TEST_F(TrainCheckpointCli, TheHeaderNamesTheGlobalBatchTheShardLevelAndOffload) {
+  std::ofstream(dir_ / "dp.json") << R"({"model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 32},
+ "train": {"steps": 1, "seq": 32, "microbatch_size": 2, "microbatches": 2},
+ "data": {"shards": ")" + (dir_ / "shards").string() + R"(", "tokenizer": "byte"},
+ "parallel": {"schedule": "1f1b", "pp": 1, "dp": 2, "shard": 2, "offload": true,
+              "devices": [{"host_memory_bytes": 67108864}, {"host_memory_bytes": 67108864}]}})";
+  const Result r = train(2, "--config " + (dir_ / "dp.json").string());
+  ASSERT_EQ(job_status(r).first, 0) << r.err;
+  EXPECT_NE(r.out.find("train: 1 steps of 4 micro-batch(es) x 2 sequences of 32 tokens (256 tokens/step; "
+                       "train.microbatches 2 per replica x dp 2)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  sharding: ZeRO level 2 on every virtual stage (parallel.shard), AdamW moments and master "
+                       "weights offloaded to the host tier on every virtual stage (parallel.offload)\n"),
+            std::string::npos)
+      << r.out;
 }
 
 // A rank that stops making progress ends the job: here rank 1 SIGSTOPs itself in step 3 (a real

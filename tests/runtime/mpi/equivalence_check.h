@@ -23,6 +23,16 @@
 namespace plait::runtime::test {
 
 inline constexpr double kTolerance = 1e-5;
+// bf16 against the bf16 single process: each stage runs the single process's kernels on the
+// same bf16 inputs, so a step's activations are the same arithmetic; the fp32 weight gradients
+// differ by their summation order only (micro-batches, data-parallel replicas), as in fp32. But
+// an update that moves a master weight across a bf16 rounding boundary in one run and not in the
+// other changes that compute weight by one bf16 ulp (2^-8 ~ 3.9e-3 relative), and every later
+// gradient that reads it sees that. So the bound is a few bf16 ulps of a tensor's scale, 2e-2
+// (~5 ulps); measured worst 5.4e-3 (gpt2 seq1f1b pp2 x dp2, 4 segments, step 2), and 2-rank
+// layouts without data parallelism stay below 1e-3.
+inline constexpr double kBf16Tolerance = 2e-2;
+inline double tolerance(spec::Precision p) { return p == spec::Precision::bf16 ? kBf16Tolerance : kTolerance; }
 
 // max_i |got_i - want_i| / max_i |want_i| over one tensor.
 inline double tensor_error(std::span<const float> got, std::span<const float> want) {
@@ -75,6 +85,7 @@ inline std::pair<double, std::string> worst_parameter(DistributedTrainer& traine
 template <typename Check>
 std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global, Check&& check) {
   comm::Communicator& w = plait::test::mpi_session().world();
+  const double tol = tolerance(global.precision);
   const TinyData data(plan.model.vocab);
   const data::BatchLoader loader = data.loader(global);
   MemoryTracker tracker, ref_tracker;
@@ -84,18 +95,18 @@ std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig
   for (int s = 0; s < global.steps; ++s) {
     const DistributedStepResult got = trainer.step(s, loader);
     const StepResult want = reference.step(s, loader);
-    EXPECT_NEAR(got.loss, want.loss, kTolerance * want.loss) << "step " << s;
-    EXPECT_NEAR(got.grad_norm, want.grad_norm, kTolerance * want.grad_norm) << "step " << s;
+    EXPECT_NEAR(got.loss, want.loss, tol * want.loss) << "step " << s;
+    EXPECT_NEAR(got.grad_norm, want.grad_norm, tol * want.grad_norm) << "step " << s;
     EXPECT_DOUBLE_EQ(got.lr, want.lr) << "step " << s;
     // Every unit's activations and K/V were freed by its last use.
     EXPECT_EQ(tracker.current(MemoryCategory::kActivations), 0u) << "step " << s;
     EXPECT_EQ(tracker.current(MemoryCategory::kKVCache), 0u) << "step " << s;
     const auto [error, name] = worst_gradient(trainer, reference);
-    EXPECT_LE(error, kTolerance) << "rank " << trainer.rank() << ", step " << s << ": worst gradient " << name;
+    EXPECT_LE(error, tol) << "rank " << trainer.rank() << ", step " << s << ": worst gradient " << name;
     check(trainer, tracker);
   }
   const auto [error, name] = worst_parameter(trainer, reference);
-  EXPECT_LE(error, kTolerance) << "rank " << trainer.rank() << ": worst tensor " << name;
+  EXPECT_LE(error, tol) << "rank " << trainer.rank() << ": worst tensor " << name;
   std::vector<float> parameters;
   for (const std::vector<float>& p : trainer.gather_parameters()) parameters.insert(parameters.end(), p.begin(), p.end());
   return parameters;

@@ -50,6 +50,7 @@ struct Case {
   std::vector<int> layers;
   int microbatches = 4;  // per replica
   spec::Recompute recompute;
+  spec::Precision precision = spec::Precision::fp32;
 
   std::string name() const {
     std::string n = std::string(spec::family_name(family)) + "_" + schedule + "_pp" + std::to_string(pp) +
@@ -60,6 +61,7 @@ struct Case {
     if (recompute.form == spec::Recompute::Form::full) n += "_recompute_full";
     if (recompute.form == spec::Recompute::Form::each) n += "_recompute_" + std::to_string(recompute.each);
     if (recompute.form == spec::Recompute::Form::per_stage) n += "_recompute_per_stage";
+    if (precision == spec::Precision::bf16) n += "_bf16";
     for (char& c : n) {
       if (c == '-') c = '_';
     }
@@ -72,6 +74,7 @@ struct Case {
     if (!split.empty()) j.run.train.segments.split = spec::parse_split_method(split);
     j.parallel.layers = layers;
     j.parallel.recompute = recompute;
+    j.run.train.precision = precision;
     return j;
   }
 };
@@ -124,6 +127,16 @@ std::vector<Case> all_cases() {
   recomputed(make("zb-h1", 2, 2), spec::Recompute::stages({3, 1}));
   recomputed(make("zb-v", 4, 1), spec::Recompute::full());
   recomputed(make("seq-zb", 2, 2, 0, 4), spec::Recompute::full());
+  // bf16 mixed precision against the bf16 single process: every schedule at pp 2 (dp 1 and 2)
+  // and pp 4, and recomputation.
+  const std::size_t fp32_cases = cases.size();
+  for (std::size_t i = 0; i < fp32_cases; ++i) {
+    const Case& c = cases[i];
+    if (!c.layers.empty() || (c.recompute.any() && c.pp == 4)) continue;
+    if (c.pp == 4 && c.dp == 2) continue;
+    cases.push_back(c);
+    cases.back().precision = spec::Precision::bf16;
+  }
   const std::size_t per_family = cases.size();
   for (std::size_t i = 0; i < per_family; ++i) {
     cases.push_back(cases[i]);

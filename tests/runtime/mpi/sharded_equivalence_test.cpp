@@ -32,12 +32,14 @@ struct ShardCase {
   bool heterogeneous = false;  // the planner's layout: stage 0 (two ranks) sharded, memory shares
   bool clip = true;            // false: no clipping, so level 3 updates each chunk early
   spec::Family family = spec::Family::gpt2;
+  spec::Precision precision = spec::Precision::fp32;
 
   int ranks() const { return heterogeneous ? 4 : pp * dp; }
   std::string name() const {
     std::string n = std::string(spec::family_name(family)) + "_" + schedule + (heterogeneous ? "_hetero" : "") +
                     "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp) + "_shard" + std::to_string(level) +
-                    (offload ? "_offload" : "") + (clip ? "" : "_noclip");
+                    (offload ? "_offload" : "") + (clip ? "" : "_noclip") +
+                    (precision == spec::Precision::bf16 ? "_bf16" : "");
     for (char& c : n) {
       if (c == '-') c = '_';
     }
@@ -47,6 +49,7 @@ struct ShardCase {
     JobConfig j = heterogeneous ? test::heterogeneous_job(schedule, family)
                                 : test::tiny_job(schedule, pp, dp, 4, segments, family);
     if (!clip) j.run.train.grad_clip = 0;
+    j.run.train.precision = precision;
     ParallelConfig& p = j.parallel;
     if (p.devices.empty()) p.devices.resize(static_cast<std::size_t>(ranks()));
     for (std::size_t r = 0; r < p.devices.size(); ++r) {
@@ -115,6 +118,18 @@ std::vector<ShardCase> shard_cases() {
   ShardCase llama = make("1f1b", 2, 2, 3, true);
   llama.family = spec::Family::llama;
   cases.push_back(llama);
+  // bf16: the fp32 master sharded with the optimizer state from level 1, the bf16 compute copy
+  // all-gathered after the update (levels 1-2) or before a use (level 3).
+  for (int level : {1, 2, 3}) {
+    for (bool offload : {false, true}) {
+      for (ShardCase c : {make("1f1b", 1, 2, level, offload), make("seq1f1b", 2, 2, level, offload, 2)}) {
+        c.precision = spec::Precision::bf16;
+        cases.push_back(c);
+      }
+    }
+  }
+  llama.precision = spec::Precision::bf16;
+  cases.push_back(llama);
   return cases;
 }
 
@@ -126,7 +141,7 @@ void expect_between_steps(DistributedTrainer& trainer, MemoryTracker& device) {
     const ShardedChunk& chunk = trainer.data_parallel().chunk(c);
     const spec::ShardedStateBytes b = spec::sharded_state_bytes(
         static_cast<std::int64_t>(trainer.chunk(c).parameters().size()), chunk.shard_end() - chunk.shard_begin(),
-        chunk.policy(), spec::Precision::fp32);
+        chunk.policy(), trainer.chunk(c).precision());
     parameters += b.parameters_resident;
     gradients += b.gradients_idle;
     optimizer += b.optimizer;

@@ -351,6 +351,16 @@ Request NcclCommunicator::irecv(std::span<std::int32_t> data, int peer, int tag)
   return point_to_point(false, data.data(), data.size(), ncclInt32, "int32s", peer, tag);
 }
 
+Request NcclCommunicator::isend(std::span<const bf16> data, int peer, int tag) {
+  if (!is_device_pointer(data.data())) return control_->isend(data, peer, tag);
+  return point_to_point(true, const_cast<bf16*>(data.data()), data.size(), ncclBfloat16, "bf16s",
+                        peer, tag);
+}
+Request NcclCommunicator::irecv(std::span<bf16> data, int peer, int tag) {
+  if (!is_device_pointer(data.data())) return control_->irecv(data, peer, tag);
+  return point_to_point(false, data.data(), data.size(), ncclBfloat16, "bf16s", peer, tag);
+}
+
 Request NcclCommunicator::iallreduce(std::span<float> data, ReduceOp op) {
   if (!is_device_pointer(data.data())) return control_->iallreduce(data, op);
   return collective(data.data(), data.size(), ncclFloat32, "floats", "allreduce", 0, to_nccl(op),
@@ -361,11 +371,12 @@ Request NcclCommunicator::iallreduce(std::span<double> data, ReduceOp op) {
   return collective(data.data(), data.size(), ncclFloat64, "doubles", "allreduce", 0, to_nccl(op),
                     true);
 }
-Request NcclCommunicator::blocks_collective(std::span<float> data,
+Request NcclCommunicator::blocks_collective(void* data, std::size_t elements, ncclDataType_t type,
+                                            std::size_t element_bytes, const char* type_name,
                                             std::span<const std::size_t> counts,
                                             const std::string& what, bool reduce,
                                             ncclRedOp_t op) {
-  const std::string full = what + " of " + std::to_string(data.size()) + " floats in " +
+  const std::string full = what + " of " + std::to_string(elements) + " " + type_name + " in " +
                            std::to_string(counts.size()) + " blocks over " + describe_members() +
                            " (NCCL)";
   if (counts.size() != static_cast<std::size_t>(size())) {
@@ -374,9 +385,9 @@ Request NcclCommunicator::blocks_collective(std::span<float> data,
   }
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;
-  if (total != data.size()) {
+  if (total != elements) {
     throw Error(full + ": the blocks hold " + std::to_string(total) +
-                " elements but the buffer has " + std::to_string(data.size()));
+                " elements but the buffer has " + std::to_string(elements));
   }
   auto pending = std::make_unique<NcclOperation>(NcclOperation::Kind::kCollective, full, comm_);
   follow_compute(stream_, full);
@@ -386,11 +397,11 @@ Request NcclCommunicator::blocks_collective(std::span<float> data,
   ncclResult_t result = ncclSuccess;
   for (int r = 0; r < size() && result == ncclSuccess; ++r) {
     const std::size_t n = counts[static_cast<std::size_t>(r)];
-    float* block = data.data() + offset;
+    void* block = static_cast<char*>(data) + offset * element_bytes;
     offset += n;
     if (n == 0) continue;
-    result = reduce ? ncclReduce(block, block, n, ncclFloat32, op, r, comm_, stream_)
-                    : ncclBroadcast(block, block, n, ncclFloat32, r, comm_, stream_);
+    result = reduce ? ncclReduce(block, block, n, type, op, r, comm_, stream_)
+                    : ncclBroadcast(block, block, n, type, r, comm_, stream_);
   }
   const ncclResult_t ended = ncclGroupEnd();
   check_nccl(result != ncclSuccess ? result : ended, full, comm_);
@@ -401,12 +412,20 @@ Request NcclCommunicator::blocks_collective(std::span<float> data,
 Request NcclCommunicator::ireduce_scatter(std::span<float> data,
                                           std::span<const std::size_t> counts, ReduceOp op) {
   if (!is_device_pointer(data.data())) return control_->ireduce_scatter(data, counts, op);
-  return blocks_collective(data, counts, "reduce-scatter", true, to_nccl(op));
+  return blocks_collective(data.data(), data.size(), ncclFloat32, sizeof(float), "floats", counts,
+                           "reduce-scatter", true, to_nccl(op));
 }
 
 Request NcclCommunicator::iallgather(std::span<float> data, std::span<const std::size_t> counts) {
   if (!is_device_pointer(data.data())) return control_->iallgather(data, counts);
-  return blocks_collective(data, counts, "all-gather", false, ncclSum);
+  return blocks_collective(data.data(), data.size(), ncclFloat32, sizeof(float), "floats", counts,
+                           "all-gather", false, ncclSum);
+}
+
+Request NcclCommunicator::iallgather(std::span<bf16> data, std::span<const std::size_t> counts) {
+  if (!is_device_pointer(data.data())) return control_->iallgather(data, counts);
+  return blocks_collective(data.data(), data.size(), ncclBfloat16, sizeof(bf16), "bf16s", counts,
+                           "all-gather", false, ncclSum);
 }
 
 Request NcclCommunicator::ibroadcast(std::span<float> data, int root) {

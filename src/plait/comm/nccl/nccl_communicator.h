@@ -71,6 +71,8 @@ class NcclCommunicator final : public Communicator {
   Request isend(std::span<const std::int32_t> data, int peer, int tag) override;
   Request irecv(std::span<float> data, int peer, int tag) override;
   Request irecv(std::span<std::int32_t> data, int peer, int tag) override;
+  Request isend(std::span<const bf16> data, int peer, int tag) override;
+  Request irecv(std::span<bf16> data, int peer, int tag) override;
   Request iallreduce(std::span<float> data, ReduceOp op) override;
   Request iallreduce(std::span<double> data, ReduceOp op) override;
   // Uneven blocks, as NCCL has no reduce-scatter or all-gather of unequal counts: one group call
@@ -79,6 +81,7 @@ class NcclCommunicator final : public Communicator {
   Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
                           ReduceOp op) override;
   Request iallgather(std::span<float> data, std::span<const std::size_t> counts) override;
+  Request iallgather(std::span<bf16> data, std::span<const std::size_t> counts) override;
   Request ibroadcast(std::span<float> data, int root) override;
   Request ibroadcast(std::span<std::int32_t> data, int root) override;
   // A barrier of the ranks (over control): it orders host calls, not device work.
@@ -99,8 +102,11 @@ class NcclCommunicator final : public Communicator {
                          const char* type_name, int peer, int tag);
   Request collective(void* data, std::size_t count, ncclDataType_t type, const char* type_name,
                      const std::string& what, int root, ncclRedOp_t op, bool is_reduction);
-  Request blocks_collective(std::span<float> data, std::span<const std::size_t> counts,
-                            const std::string& what, bool reduce, ncclRedOp_t op);
+  // data: `elements` of `type` (element_bytes each, named type_name in messages).
+  Request blocks_collective(void* data, std::size_t elements, ncclDataType_t type,
+                            std::size_t element_bytes, const char* type_name,
+                            std::span<const std::size_t> counts, const std::string& what,
+                            bool reduce, ncclRedOp_t op);
   Channel& channel(bool is_send, int peer, const std::string& what);
   // The event after which `stream` may run: the compute stream's work so far.
   void follow_compute(cudaStream_t stream, const std::string& what);

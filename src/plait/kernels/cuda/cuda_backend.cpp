@@ -135,7 +135,8 @@ void* CudaBackend::staging(Staging& s, std::size_t bytes) {
   return s.data;
 }
 
-std::size_t CudaBackend::attention_backward_workspace(int batch, int s, int, int heads) const {
+std::size_t CudaBackend::attention_backward_workspace(int batch, int s, int, int heads,
+                                                      int) const {
   return cuda::attention_backward_workspace(batch, s, heads);
 }
 
@@ -216,21 +217,20 @@ void CudaBackend::rotary_backward(float* dx, int batch, int s, int heads, int he
   cuda::rotary_backward<float>(dx, batch, s, heads, head_dim, row_stride, pos0, theta, ctx_);
 }
 
-void CudaBackend::attention_forward(float* out, float* probs, const float* q,
+void CudaBackend::attention_forward(float* out, float* lse, const float* q,
                                     std::span<const kernels::KVBlock<float>> blocks, int batch,
                                     int s, int c, int heads, int kv_heads) {
   const auto device = device_blocks(blocks);
-  // probs (B, H, s, e) holds the lse (B, H, s) in its first B·H·s floats (cuda_backend.h).
-  cuda::attention_forward<float>(out, probs, q, std::span<const KVBlock<float>>(device), batch, s,
+  cuda::attention_forward<float>(out, lse, q, std::span<const KVBlock<float>>(device), batch, s,
                                  c, heads, kv_heads, ctx_);
 }
 
 void CudaBackend::attention_backward(float* dq, std::span<const kernels::KVBlock<float>> blocks,
                                      const float* dout, const float* q, const float* out,
-                                     const float* probs, int batch, int s, int c, int heads,
+                                     const float* lse, int batch, int s, int c, int heads,
                                      int kv_heads, float* workspace) {
   const auto device = device_blocks(blocks);
-  cuda::attention_backward<float>(dq, std::span<const KVBlock<float>>(device), dout, q, out, probs,
+  cuda::attention_backward<float>(dq, std::span<const KVBlock<float>>(device), dout, q, out, lse,
                                   batch, s, c, heads, kv_heads, workspace, ctx_);
 }
 

@@ -4,10 +4,9 @@
 // it, and every kernel entry point a launcher of this directory on that stream.
 //
 // What differs from the CPU backend behind the same interface:
-//   - attention keeps each row's log-sum-exp (B, H, s) in the first B·H·s floats of the `probs`
-//     buffer the blocks allocate (B·H·s·e floats, the CPU's size, so the blocks and the memory
-//     accounting are the same for both backends; the rest is unused here), and its backward reads
-//     the forward's output and a workspace of B·H·s floats (attention_backward_workspace);
+//   - attention's backward workspace is B·H·s floats (D = rowsum(dout * out), one per query row
+//     and head; attention_backward_workspace), where the CPU's is a tile scratch per thread; the
+//     state kept from the forward is the same (B, H, s) log-sum-exp for both;
 //   - cross-entropy uploads the host targets and sum_of_squares keeps its partial sums in device
 //     staging of the backend's own (grown on demand, not charged to any MemoryTracker: a few
 //     floats per row of the head's unit, ⌈N/16384⌉ doubles), and both copy their per-row losses
@@ -51,7 +50,8 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   bool computes_on_calling_thread() const override { return false; }
 
-  std::size_t attention_backward_workspace(int batch, int s, int e, int heads) const override;
+  std::size_t attention_backward_workspace(int batch, int s, int e, int heads,
+                                           int head_dim) const override;
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       const float* residual, int n, int c, int oc) override;
   void matmul_backward_input(float* dinp, const float* dout, const float* weight, int n, int c,
@@ -83,11 +83,11 @@ class CudaBackend final : public Backend {
                       int pos0, double theta) override;
   void rotary_backward(float* dx, int batch, int s, int heads, int head_dim, int row_stride,
                        int pos0, double theta) override;
-  void attention_forward(float* out, float* probs, const float* q,
+  void attention_forward(float* out, float* lse, const float* q,
                          std::span<const KVBlock<float>> blocks, int batch, int s, int c,
                          int heads, int kv_heads) override;
   void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
-                          const float* q, const float* out, const float* probs, int batch, int s,
+                          const float* q, const float* out, const float* lse, int batch, int s,
                           int c, int heads, int kv_heads, float* workspace) override;
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                          const float* wpe, int batch, int s, int c, int pos0,
