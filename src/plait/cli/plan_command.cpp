@@ -31,7 +31,7 @@ struct PlanOptions {
   std::string global_batch, seq;
   std::string top = "5";
   std::string devices_of_type, schedule, microbatch_size;
-  std::string max_stages = "16", simulate = "16", min_unit_tokens;
+  std::string max_stages = "16", simulate = "16", min_unit_tokens, tp;
   bool no_segments = false, no_recompute = false, no_shard = false, even = false, verbose = false;
   std::string evaluate, profile_model;
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
@@ -100,6 +100,9 @@ void run_plan(const PlanOptions& o) {
   if (!o.min_unit_tokens.empty()) {
     options.min_unit_tokens = o.min_unit_tokens == "0" ? 0 : positive_flag("--min-unit-tokens", o.min_unit_tokens, std::int64_t{1} << 40);
   }
+  for (const std::string& t : comma_list(o.tp)) {
+    options.tensor_parallel.push_back(static_cast<int>(positive_flag("--tp", t, 8)));
+  }
   options.recompute = !o.no_recompute;
   options.shard = !o.no_shard;
   options.even = o.even;
@@ -134,8 +137,13 @@ void run_plan(const PlanOptions& o) {
   std::fputs(plan::format_result(problem, result, o.verbose).c_str(), stdout);
   if (!o.out.empty()) {
     write_json_file(o.out, plan::plan_file_json(problem, result.plans[0], o.config.empty() ? nullptr : &base));
-    std::printf("\nwrote %s (run it: mpirun -np %zu plait train --config %s)\n", o.out.c_str(),
-                result.plans[0].choice.rank_devices().size(), o.out.c_str());
+    if (result.plans[0].choice.tensor_parallel()) {
+      std::printf("\nwrote %s (its stages use tensor parallelism, which plait train does not run yet: it refuses "
+                  "parallel.tp > 1; plan with --tp 1 for a plan it runs)\n", o.out.c_str());
+    } else {
+      std::printf("\nwrote %s (run it: mpirun -np %zu plait train --config %s)\n", o.out.c_str(),
+                  result.plans[0].choice.rank_devices().size(), o.out.c_str());
+    }
   }
 }
 
@@ -188,6 +196,11 @@ void register_plan(CLI::App& app) {
   cmd->add_flag("--no-recompute", o->no_recompute,
                 "Never plan activation recomputation (by default a stage recomputes the fewest layers that make\n"
                 "it fit, when it does not fit otherwise)");
+  cmd->add_option("--tp", o->tp,
+                  "Tensor-parallel degrees a stage may use (comma-separated, of 1, 2, 4, 8; default all on a\n"
+                  "real cluster, 1 on an emulated one): a stage's ranks become TP groups of t devices of one\n"
+                  "type in one machine (t dividing its devices of that type). plait train runs t = 1 only")
+      ->type_name("INTS");
   cmd->add_flag("--even", o->even,
                 "Baseline: plan as if every device had the median device's speed, with stages of equal\n"
                 "width (pp x dp; even layers and micro-batch shares; memory still respected); the\n"

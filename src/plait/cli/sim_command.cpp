@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <string>
 
 #include "plait/cli/commands.h"
@@ -35,6 +36,7 @@ struct SimOptions {
   std::string device = "a100-80gb";
   std::string profile_model;
   std::string recompute = "none";
+  std::string tp = "1";
   bool compare = false;
   std::string trace, html;
   SearchFlags search;
@@ -103,6 +105,26 @@ void read_split(const std::string& text, sim::SimulationConfig& config) {
   config.split_multiple = positive_flag("--split", text.substr(colon + 1), 1 << 20);
 }
 
+// --tp t (every stage) or t0,t1,... (one per pipeline rank): each rank is a TP group of t devices
+// (spec/tensor_parallel_plan.h). A flops split then rounds its lengths to multiples of the
+// degrees (sequence parallelism splits every unit's tokens over the group), unless --split
+// gives its own multiple (which must then be one of them).
+void read_tensor_parallel(const SimOptions& o, sim::SimulationConfig& config) {
+  std::int64_t multiple = 1;
+  for (const std::string& item : comma_list(o.tp)) {
+    const int t = static_cast<int>(positive_flag("--tp", item, 1 << 10));
+    config.tensor_parallel.push_back(t);
+    multiple = std::lcm(multiple, std::int64_t{t});
+  }
+  if (multiple == 1) {
+    config.tensor_parallel.clear();
+    return;
+  }
+  if (config.split == spec::SplitMethod::flops && o.split.find(':') == std::string::npos) {
+    config.split_multiple = multiple;
+  }
+}
+
 void run_sim(const CLI::App& cmd, const SimOptions& o) {
   if (!o.trace.empty()) prepare_output_path("--trace", o.trace);
   if (!o.html.empty()) prepare_output_path("--html", o.html);
@@ -122,6 +144,7 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
       {o.profile_model.empty() ? config.model.profile_model : o.profile_model, config.seq});
   config.record_events = !o.trace.empty() || !o.html.empty();
   config.memory.recompute = parse_recompute_flag("--recompute", o.recompute);
+  read_tensor_parallel(o, config);
   ProgressLine progress(parse_progress_flag(o.search.progress));
   config.progress = progress.callback();
 
@@ -229,6 +252,17 @@ void register_sim(CLI::App& app) {
                   "Activation recomputation: none, full, N (the first N layers of every virtual stage)\n"
                   "or n0,n1,... (one count per virtual stage), as parallel.recompute")
       ->type_name("WHAT")
+      ->capture_default_str();
+  cmd->add_option("--tp", o->tp,
+                  "Tensor-parallel degree t of every pipeline rank, or t0,t1,... one per rank: each\n"
+                  "rank is then a TP group of t devices of one machine (Megatron tensor + sequence\n"
+                  "parallelism, spec/tensor_parallel_plan.h): each device does 1/t of the work (timed\n"
+                  "on the device curve at that work) plus per layer 2 all-gathers and 2 reduce-\n"
+                  "scatters in F and in B and 2 all-gathers in W, rings over the device's machine\n"
+                  "link; memory is one device's. heads, kv_heads and ffn must divide by t; a flops\n"
+                  "split rounds segment lengths to multiples of t. Simulator and planner only: plait\n"
+                  "train refuses parallel.tp > 1 for now")
+      ->type_name("T|LIST")
       ->capture_default_str();
   cmd->add_option("--schedule", o->schedule,
                   "Schedule: " + schedule::schedule_family_names() +

@@ -12,8 +12,10 @@ DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice&
   const int last_vstage = static_cast<int>(choice.vstage_layers.size()) - 1;
   std::int64_t parameters = 0;
   bool embedding = false, head = false, recomputes = false;
+  double communication = 0;  // TP: the buffers of the largest unit, allocated once
   for (std::int32_t s : choice.group_vstages(group)) {
     parameters += memory.parameter_count(s);
+    communication = std::max(communication, memory.communication_bytes(s));
     embedding = embedding || s == 0;
     head = head || s == last_vstage;
     recomputes = recomputes || (choice.recomputes() && choice.recompute_layers[s] > 0);
@@ -29,9 +31,9 @@ DevicePrediction device_memory(const PlanningProblem& problem, const PlanChoice&
   const double fraction = choice.shard_fraction(problem.cluster, group, index, policy.precision);
   p.static_bytes = policy.static_bytes(parameters, fraction, p.shard);
   p.host_bytes = policy.host_bytes(parameters, fraction, p.shard);
-  p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) +
+  p.reserve_bytes = policy.reserve_bytes(p.capacity_bytes) + communication +
                     policy.working_bytes(problem.model.model, choice.microbatch_size, partition,
-                                         {1, embedding, head, recomputes ? 1 : 0});
+                                         {1, embedding, head, recomputes ? 1 : 0, g.tp});
   return p;
 }
 

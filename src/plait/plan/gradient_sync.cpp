@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plait/spec/tensor_parallel_plan.h"
+
 namespace plait::plan {
 
 double ring_sync_seconds(const ClusterSpec& cluster, const std::vector<int>& devices, double bytes) {
@@ -31,6 +33,19 @@ std::vector<double> group_sync_seconds(const PlanningProblem& problem, const Pla
     const spec::ShardPolicy shard = choice.shard_of(g, policy.precision);
     const double p = static_cast<double>(parameters);
     out[g] = ring_sync_seconds(problem.cluster, choice.groups[g].devices, policy.sync_bytes_per_parameter(shard) * p);
+    const StageGroup& group = choice.groups[g];
+    if (group.tp > 1) {
+      // The replicated tensors' partial gradients (norms, row-parallel biases, GPT-2's position
+      // table: spec/tensor_parallel_plan.h), all-reduced over each TP group, all groups at once.
+      std::int64_t replicated = 0;
+      const int last_vstage = static_cast<int>(choice.vstage_layers.size()) - 1;
+      for (std::int32_t s : choice.group_vstages(g)) {
+        replicated += spec::replicated_stage_parameters(problem.model.model, choice.vstage_layers[s], s == 0, s == last_vstage);
+      }
+      const sim::LinkProfile ring = problem.tp_ring_link(problem.tp_members(group.devices.front(), group.tp));
+      out[g] += spec::ring_collective_seconds(spec::Collective::all_reduce, static_cast<double>(replicated) * bytes.gradients,
+                                              group.tp, ring.latency_seconds, ring.bandwidth_bytes_per_second);
+    }
     if (shard.offload) {
       // The reduced gradient shard to the host and (below level 3) the updated weights back, over
       // the slowest device's host link (data_parallel_timing.h's update).
@@ -54,7 +69,10 @@ std::vector<double> group_sync_seconds(const PlanningProblem& problem, const Pla
     }
     std::vector<int> holders = choice.groups[0].devices;
     if (last != 0) holders.insert(holders.end(), choice.groups[last].devices.begin(), choice.groups[last].devices.end());
-    const double tied = per_parameter * static_cast<double>(problem.model.model.vocab) * problem.model.model.hidden;
+    // One rank's rows of the (vocabulary-parallel, padded) table.
+    const int tp = choice.groups[0].tp;
+    const double rows = static_cast<double>(spec::padded_vocab(problem.model.model, tp)) / tp;
+    const double tied = per_parameter * rows * problem.model.model.hidden;
     const double t = ring_sync_seconds(problem.cluster, holders, tied);
     out[0] += t;
     if (last != 0) out[last] += t;

@@ -39,7 +39,10 @@ struct MemoryPolicy {
   spec::Recompute recompute;  // the layers each virtual stage recomputes
 
   // The simulator's view of the same policy (threads: a CPU rank's attention workspace).
-  sim::MemoryOptions memory_options(int threads = 1) const { return {precision, recompute, threads}; }
+  // tensor_parallel: the TP degree of each virtual stage (empty: 1).
+  sim::MemoryOptions memory_options(int threads = 1, std::vector<int> tensor_parallel = {}) const {
+    return {precision, recompute, threads, std::move(tensor_parallel)};
+  }
   // Static device bytes of a rank holding `parameters` in a data-parallel group of `group_size`
   // under the precision's default sharding (default_shard in plan.h: bf16 level 1, fp32 level 0).
   double static_bytes(std::int64_t parameters, int group_size) const;

@@ -31,14 +31,51 @@ struct PlanningProblem {
   // even layout that ignores heterogeneity (then every type gets one reference profile).
   std::vector<sim::DeviceProfile> planning_profiles;
 
+  // Tensor-parallel rank kinds (spec/tensor_parallel_plan.h): a rank is a TP group of t devices
+  // of one type inside one machine, timed by its type's profile with t and the group's ring link.
+  // Kind k < types is type k at t = 1; the others every (type, t, link) a machine of the cluster
+  // can form, t in {2, 4, 8} dividing the machine's devices of that type (set by make_problem).
+  struct RankKind {
+    int type = 0;
+    int degree = 1;
+    sim::LinkProfile link;
+  };
+  std::vector<RankKind> tp_kinds;  // the kinds beyond the types
+
   const sim::DeviceProfile& profile(int device) const { return type_profiles[cluster.devices[device].type]; }
   double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq); }
+  int num_kinds() const { return static_cast<int>(cluster.types.size() + tp_kinds.size()); }
+  // The kind of a rank whose TP group is devices lead .. lead + t - 1; throws plait::Error when
+  // those are not t devices of one type in one machine.
+  int kind(int lead, int t) const;
+  // The TP group's devices of rank `lead` at degree t, or empty when they do not form one.
+  std::vector<int> tp_members(int lead, int t) const;
+  // The link the TP group's ring runs over: its slowest neighbour link (bandwidth), the largest
+  // latency.
+  sim::LinkProfile tp_ring_link(const std::vector<int>& members) const;
+  int kind_type(int kind) const { return kind < static_cast<int>(cluster.types.size()) ? kind : tp_kinds[kind - cluster.types.size()].type; }
+  int kind_degree(int kind) const { return kind < static_cast<int>(cluster.types.size()) ? 1 : tp_kinds[kind - cluster.types.size()].degree; }
+  sim::LinkProfile kind_link(int kind) const;
 };
 
-// One pipeline stage group: its devices (cluster device ids) and the micro-batches each runs.
+// Devices lead .. lead + t - 1 when they are t devices of one type in one machine, else empty.
+std::vector<int> tp_members(const ClusterSpec& cluster, int lead, int t);
+
+// The TP degrees a plan may give a stage (docs/planner.md): within one machine, dividing its
+// devices of the stage's type.
+inline constexpr int kTensorParallelDegrees[] = {1, 2, 4, 8};
+
+// Fills problem.tp_kinds: every (type, t, ring link) of t > 1 consecutive devices of one type in
+// one machine whose devices of that type t divides.
+void add_tensor_parallel_kinds(PlanningProblem& problem);
+
+// One pipeline stage group: its ranks, each the first device (cluster device id) of a TP group of
+// `tp` consecutive devices of one type in one machine (t = 1: a rank is its device), and the
+// micro-batches each rank runs.
 struct StageGroup {
   std::vector<int> devices;
   std::vector<int> microbatches;
+  int tp = 1;
 };
 
 struct PlanChoice {
@@ -60,6 +97,21 @@ struct PlanChoice {
   // memory rather than equal.
   std::vector<spec::ShardPolicy> shard;
   bool memory_shares = false;
+  // A flops split's lengths are multiples of this (sequence parallelism: of every group's t).
+  std::int64_t split_multiple = 1;
+  // Why each group runs its TP degree (the planner's comparison of the degrees it could use;
+  // empty when not planned).
+  std::vector<std::string> tp_notes;
+
+  bool tensor_parallel() const {
+    return std::any_of(groups.begin(), groups.end(), [](const StageGroup& g) { return g.tp > 1; });
+  }
+  // The TP degree of every virtual stage (its group's; MemoryOptions::tensor_parallel).
+  std::vector<int> vstage_tensor_parallel() const;
+  // The TP degree of every rank, in rank order.
+  std::vector<int> rank_tensor_parallel() const;
+  // Devices the plan uses: the ranks' TP groups.
+  int devices_used() const;
 
   int num_groups() const { return static_cast<int>(groups.size()); }
   bool recomputes() const {

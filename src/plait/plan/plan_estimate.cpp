@@ -19,11 +19,24 @@ UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::Devi
     : segments_(static_cast<int>(partition.lengths.size())),
       microbatch_size_(microbatch_size),
       partition_(std::move(partition)) {
-  // Two one-layer virtual stages, the second with the head: its extra time is the head's.
-  const sim::FlopsCostModel cost(problem.model.model, {1, 1}, partition_, microbatch_size, type_profiles);
-  sim::FlopsCostModel recomputed(problem.model.model, {1, 1}, partition_, microbatch_size, type_profiles);
+  // Two one-layer virtual stages, the second with the head: its extra time is the head's. One
+  // "rank" per kind: the types at t = 1, then the problem's TP kinds (a type's profile, its degree
+  // and ring link).
+  const int types = problem.num_kinds();
+  std::vector<sim::DeviceProfile> profiles;
+  std::vector<sim::RankTensorParallel> tp;
+  for (int k = 0; k < types; ++k) {
+    profiles.push_back(type_profiles[static_cast<std::size_t>(problem.kind_type(k))]);
+    tp.push_back({problem.kind_degree(k), problem.kind_link(k)});
+  }
+  const double element = problem.cluster.precision == Precision::fp32 ? 4.0 : 2.0;
+  sim::FlopsCostModel cost(problem.model.model, {1, 1}, partition_, microbatch_size, profiles);
+  sim::FlopsCostModel recomputed(problem.model.model, {1, 1}, partition_, microbatch_size, profiles);
   recomputed.set_recompute(spec::Recompute::stages({1, 0}));
-  const int types = static_cast<int>(type_profiles.size());
+  if (!problem.tp_kinds.empty()) {
+    cost.set_tensor_parallel(tp, element);
+    recomputed.set_tensor_parallel(tp, element);
+  }
   for (int t = 0; t < types; ++t) {
     for (int j = 0; j < segments_; ++j) {
       rebuild_.push_back(recomputed.compute_seconds(t, ActionKind::B, 0, j, 0) -
@@ -32,7 +45,7 @@ UnitTimes::UnitTimes(const PlanningProblem& problem, const std::vector<sim::Devi
   }
   seconds_.resize(static_cast<std::size_t>(types) * 3 * segments_ * 2);
   for (int t = 0; t < types; ++t) {
-    overhead_.push_back(type_profiles[t].action_overhead_seconds);
+    overhead_.push_back(profiles[t].action_overhead_seconds);
     for (int kind = 0; kind < 3; ++kind) {
       for (int j = 0; j < segments_; ++j) {
         const ActionKind k = static_cast<ActionKind>(kind);
@@ -53,11 +66,19 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const bool v_shape = family.placement == schedule::StagePlacement::v_shape;
   const MemoryPolicy policy{problem.cluster.precision, choice.recompute()};
   const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, times.partition(),
-                                choice.microbatch_size, policy.memory_options());
+                                choice.microbatch_size, policy.memory_options(1, choice.vstage_tensor_parallel()));
   const std::vector<int> devices = choice.rank_devices();
   const int ranks = static_cast<int>(devices.size());
   const double m = choice.num_microbatches;
-  auto type_of_rank = [&](int r) { return problem.cluster.devices[devices[r]].type; };
+  // Each rank's kind: its type, or its TP group's kind (UnitTimes' rows).
+  std::vector<int> rank_kind(static_cast<std::size_t>(ranks));
+  for (const StageGroup& g : choice.groups) {
+    for (int d : g.devices) {
+      const auto r = static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+      rank_kind[r] = problem.kind(d, g.tp);
+    }
+  }
+  auto type_of_rank = [&](int r) { return rank_kind[static_cast<std::size_t>(r)]; };
   // Seconds of one unit (kind 0 F, 1 B, 2 W) on rank r; B also rebuilds the recomputed layers.
   // Each action pays the fixed cost once: F, B and (split) W, or a fused BW.
   auto unit = [&](int r, int kind, int seg, std::int32_t s) {
@@ -100,6 +121,8 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
     // A neighbouring group, for the link the rank's messages take (activations one way,
     // gradients the other: about two messages per unit).
     const int next = groups == 1 ? -1 : g + 1 < groups ? g + 1 : g - 1;
+    // A TP group's devices each send their sequence slice through their own port.
+    const double slice = next >= 0 ? unit_bytes / std::min(group.tp, choice.groups[next].tp) : 0.0;
     for (std::size_t i = 0; i < group.devices.size(); ++i) {
       const int d = group.devices[i];
       const int r = static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
@@ -116,7 +139,7 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
       double port = 0;
       if (next >= 0) {
         const sim::LinkProfile& link = problem.cluster.link(d, choice.groups[next].devices[0]);
-        port = n * units_per_mb * 2 * link.transfer_seconds(static_cast<std::int64_t>(unit_bytes));
+        port = n * units_per_mb * 2 * link.transfer_seconds(static_cast<std::int64_t>(slice));
       }
       work = std::max({work, load, port});
       busy += load;
@@ -144,8 +167,9 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
     const int from = schedule::placed_position(family.placement, groups, s);
     const int to = schedule::placed_position(family.placement, groups, s + 1);
     if (from == to) continue;
+    const int share = std::min(choice.groups[from].tp, choice.groups[to].tp);
     chain += 2 * problem.cluster.link(choice.groups[from].devices[0], choice.groups[to].devices[0])
-                     .transfer_seconds(static_cast<std::int64_t>(unit_bytes));
+                     .transfer_seconds(static_cast<std::int64_t>(unit_bytes / share));
   }
   out.pipeline_seconds = work + bubble + chain;
   const std::vector<double> sync = group_sync_seconds(problem, choice, memory, policy);

@@ -56,6 +56,9 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
     }
     if (choice.memory_shares) parallel.shard_shares = schedule::ParallelSpec::Shares::memory;
   }
+  // Tensor parallelism per virtual stage (each stage is its group's); a rank is then the TP group
+  // of t devices from its cluster device on.
+  if (choice.tensor_parallel()) parallel.tp = choice.vstage_tensor_parallel();
   doc["parallel"] = schedule::to_json(parallel);
   return doc;
 }
@@ -162,6 +165,23 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
     }
     choice.memory_shares = parallel.shard_shares == schedule::ParallelSpec::Shares::memory;
   }
+  // Tensor parallelism per group (its stages share one degree: the first's).
+  for (std::size_t g = 0; g < keys.size(); ++g) {
+    choice.groups[g].tp = parallel.tensor_parallel(*std::min_element(keys[g].begin(), keys[g].end()));
+    for (std::int32_t v : keys[g]) {
+      if (parallel.tensor_parallel(v) != choice.groups[g].tp) {
+        par.fail("tp", "virtual stages " + std::to_string(keys[g].front()) + " and " + std::to_string(v) +
+                           " are held by the same ranks but have different tensor-parallel degrees");
+      }
+    }
+    for (int lead : choice.groups[g].devices) {
+      if (choice.groups[g].tp > 1 && tp_members(cluster, lead, choice.groups[g].tp).empty()) {
+        par.fail("tp", "the rank on " + cluster.device_name(lead) + " needs " + std::to_string(choice.groups[g].tp) +
+                           " devices of one type in one machine from it on");
+      }
+    }
+  }
+  choice.split_multiple = parallel.max_tensor_parallel();
   choice.chunks = s.layout.max_chunks();
   choice.num_microbatches = s.layout.num_microbatches;
   out.global_batch = static_cast<std::int64_t>(choice.num_microbatches) * b;
@@ -169,6 +189,9 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
     choice.split = spec::SplitMethod::even;
   } else if (lengths == spec::flops_partition(shape, out.seq, k).lengths) {
     choice.split = spec::SplitMethod::flops;
+    choice.split_multiple = 1;
+  } else if (choice.split_multiple > 1 && lengths == spec::flops_partition(shape, out.seq, k, choice.split_multiple).lengths) {
+    choice.split = spec::SplitMethod::flops;  // rounded to the TP degree
   } else {
     train.fail("segments", "predictions need even or equal-FLOPs segment lengths (spec::cut_sequence)");
   }

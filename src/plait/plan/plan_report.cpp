@@ -114,8 +114,9 @@ std::string format_plan(const PlanningProblem& problem, const Plan& plan, const 
       const auto& ds = it->second;
       std::vector<int> ids;
       double busy_lo = 1e300, busy_hi = 0, mem = 0, cap = 0;
+      const int t = ch.groups[g].tp;
       for (const DevicePrediction* d : ds) {
-        ids.push_back(d->device);
+        for (int m = 0; m < t; ++m) ids.push_back(d->device + m);  // the rank's TP group
         busy_lo = std::min(busy_lo, d->busy_seconds);
         busy_hi = std::max(busy_hi, d->busy_seconds);
         if (d->total_bytes() >= mem) {
@@ -124,7 +125,8 @@ std::string format_plan(const PlanningProblem& problem, const Plan& plan, const 
         }
       }
       std::sort(ids.begin(), ids.end());
-      const std::string who = std::to_string(ds.size()) + " " + c.types[it->first.first].name + " " + device_list(c, ids);
+      const std::string who = std::to_string(ds.size() * static_cast<std::size_t>(t)) + " " + c.types[it->first.first].name +
+                              (t > 1 ? " tp" + std::to_string(t) : "") + " " + device_list(c, ids);
       char busy[64];
       std::snprintf(busy, sizeof busy, "%s (%.0f%%)", seconds(busy_hi).c_str(), 100 * busy_hi / p.step_seconds);
       // GiB for GPUs, MiB for the small memories of emulated devices.
@@ -135,6 +137,16 @@ std::string format_plan(const PlanningProblem& problem, const Plan& plan, const 
                   small ? "MiB" : "GiB");
       first = false;
     }
+  }
+  if (!ch.tp_notes.empty()) {
+    // Each stage's TP degree and the estimated stage time of the others at the same layers: a
+    // rank of t devices does 1/t of the work at the lower efficiency of smaller kernels, plus per
+    // layer 2 all-gathers and 2 reduce-scatters in F and in B and 2 all-gathers in W over the
+    // machine's link (spec/tensor_parallel_plan.h); t > 1 wins where memory or too few
+    // micro-batches for every device call for it and the link is fast.
+    out += "  tensor parallelism per stage (estimated stage time of the other degrees at the same layers; TP\n"
+           "  costs each device's 1/t of the work at a lower efficiency plus its collectives):\n";
+    for (std::size_t g = 0; g < ch.tp_notes.size(); ++g) out += line("    stage %zu: %s", g, ch.tp_notes[g].c_str());
   }
   return out;
 }

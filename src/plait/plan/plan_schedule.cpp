@@ -43,12 +43,27 @@ std::shared_ptr<sim::FlopsCostModel> plan_cost_model(const PlanningProblem& prob
                                                     choice.microbatch_size, rank_profiles);
   cost->set_links(rank_links(problem.cluster, devices));
   cost->set_recompute(choice.recompute());
+  if (choice.tensor_parallel()) cost->set_tensor_parallel(rank_tensor_parallel(problem, choice), message_element_bytes(problem));
   return cost;
+}
+
+std::vector<sim::RankTensorParallel> rank_tensor_parallel(const PlanningProblem& problem, const PlanChoice& choice) {
+  const std::vector<int> devices = choice.rank_devices();
+  const std::vector<int> degrees = choice.rank_tensor_parallel();
+  std::vector<sim::RankTensorParallel> out;
+  for (std::size_t r = 0; r < devices.size(); ++r) {
+    out.push_back({degrees[r], problem.kind_link(problem.kind(devices[r], degrees[r]))});
+  }
+  return out;
+}
+
+double message_element_bytes(const PlanningProblem& problem) {
+  return problem.cluster.precision == Precision::fp32 ? 4.0 : 2.0;
 }
 
 double message_bytes(const PlanningProblem& problem, const PlanChoice& choice,
                      const spec::SequencePartition& partition, int segment) {
-  const double element = problem.cluster.precision == Precision::fp32 ? 4.0 : 2.0;
+  const double element = message_element_bytes(problem);
   return static_cast<double>(choice.microbatch_size) * static_cast<double>(partition.lengths[segment]) *
          problem.model.model.hidden * element;
 }

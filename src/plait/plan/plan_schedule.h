@@ -23,6 +23,11 @@ std::shared_ptr<sim::FlopsCostModel> plan_cost_model(const PlanningProblem& prob
                                                      const std::vector<sim::DeviceProfile>& type_profiles,
                                                      const spec::SequencePartition& partition);
 
+// Each rank's TP group (degree and ring link), in rank order.
+std::vector<sim::RankTensorParallel> rank_tensor_parallel(const PlanningProblem& problem, const PlanChoice& choice);
+// Bytes of one activation element: 2 (mixed16) or 4 (fp32).
+double message_element_bytes(const PlanningProblem& problem);
+
 // Bytes of one activation or gradient message of `segment`: b * s_j * H * element bytes.
 double message_bytes(const PlanningProblem& problem, const PlanChoice& choice,
                      const spec::SequencePartition& partition, int segment);

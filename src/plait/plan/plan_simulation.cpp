@@ -36,15 +36,22 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
   config.seq = problem.seq;
   config.microbatch_size = choice.microbatch_size;
   config.split = choice.split;
+  config.split_multiple = choice.segments > 1 && choice.split == spec::SplitMethod::flops ? choice.split_multiple : 1;
   for (int d : devices) config.devices.push_back(problem.profile(d));
   config.memory = policy.memory_options();
   config.record_events = false;
   config.vstage_layers = choice.vstage_layers;
   config.links = rank_links(problem.cluster, devices);
+  if (choice.tensor_parallel()) {
+    for (const sim::RankTensorParallel& tp : rank_tensor_parallel(problem, choice)) {
+      config.tensor_parallel.push_back(tp.degree);
+      config.tensor_parallel_links.push_back(tp.link);
+    }
+  }
   const sim::SimulationReport report = sim::simulate_schedule(config, schedule, choice.family);
 
   const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, report.partition,
-                                choice.microbatch_size, policy.memory_options());
+                                choice.microbatch_size, policy.memory_options(1, choice.vstage_tensor_parallel()));
 
   PlanPrediction out;
   out.simulated = true;

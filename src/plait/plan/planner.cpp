@@ -16,8 +16,10 @@
 #include "plait/plan/plan_schedule.h"
 #include "plait/plan/plan_simulation.h"
 #include "plait/plan/stage_grouping.h"
+#include "plait/plan/tensor_parallel_options.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/memory_model.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::plan {
 
@@ -28,12 +30,23 @@ struct FamilyOption {
   int chunks;
 };
 
-// A grouping that survived the coarse pass, with its devices' micro-batch counts.
+// One way a group runs: a TP degree (its ranks, tensor_parallel_options.h) and each rank's
+// micro-batches (proportional to its speed).
+struct GroupOption {
+  TpOption tp;
+  std::vector<int> counts;
+};
+
+// A grouping that survived the coarse pass, with each group's TP options and their ranks'
+// micro-batch counts (t = 1 first when it can run: at least one micro-batch per device).
 struct GroupingCandidate {
   double score;
   Grouping groups;
-  std::vector<std::vector<int>> counts;
+  std::vector<std::vector<GroupOption>> options;
   bool lockstep = false;  // every stage as wide, every device of one type
+  bool needs_tp = false;  // some group cannot run at t = 1
+  bool can_tp = false;    // some group can run at t > 1
+  double tp_score = 0;    // the coarse score with TP where t = 1 cannot
 };
 
 struct Candidate {
@@ -65,6 +78,7 @@ PlanningProblem make_problem(ClusterSpec cluster, spec::NamedModel model, std::i
   p.model = std::move(model);
   p.global_batch = global_batch;
   p.seq = seq;
+  add_tensor_parallel_kinds(p);
   return p;
 }
 
@@ -123,14 +137,16 @@ class PlanSearch {
     select_devices();
     select_families();
     select_options();
+    select_tensor_parallel();
     choose_planning_speeds();
     limit_segmented_units();
     for (std::size_t i = 0; i < sizes_.size(); ++i) {
       const int b = sizes_[i];
       report(o_.progress, "planning: finding the stage groupings (micro-batch size " + std::to_string(b) + ", " +
                               std::to_string(i + 1) + " of " + std::to_string(sizes_.size()) + ")", 0, 1);
-      std::vector<GroupingCandidate> coarse = coarse_pass(b);
-      fine_pass(b, coarse);
+      const std::vector<GroupingCandidate> coarse = coarse_pass(b);
+      fine_pass(b, plain_shortlist(coarse), false);
+      fine_pass(b, tp_shortlist(coarse), true);
     }
     result_.plans = simulate_shortlist(shortlist());
     result_.seconds = monotonic_seconds() - start;
@@ -146,10 +162,15 @@ class PlanSearch {
   // recomputation (its input and K/V), still held after its B (for W), and the LM head's extra.
   struct UnitActivations {
     double layer = 0, recomputed = 0, after_b = 0, head = 0;
+    double communication = 0;  // TP: the buffers of the largest unit (spec::UnitMemory::communication)
   };
 
   // Parameters of a stage of l layers, first and/or last (the model description's count).
   std::int64_t params_of(int l, bool first, bool last) const { return shape_.stage_parameters(l, first, last); }
+  // ... on one rank of a TP group of t (spec/tensor_parallel_plan.h).
+  std::int64_t params_of(int l, bool first, bool last, int t) const {
+    return t == 1 ? params_of(l, first, last) : spec::tensor_parallel_stage_parameters(shape_, t, l, first, last);
+  }
 
   bool has_family(const std::string& name) const {
     return o_.families.empty() || std::find(o_.families.begin(), o_.families.end(), name) != o_.families.end();
@@ -216,6 +237,21 @@ class PlanSearch {
     if (devices_.empty()) throw Error("cannot plan: no devices selected");
   }
 
+  // The TP degrees to try (--tp; default 1, 2, 4, 8 on a real cluster, 1 on an emulated one, whose
+  // plans `plait train` runs and the runtime does not run TP yet).
+  void select_tensor_parallel() {
+    tp_degrees_ = o_.tensor_parallel;
+    if (tp_degrees_.empty()) {
+      tp_degrees_ = cluster_.emulated ? std::vector<int>{1} : std::vector<int>(std::begin(kTensorParallelDegrees), std::end(kTensorParallelDegrees));
+    }
+    for (int t : tp_degrees_) {
+      if (std::find(std::begin(kTensorParallelDegrees), std::end(kTensorParallelDegrees), t) == std::end(kTensorParallelDegrees)) {
+        throw Error("cannot plan: tensor-parallel degree " + std::to_string(t) + " is not one of 1, 2, 4, 8");
+      }
+    }
+    if (o_.even) tp_degrees_ = {1};  // the pp x dp baseline
+  }
+
   // The speeds the plan is made for: the real ones, or (even) one reference profile for all.
   void choose_planning_speeds() {
     planning_ = real_;
@@ -272,9 +308,9 @@ class PlanSearch {
   std::vector<GroupingCandidate> coarse_pass(int b) {
     const int M = static_cast<int>(B_ / b);
     const UnitTimes& base = times_for(b, segment_options_[0]);
-    const int types = static_cast<int>(cluster_.types.size());
-    std::vector<double> per_layer(types), head(types);  // F + B + W of one micro-batch
-    for (int t = 0; t < types; ++t) {
+    const int kinds = planning_.num_kinds();
+    std::vector<double> per_layer(kinds), head(kinds);  // F + B + W of one micro-batch, per rank kind
+    for (int t = 0; t < kinds; ++t) {
       for (int kind = 0; kind < 3; ++kind) {
         per_layer[t] += base.layer(t, kind, 0);
         head[t] += base.head(t, kind, 0);
@@ -307,108 +343,192 @@ class PlanSearch {
         c.lockstep = c.lockstep && g.size() == groups[0].size();
         for (int d : g) c.lockstep = c.lockstep && cluster_.devices[d].type == cluster_.devices[groups[0][0]].type;
       }
+      // Each group's TP options with their ranks' shares of the M micro-batches (a degree whose
+      // ranks outnumber M is dropped: every rank needs one).
       bool ok = true;
       for (const auto& g : groups) {
-        std::vector<double> s;
-        for (int d : g) s.push_back(speed[d]);
-        c.counts.push_back(microbatch_shares(M, s));
-        ok = ok && !c.counts.back().empty();
+        std::vector<GroupOption> options;
+        for (TpOption& tp : tp_options(planning_, g, tp_degrees_)) {
+          std::vector<double> s;
+          for (int k : tp.kinds) s.push_back(1.0 / per_layer[k]);
+          std::vector<int> counts = microbatch_shares(M, s);
+          if (!counts.empty()) options.push_back({std::move(tp), std::move(counts)});
+        }
+        ok = ok && !options.empty();
+        c.options.push_back(std::move(options));
       }
       if (!ok) continue;
-      auto time = [&](int g, int l) {
+      auto option_time = [&](int g, const GroupOption& o, int l) {
         double t = 0;
-        for (std::size_t i = 0; i < groups[g].size(); ++i) {
-          const int type = cluster_.devices[groups[g][i]].type;
-          t = std::max(t, c.counts[g][i] * (l * per_layer[type] + (g == P - 1 ? head[type] : 0.0)));
+        for (std::size_t i = 0; i < o.tp.kinds.size(); ++i) {
+          const int kind = o.tp.kinds[i];
+          t = std::max(t, o.counts[i] * (l * per_layer[kind] + (g == P - 1 ? head[kind] : 0.0)));
         }
         return t;
       };
       const bool memory_shares = o_.shard && std::any_of(groups.begin(), groups.end(),
                                                          [&](const auto& g) { return mixed_memory(cluster_, g); });
-      auto fits = [&](int g, int l) {
-        const std::int64_t params = params_of(l, g == 0, g == P - 1);
+      auto option_fits = [&](int g, const GroupOption& o, int l, bool report) {
+        const std::int64_t params = params_of(l, g == 0, g == P - 1, o.tp.degree);
         // Static memory under the group's most memory-saving option (the fine pass picks).
-        const std::vector<spec::ShardPolicy> options = shard_options(cluster_, groups[g], o_.shard);
-        for (std::size_t i = 0; i < groups[g].size(); ++i) {
-          const int d = groups[g][i];
+        const std::vector<spec::ShardPolicy> options = shard_options(cluster_, o.tp.leads, o_.shard);
+        for (std::size_t i = 0; i < o.tp.leads.size(); ++i) {
+          const int d = o.tp.leads[i];
           double need = std::numeric_limits<double>::infinity();
           for (const spec::ShardPolicy& option : options) {
-            need = std::min(need, static_policy.static_bytes(params, share_of(cluster_, groups[g], i, option, memory_shares), option));
+            need = std::min(need, static_policy.static_bytes(params, share_of(cluster_, o.tp.leads, i, option, memory_shares), option));
           }
           const double cap = cluster_.type_of(d).memory_bytes;
           if (need + static_policy.reserve_bytes(cap) > cap) {
-            closest_static_.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
-              return cluster_.device_name(d) + " (" + cluster_.type_of(d).name + ") would need " +
-                     bytes_text(need + static_policy.reserve_bytes(cap)) + " of its " + bytes_text(cap) +
-                     " for the weights, gradients and optimizer state of " + std::to_string(l) +
-                     " layer(s) in a " + std::to_string(P) + "-stage layout";
-            });
+            if (report) {
+              closest_static_.offer(need + static_policy.reserve_bytes(cap), cap, [&] {
+                return cluster_.device_name(d) + " (" + cluster_.type_of(d).name + ") would need " +
+                       bytes_text(need + static_policy.reserve_bytes(cap)) + " of its " + bytes_text(cap) +
+                       " for the weights, gradients and optimizer state of " + std::to_string(l) +
+                       " layer(s) in a " + std::to_string(P) + "-stage layout";
+              });
+            }
             return false;
           }
         }
         return true;
       };
-      const std::vector<int> layers = balance_layers(L_, P, time, fits);
-      if (layers.empty()) continue;
-      double work = 0, sum = 0, sync = 0;
-      for (int g = 0; g < P; ++g) {
-        const double t = time(g, layers[g]);
-        work = std::max(work, t);
-        sum += t;
-        const double bytes = static_policy.sync_bytes_per_parameter() * static_cast<double>(params_of(layers[g], g == 0, g == P - 1));
-        sync = std::max(sync, ring_sync_seconds(cluster_, groups[g], bytes));
-      }
-      c.score = work + (sum - work) / M + sync;
-      coarse.push_back(std::move(c));
+      // The coarse ranking keeps the first option that runs and holds the layers: t = 1 unless it
+      // cannot (fewer micro-batches than devices, or the static state does not fit), then the
+      // smallest t that can (pruning: the fine pass weighs every degree against the others).
+      // The first option that holds the layers: plain, t = 1 only (the ranking without TP); with
+      // TP, t = 1 unless it cannot (fewer micro-batches than devices, or the static state does
+      // not fit), then the smallest t that can (the fine pass weighs every degree).
+      auto score_of = [&](bool with_tp, double& score) {
+        auto first_option = [&](int g, int l) -> const GroupOption* {
+          const auto& options = c.options[static_cast<std::size_t>(g)];
+          const std::size_t usable = with_tp ? options.size() : (options.front().tp.degree == 1 ? 1 : 0);
+          for (std::size_t o = 0; o < usable; ++o) {
+            if (option_fits(g, options[o], l, o + 1 == usable)) return &options[o];
+          }
+          return nullptr;
+        };
+        auto time = [&](int g, int l) {
+          const GroupOption* o = first_option(g, l);
+          return o ? option_time(g, *o, l) : std::numeric_limits<double>::infinity();
+        };
+        auto fits = [&](int g, int l) { return first_option(g, l) != nullptr; };
+        const std::vector<int> layers = balance_layers(L_, P, time, fits);
+        if (layers.empty()) return false;
+        double work = 0, sum = 0, sync = 0;
+        for (int g = 0; g < P; ++g) {
+          const GroupOption* o = first_option(g, layers[g]);
+          const double t = option_time(g, *o, layers[g]);
+          work = std::max(work, t);
+          sum += t;
+          const double bytes = static_policy.sync_bytes_per_parameter() *
+                               static_cast<double>(params_of(layers[g], g == 0, g == P - 1, o->tp.degree));
+          sync = std::max(sync, ring_sync_seconds(cluster_, o->tp.leads, bytes));
+        }
+        score = work + (sum - work) / M + sync;
+        return true;
+      };
+      const bool plain_ok = std::all_of(c.options.begin(), c.options.end(), [](const auto& o) { return o.front().tp.degree == 1; }) &&
+                            score_of(false, c.score);
+      c.can_tp = std::any_of(c.options.begin(), c.options.end(), [](const auto& o) { return o.size() > 1; }) &&
+                 score_of(true, c.tp_score);
+      if (!c.can_tp && plain_ok) c.tp_score = c.score;
+      c.needs_tp = !plain_ok;
+      if (plain_ok || c.can_tp) coarse.push_back(std::move(c));
     }
     std::sort(coarse.begin(), coarse.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
-    if (static_cast<int>(coarse.size()) > o_.grouping_shortlist) coarse.resize(o_.grouping_shortlist);
     return coarse;
   }
 
+  // Pruning that keeps the search within twice its time without TP (docs/planner.md): the plain
+  // search is the one without TP, unchanged (the best grouping_shortlist groupings that run at
+  // t = 1, each group at t = 1), so TP never displaces a layout it would have found; a second,
+  // smaller search gives each group its best degree on the best tp_shortlist groupings that can
+  // use TP at all (those that need it first ranked alike), and its layouts that use TP are
+  // simulated beside the plain ones (PlannerOptions::simulate_tp).
+  std::vector<GroupingCandidate> plain_shortlist(const std::vector<GroupingCandidate>& coarse) const {
+    std::vector<GroupingCandidate> out;
+    for (const GroupingCandidate& c : coarse) {
+      if (static_cast<int>(out.size()) >= o_.grouping_shortlist) break;
+      if (!c.needs_tp) out.push_back(c);
+    }
+    return out;
+  }
+  // (coarse is sorted by the plain score; the TP search takes the best by its own score)
+  std::vector<GroupingCandidate> tp_shortlist(const std::vector<GroupingCandidate>& coarse) const {
+    std::vector<const GroupingCandidate*> can;
+    for (const GroupingCandidate& c : coarse) {
+      if (c.can_tp) can.push_back(&c);
+    }
+    std::sort(can.begin(), can.end(), [](const auto* a, const auto* b) { return a->tp_score < b->tp_score; });
+    std::vector<GroupingCandidate> out;
+    for (std::size_t i = 0; i < can.size() && static_cast<int>(i) < o_.tp_grouping_shortlist; ++i) out.push_back(*can[i]);
+    return out;
+  }
+
   // Fine pass for micro-batch size b: every segment option and family on the shortlisted
-  // groupings, estimated (recomputing per stage as memory needs); layouts within memory join the pool.
-  void fine_pass(int b, const std::vector<GroupingCandidate>& coarse) {
+  // groupings, estimated (recomputing per stage as memory needs, each stage at its best TP
+  // degree when `tp`); layouts within memory join the pool.
+  void fine_pass(int b, const std::vector<GroupingCandidate>& coarse, bool tp) {
     const std::string pass = "planning: estimating every schedule option on the best " + std::to_string(coarse.size()) +
-                             " groupings (micro-batch size " + std::to_string(b) + ")";
+                             " groupings" + (tp ? " with tensor parallelism" : "") + " (micro-batch size " +
+                             std::to_string(b) + ")";
     for (std::size_t gi = 0; gi < coarse.size(); ++gi) {
       report(o_.progress, pass, static_cast<std::int64_t>(gi), static_cast<std::int64_t>(coarse.size()));
       const GroupingCandidate& gc = coarse[gi];
       for (const SegmentOption& so : segment_options_) {
         const UnitTimes& times = times_for(b, so);
+        const auto& lengths = times.partition().lengths;
         if (so.k > 1) {
-          const auto& lengths = times.partition().lengths;
           if (b * *std::min_element(lengths.begin(), lengths.end()) < result_.min_unit_tokens) continue;
         }
         const MemoryPolicy policy{cluster_.precision, {}};
         // Activation bytes of one unit per layer (mean over segments), kept whole or recomputed
-        // (its input and K/V), and the head's extra (never recomputed).
-        const sim::MemoryModel unit_memory(shape_, {1, 1}, times.partition(), b, policy.memory_options());
-        const sim::MemoryModel recomputed_memory(shape_, {1, 1}, times.partition(), b,
-                                                 {cluster_.precision, spec::Recompute::stages({1, 1}), 1});
-        UnitActivations act;
-        for (int j = 0; j < so.k; ++j) {
-          act.layer += unit_memory.activation_bytes(0, j) / so.k;
-          act.recomputed += recomputed_memory.activation_bytes(0, j) / so.k;
-          act.head += (unit_memory.activation_bytes(1, j) - unit_memory.activation_bytes(0, j)) / so.k;
-          act.after_b += unit_memory.held_for_weight_bytes(0, j) / so.k;
+        // (its input and K/V), and the head's extra (never recomputed), per TP degree; a degree
+        // must divide every segment's tokens (sequence parallelism).
+        std::map<int, UnitActivations> acts;
+        for (int t : tp_degrees_) {
+          if (std::any_of(lengths.begin(), lengths.end(), [t](std::int64_t len) { return len % t != 0; })) continue;
+          const std::vector<int> tp{t};
+          const sim::MemoryModel unit_memory(shape_, {1, 1}, times.partition(), b, policy.memory_options(1, tp));
+          const sim::MemoryModel recomputed_memory(shape_, {1, 1}, times.partition(), b,
+                                                   {cluster_.precision, spec::Recompute::stages({1, 1}), 1, tp});
+          UnitActivations& act = acts[t];
+          for (int j = 0; j < so.k; ++j) {
+            act.layer += unit_memory.activation_bytes(0, j) / so.k;
+            act.recomputed += recomputed_memory.activation_bytes(0, j) / so.k;
+            act.head += (unit_memory.activation_bytes(1, j) - unit_memory.activation_bytes(0, j)) / so.k;
+            act.after_b += unit_memory.held_for_weight_bytes(0, j) / so.k;
+          }
+          act.communication = unit_memory.communication_bytes(1);
         }
         for (const FamilyOption& fo : families_) {
           const schedule::ScheduleFamily& f = *fo.family;
           if (so.k > 1 && !f.sequence_level) continue;
           // With k = 1 a sequence family is its micro-batch twin, when that one is tried.
           if (so.k == 1 && !f.one_segment_twin.empty() && has_family(f.one_segment_twin)) continue;
-          estimate_option(b, gc, so, times, policy, act, fo);
+          estimate_option(b, gc, so, times, policy, acts, fo, !tp);
         }
       }
     }
   }
 
-  // One schedule option on one grouping: balance the layers against time and memory (with the
-  // fewest recomputed layers per group that fit), estimate, and when a device is over its memory
-  // retry with one layer less on its group (4 attempts).
+  // How group g keeps l layers with one TP option: the option's index, its sharding option and
+  // recomputed layers (-1: does not fit), and the group's time.
+  struct Keeping {
+    int option = -1, shard = -1, recompute = -1;
+    double time = std::numeric_limits<double>::infinity();
+  };
+
+  // One schedule option on one grouping: balance the layers against time and memory (each group
+  // at the TP degree that fits with the least time, with the fewest recomputed layers that fit),
+  // estimate, and when a device is over its memory retry with one layer less on its group (4
+  // attempts).
+  // plain: every group at t = 1 (the search without TP); else each group at its best degree, the
+  // layouts that use TP kept in their own pool.
   void estimate_option(int b, const GroupingCandidate& gc, const SegmentOption& so, const UnitTimes& times,
-                       const MemoryPolicy& policy, const UnitActivations& act, const FamilyOption& fo) {
+                       const MemoryPolicy& policy, const std::map<int, UnitActivations>& acts, const FamilyOption& fo,
+                       bool plain) {
     const schedule::ScheduleFamily& f = *fo.family;
     const int P = static_cast<int>(gc.groups.size()), M = static_cast<int>(B_ / b), v = fo.chunks;
     // Units in flight on group g: the family's homogeneous limit (the estimate then uses the
@@ -421,63 +541,87 @@ class PlanSearch {
       return slack * f.in_flight_limit(homogeneous, g);
     };
     std::vector<int> cap(P, L_);
-    // With the B/W split a recomputed layer's units hold, between B and W, what W needs (as
-    // without recomputation): the larger of that and the kept input and K/V.
-    const double recomputed_unit = f.split_backward ? std::max(act.recomputed, act.after_b) : act.recomputed;
-    // How group g keeps l layers within every device's memory (and host tier): the first sharding
-    // option (shard_options: cheapest in time first) and the fewest recomputed layers that fit
-    // (each one keeps its input and K/V instead of its state, and the group then needs one layer's
-    // rebuild as working set), preferring any sharding option to recomputing a layer (offload
-    // copies a stage's shard once per step; recomputation re-runs a layer's forward for every
-    // micro-batch). {-1, -1} when nothing fits.
     const bool memory_shares = o_.shard && std::any_of(gc.groups.begin(), gc.groups.end(),
                                                        [&](const auto& g) { return mixed_memory(cluster_, g); });
-    struct Keeping {
-      int shard = -1, recompute = -1;
+    auto per_mb = [&](int kind, int l, int recomputed, bool last) {
+      double t = 0;
+      for (int j = 0; j < so.k; ++j) {
+        for (int k = 0; k < 3; ++k) t += l * times.layer(kind, k, j) + (last ? times.head(kind, k, j) : 0.0);
+        t += recomputed * times.rebuild(kind, j);
+        t += (f.split_backward ? 3 : 2) * times.action_overhead(kind);  // per action
+      }
+      return t;
     };
-    auto keeping = [&](int g, int l) -> Keeping {
-      if (l > cap[g]) return {};
+    // Group g holding l layers with option o: the first sharding option (shard_options: cheapest
+    // in time first) and the fewest recomputed layers that fit (each one keeps its input and K/V
+    // instead of its state, and the group then needs one layer's rebuild as working set),
+    // preferring any sharding option to recomputing a layer (offload copies a stage's shard once
+    // per step; recomputation re-runs a layer's forward for every micro-batch).
+    // The option's time without recomputation: a lower bound of its time with any.
+    auto least_time = [&](int g, int l, const GroupOption& opt) {
+      double time = 0;
+      for (std::size_t i = 0; i < opt.tp.kinds.size(); ++i) {
+        time = std::max(time, opt.counts[i] * per_mb(opt.tp.kinds[i], l, 0, g == P - 1));
+      }
+      return time;
+    };
+    auto keeping_with = [&](int g, int l, int o, double better_than) -> Keeping {
+      const GroupOption& opt = gc.options[static_cast<std::size_t>(g)][static_cast<std::size_t>(o)];
+      const auto act_it = acts.find(opt.tp.degree);
+      if (l > cap[g] || act_it == acts.end()) return {};
+      // Pruning (exact): an option that cannot beat the best one found is not sized for memory.
+      if (least_time(g, l, opt) >= better_than) return {};
+      const UnitActivations& act = act_it->second;
+      // With the B/W split a recomputed layer's units hold, between B and W, what W needs (as
+      // without recomputation): the larger of that and the kept input and K/V.
+      const double recomputed_unit = f.split_backward ? std::max(act.recomputed, act.after_b) : act.recomputed;
       const bool last = g == P - 1;
-      const int most = *std::max_element(gc.counts[g].begin(), gc.counts[g].end());
-      const std::int64_t params = params_of(l, g == 0, last);
-      const std::vector<spec::ShardPolicy> options = shard_options(cluster_, gc.groups[g], o_.shard);
+      const int most = *std::max_element(opt.counts.begin(), opt.counts.end());
+      const std::int64_t params = params_of(l, g == 0, last, opt.tp.degree);
+      const std::vector<spec::ShardPolicy> options = shard_options(cluster_, opt.tp.leads, o_.shard);
       for (int r = 0; r <= (o_.recompute ? l : 0); ++r) {
         const double dynamic = in_flight(g, most) * ((l - r) * act.layer + r * recomputed_unit + (last ? act.head : 0.0)) +
-                               policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0});
+                               act.communication +
+                               policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0, opt.tp.degree});
         for (std::size_t k = 0; k < options.size(); ++k) {
           bool ok = true;
-          for (std::size_t i = 0; i < gc.groups[g].size() && ok; ++i) {
-            const int d = gc.groups[g][i];
-            const double share = share_of(cluster_, gc.groups[g], i, options[k], memory_shares);
+          for (std::size_t i = 0; i < opt.tp.leads.size() && ok; ++i) {
+            const int d = opt.tp.leads[i];
+            const double share = share_of(cluster_, opt.tp.leads, i, options[k], memory_shares);
             const double capacity = cluster_.type_of(d).memory_bytes;
             ok = policy.static_bytes(params, share, options[k]) + dynamic + policy.reserve_bytes(capacity) <= capacity &&
                  policy.host_bytes(params, share, options[k]) <= cluster_.type_of(d).host_memory_bytes;
           }
-          if (ok) return {static_cast<int>(k), r};
+          if (ok) {
+            double time = 0;
+            for (std::size_t i = 0; i < opt.tp.kinds.size(); ++i) {
+              time = std::max(time, opt.counts[i] * per_mb(opt.tp.kinds[i], l, r, last));
+            }
+            return {o, static_cast<int>(k), r, time};
+          }
         }
       }
       return {};
     };
-    auto recompute_needed = [&](int g, int l) { return keeping(g, l).recompute; };
-    auto per_mb = [&](int type, int l, int recomputed, bool last) {
-      double t = 0;
-      for (int j = 0; j < so.k; ++j) {
-        for (int kind = 0; kind < 3; ++kind) t += l * times.layer(type, kind, j) + (last ? times.head(type, kind, j) : 0.0);
-        t += recomputed * times.rebuild(type, j);
-        t += (f.split_backward ? 3 : 2) * times.action_overhead(type);  // per action
+    // The option with the least time that fits (memoised: the layer fill asks many times).
+    std::vector<std::vector<Keeping>> memo;
+    auto keeping = [&](int g, int l) -> Keeping {
+      Keeping& m = memo[static_cast<std::size_t>(g)][static_cast<std::size_t>(l)];
+      if (m.option == -2) {
+        m = {};
+        const auto& options = gc.options[static_cast<std::size_t>(g)];
+        const int usable = plain ? (options.front().tp.degree == 1 ? 1 : 0) : static_cast<int>(options.size());
+        for (int o = 0; o < usable; ++o) {
+          const Keeping k = keeping_with(g, l, o, m.time);
+          if (k.option >= 0 && k.time < m.time) m = k;
+        }
       }
-      return t;
+      return m;
     };
-    auto time = [&](int g, int l) {
-      const int recomputed = std::max(0, recompute_needed(g, l));
-      double t = 0;
-      for (std::size_t i = 0; i < gc.groups[g].size(); ++i) {
-        t = std::max(t, gc.counts[g][i] * per_mb(cluster_.devices[gc.groups[g][i]].type, l, recomputed, g == P - 1));
-      }
-      return t;
-    };
-    auto fits = [&](int g, int l) { return keeping(g, l).shard >= 0; };
+    auto time = [&](int g, int l) { return keeping(g, l).time; };
+    auto fits = [&](int g, int l) { return keeping(g, l).option >= 0; };
     for (int attempt = 0; attempt < 4; ++attempt) {
+      memo.assign(static_cast<std::size_t>(P), std::vector<Keeping>(static_cast<std::size_t>(L_) + 1, Keeping{-2}));
       const std::vector<int> layers = balance_layers(L_, P, time, fits, v);
       if (layers.empty()) break;
       Candidate cand;
@@ -488,17 +632,23 @@ class PlanSearch {
       ch.split = so.split;
       ch.microbatch_size = b;
       ch.num_microbatches = M;
-      for (int g = 0; g < P; ++g) ch.groups.push_back({gc.groups[g], gc.counts[g]});
+      std::vector<Keeping> kept;
+      for (int g = 0; g < P; ++g) {
+        kept.push_back(keeping(g, layers[g]));
+        const GroupOption& opt = gc.options[static_cast<std::size_t>(g)][static_cast<std::size_t>(kept[g].option)];
+        ch.groups.push_back({opt.tp.leads, opt.counts, opt.tp.degree});
+      }
+      ch.tp_notes = tp_notes(gc, layers, keeping_with, kept);
       // Each group's cheapest sharding option that fits its layers; recorded when one differs
       // from the precision's default or shards follow the devices' memory, so plans that need
       // neither read as before.
       ch.memory_shares = memory_shares;
       bool recorded = false;
       for (int g = 0; g < P; ++g) {
-        const spec::ShardPolicy chosen = shard_options(cluster_, gc.groups[g], o_.shard)[static_cast<std::size_t>(
-            std::max(0, keeping(g, layers[g]).shard))];
+        const spec::ShardPolicy chosen = shard_options(cluster_, ch.groups[g].devices, o_.shard)[static_cast<std::size_t>(
+            std::max(0, kept[g].shard))];
         ch.shard.push_back(chosen);
-        recorded = recorded || !(chosen == default_shard(cluster_.precision, static_cast<int>(gc.groups[g].size()))) ||
+        recorded = recorded || !(chosen == default_shard(cluster_.precision, static_cast<int>(ch.groups[g].devices.size()))) ||
                    (memory_shares && chosen.level > 0);
       }
       if (!recorded) {
@@ -509,7 +659,7 @@ class PlanSearch {
       ch.recompute_layers.assign(static_cast<std::size_t>(P) * v, 0);
       for (int g = 0; g < P; ++g) {
         const std::vector<std::int32_t> held = ch.group_vstages(g);
-        int recomputed = std::max(0, recompute_needed(g, layers[g]));  // over the group's chunks
+        int recomputed = std::max(0, kept[g].recompute);  // over the group's chunks
         for (int c = 0; c < v; ++c) {
           const int n = layers[g] / v + (c < layers[g] % v ? 1 : 0);
           ch.vstage_layers[held[c]] = n;
@@ -521,7 +671,11 @@ class PlanSearch {
       cand.estimate = estimate_plan(planning_, ch, times);
       ++result_.estimated;
       if (cand.estimate.fits) {
-        pool_.push_back(std::move(cand));
+        if (plain) {
+          pool_.push_back(std::move(cand));
+        } else if (ch.tensor_parallel()) {
+          tp_pool_.push_back(std::move(cand));
+        }
         return;
       }
       // Over memory: give the group of the first device over its memory one layer less.
@@ -536,26 +690,68 @@ class PlanSearch {
     }
   }
 
-  // The estimates to simulate: the best of each family first, then the best overall.
+  // Why each group runs the TP degree it does: the other degrees' estimated stage times at the
+  // same layers, relative to the chosen one ("t=1 (t=2 +31%, t=4 +78%, t=8 does not fit)"), or
+  // why no other degree applies.
+  template <class KeepingWith>
+  std::vector<std::string> tp_notes(const GroupingCandidate& gc, const std::vector<int>& layers, const KeepingWith& keeping_with,
+                                    const std::vector<Keeping>& kept) const {
+    std::vector<std::string> notes;
+    char buf[64];
+    for (std::size_t g = 0; g < gc.options.size(); ++g) {
+      const auto& options = gc.options[g];
+      const GroupOption& chosen = options[static_cast<std::size_t>(kept[g].option)];
+      std::string note = "t=" + std::to_string(chosen.tp.degree);
+      std::string others;
+      for (int o = 0; o < static_cast<int>(options.size()); ++o) {
+        if (o == kept[g].option) continue;
+        const Keeping k = keeping_with(static_cast<int>(g), layers[g], o, std::numeric_limits<double>::infinity());
+        others += others.empty() ? "" : ", ";
+        others += "t=" + std::to_string(options[static_cast<std::size_t>(o)].tp.degree);
+        if (k.option < 0) {
+          others += " does not fit";
+        } else {
+          std::snprintf(buf, sizeof buf, " %+.0f%%", 100.0 * (k.time / kept[g].time - 1.0));
+          others += buf;
+        }
+      }
+      if (!others.empty()) {
+        note += " (stage time at " + others + ")";
+      } else if (gc.groups[g].size() == 1) {
+        note += " (one device)";
+      } else if (tp_degrees_.size() > 1) {
+        note += " (no other degree applies: t devices of one type in one machine, t dividing its devices of that type, "
+                "heads, kv_heads, ffn and every segment's tokens, at most as many TP groups as micro-batches)";
+      }
+      notes.push_back(note);
+    }
+    return notes;
+  }
+
+  // The estimates to simulate: of the layouts without TP the best of each family first, then the
+  // best overall (simulate of them); then of those with TP the same (simulate_tp of them).
   std::vector<const Candidate*> shortlist() {
-    if (pool_.empty()) {
+    if (pool_.empty() && tp_pool_.empty()) {
       const std::string& why = closest_.message.empty() ? closest_static_.message : closest_.message;
       throw Error("cannot plan: no layout fits in memory" + (why.empty() ? std::string() : "; the closest: " + why));
     }
-    std::sort(pool_.begin(), pool_.end(), [](const Candidate& a, const Candidate& b) {
-      return a.estimate.step_seconds < b.estimate.step_seconds;
-    });
     std::vector<const Candidate*> finals;
     std::set<std::string> chosen;
-    auto take = [&](const Candidate& c) {
-      if (static_cast<int>(finals.size()) >= o_.simulate) return;
-      if (chosen.insert(c.choice.summary(cluster_)).second) finals.push_back(&c);
-    };
-    std::set<std::string> family_seen;
-    for (const Candidate& c : pool_) {
-      if (family_seen.insert(c.choice.family).second) take(c);
+    for (auto [pool, most] : {std::pair{&pool_, o_.simulate}, std::pair{&tp_pool_, o_.simulate_tp}}) {
+      std::sort(pool->begin(), pool->end(), [](const Candidate& a, const Candidate& b) {
+        return a.estimate.step_seconds < b.estimate.step_seconds;
+      });
+      const std::size_t first = finals.size();
+      auto take = [&](const Candidate& c) {
+        if (static_cast<int>(finals.size() - first) >= most) return;
+        if (chosen.insert(c.choice.summary(cluster_)).second) finals.push_back(&c);
+      };
+      std::set<std::string> family_seen;
+      for (const Candidate& c : *pool) {
+        if (family_seen.insert(c.choice.family).second) take(c);
+      }
+      for (const Candidate& c : *pool) take(c);
     }
-    for (const Candidate& c : pool_) take(c);
     return finals;
   }
 
@@ -607,12 +803,13 @@ class PlanSearch {
   std::vector<FamilyOption> families_;
   std::vector<int> sizes_;
   std::vector<SegmentOption> segment_options_;
+  std::vector<int> tp_degrees_;
   PlanningProblem planning_;
   PlannerResult result_;
   // The closest layouts to fitting: those over memory with their activations (estimated or
   // simulated), else those whose weights and optimizer state alone do not fit.
   Closest closest_, closest_static_;
-  std::vector<Candidate> pool_;
+  std::vector<Candidate> pool_, tp_pool_;
   std::map<std::tuple<int, int, int>, UnitTimes> times_cache_;  // (b, k, split)
 };
 

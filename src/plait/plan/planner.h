@@ -8,6 +8,8 @@
 //       equal FLOPs),
 //   (e) activation recomputation per stage: the fewest of a stage's layers that make it fit,
 //       any family and precision (its time pays the rebuilds),
+//   (f) the tensor-parallel degree t of each stage (ranks become TP groups of t devices of one
+//       machine: spec/tensor_parallel_plan.h), the one that fits with the least stage time,
 // rejecting every layout over any device's memory (memory_policy.h).
 // Three passes: a coarse pass ranks groupings by work + gradient synchronisation for each b; the
 // best groupings get every schedule option, estimated analytically (plan_estimate.h); the best
@@ -35,8 +37,13 @@ struct PlannerOptions {
   bool shard = true;                      // may shard a stage's state over its group or offload it
   bool even = false;                      // plan as if every device were alike, stages of
                                           // equal width (a pp x dp baseline)
+  // Tensor-parallel degrees a stage may use (tensor_parallel_options.h); empty: 1, 2, 4, 8 on a
+  // real cluster, 1 on an emulated one (its plans are for `plait train`, which runs t = 1 only).
+  std::vector<int> tensor_parallel;
   int max_groups = 16;                    // pipeline stages at most
   int grouping_shortlist = 40;            // groupings per micro-batch size kept by the coarse pass
+  int tp_grouping_shortlist = 12;         // ... for the search with TP (planner.cpp, "Pruning")
+  int simulate_tp = 6;                    // estimated plans with TP re-ranked by simulation, besides
   int simulate = 16;                      // estimated plans re-ranked by simulation
   int top = 5;                            // plans returned
   // Told how far each pass has got: the coarse pass over the groupings of each micro-batch size,

@@ -72,6 +72,11 @@ std::string PipelinePlan::rank_label(int rank) const {
 
 PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   const ParallelConfig& p = job.parallel;
+  if (p.max_tensor_parallel() > 1) {
+    throw Error(where(job, "tp") + ": tensor parallelism (t = " + std::to_string(p.max_tensor_parallel()) +
+                ") runs in the simulator and the planner only for now (plait sim --tp, plait plan); plait train "
+                "runs t = 1");
+  }
   if (p.world_size() != world_size) {
     throw Error(where(job, p.form == ParallelConfig::Form::generated ? "pp" : "rank_vstages") +
                 ": the layout needs " + std::to_string(p.world_size()) + " ranks" +

@@ -1,5 +1,7 @@
 #include "plait/schedule/parallel_spec.h"
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 
@@ -148,6 +150,12 @@ void parse_sharding(const JsonFields& p, ParallelSpec& c) {
     return x.get<bool>();
   }, offload);
   c.offload = offload;
+  // Tensor parallelism (spec/tensor_parallel_plan.h): the simulator and the planner read it; the
+  // runtime refuses a degree above 1 (runtime/pipeline_plan.cpp).
+  per_stage_values<int>(p, "tp", "a tensor-parallel degree >= 1", [](const nlohmann::json& x) -> std::optional<int> {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 1 || x.get<std::int64_t>() > 1024) return std::nullopt;
+    return x.get<int>();
+  }, c.tp);
   const std::string shares = p.string("shard_shares", "equal");
   if (shares != "equal" && shares != "memory") {
     p.fail("shard_shares", "expected \"equal\" or \"memory\" (shards proportional to the devices' memory_bytes), found \"" +
@@ -294,6 +302,17 @@ void check_data_parallel(const ParallelSpec& spec, const Layout& layout, const s
   }
 }
 
+int ParallelSpec::tensor_parallel(int vstage) const {
+  if (tp.empty()) return 1;
+  return tp.size() == 1 ? tp.front() : tp.at(static_cast<std::size_t>(vstage));
+}
+
+int ParallelSpec::max_tensor_parallel() const {
+  int most = 1;
+  for (int t : tp) most = std::max(most, t);
+  return most;
+}
+
 int ParallelSpec::world_size() const {
   return form == Form::generated ? pp * dp : static_cast<int>(rank_vstages.size());
 }
@@ -350,6 +369,7 @@ nlohmann::json to_json(const ParallelSpec& c) {
   };
   if (!c.shard.empty()) j["shard"] = one_or_list(c.shard);
   if (!c.offload.empty()) j["offload"] = one_or_list(c.offload);
+  if (!c.tp.empty()) j["tp"] = one_or_list(c.tp);
   if (c.shard_shares == ParallelSpec::Shares::memory) j["shard_shares"] = "memory";
   if (!c.devices.empty()) {
     nlohmann::json devices = nlohmann::json::array();

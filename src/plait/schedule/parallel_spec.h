@@ -18,7 +18,8 @@
 // parallelism inside each stage's group: "shard" (ZeRO level 0-3, one for every virtual stage or
 // a list with one per stage), "offload" (true/false likewise) and "shard_shares" ("equal" or
 // "memory": shards proportional to the holders' memory_bytes); spec/sharded_state.h defines what
-// each level shards.
+// each level shards; "tp": the tensor-parallel degree, one for every virtual stage or one per
+// virtual stage (the simulator and planner model it; the runtime refuses t > 1 for now).
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -81,6 +82,13 @@ struct ParallelSpec {
   Shares shard_shares = Shares::equal;
   int shard_level(int vstage) const;
   bool offloaded(int vstage) const;
+  // Tensor parallelism (spec/tensor_parallel_plan.h): the TP degree of each virtual stage; empty:
+  // 1; one entry: every virtual stage; else one per virtual stage (a plan's choice per stage). A
+  // rank is then a TP group of that many devices. Read by `plait plan --evaluate`; `plait train`
+  // refuses a degree above 1 (TP runs in the simulator and planner only for now).
+  std::vector<int> tp;
+  int tensor_parallel(int vstage) const;
+  int max_tensor_parallel() const;
 
   // Ranks the layout needs: pp * dp, or rank_vstages.size().
   int world_size() const;

@@ -76,12 +76,29 @@ std::string DeviceProfile::describe() const {
   }
   std::snprintf(buf, sizeof buf, ", link %.0f us + %.0f GB/s", link.latency_seconds * 1e6,
                 link.bandwidth_bytes_per_second / 1e9);
-  return out + buf + " (source: " + source + ")";
+  out += buf;
+  if (machine_link.latency_seconds != link.latency_seconds ||
+      machine_link.bandwidth_bytes_per_second != link.bandwidth_bytes_per_second) {
+    std::snprintf(buf, sizeof buf, ", machine link %.1f us + %.0f GB/s", machine_link.latency_seconds * 1e6,
+                  machine_link.bandwidth_bytes_per_second / 1e9);
+    out += buf;
+  }
+  return out + " (source: " + source + ")";
 }
 
 // NVIDIA A100 Tensor Core GPU datasheet: 312 TFLOP/s dense FP16/BF16 Tensor Core (624 with
 // sparsity), 80 GB HBM2e for the 80GB model.
 constexpr double kA100PeakFlops = 312e12;
+
+// NVLink 3 between the A100s of one machine, for the TP collectives' ring model
+// (spec::ring_collective_seconds). Bandwidth: the A100 datasheet gives 600 GB/s of NVLink per GPU
+// (12 links, both directions: 300 GB/s each way); NCCL's topology model counts an A100 NVLink at
+// 20 GB/s of the link's 25 (src/graph/topo.h; an NCCL maintainer: "the app-level bandwidth is
+// [roughly] 80% of the peak", NVIDIA/nccl issue 1054), 12 x 20 = 240 GB/s, the bus bandwidth
+// the ring reaches (nccl-tests issue 149 measured an all-reduce bus bandwidth of about 200 GB/s
+// on 8 A100-SXM4-80GB). Latency: NCCL's tuning model's per-step hardware latency of a ring on
+// NVLink with the Simple protocol, 5.7 us (src/graph/tuning.cc, hwLat[NVLINK][RING][SIMPLE]).
+constexpr LinkProfile kNvlink3{5.7e-6, 240e9};
 
 DeviceProfile default_device_profile() {
   // The pooled fit reads the shipped table once; every copy of the profile shares it.
@@ -89,9 +106,11 @@ DeviceProfile default_device_profile() {
   DeviceProfile d;
   d.name = "a100-80gb";
   d.source = "peak: NVIDIA A100 Tensor Core GPU datasheet (312 TFLOP/s dense FP16/BF16); efficiency: " +
-             a100.source + "; 80 GiB: the same datasheet; link: InfiniBand HDR 200 Gb/s";
+             a100.source + "; 80 GiB: the same datasheet; link: InfiniBand HDR 200 Gb/s; machine link: NVLink 3 "
+             "(datasheet 600 GB/s per GPU; NCCL's model 240 GB/s bus bandwidth, 5.7 us per ring step)";
   d.efficiency = a100;
   d.memory_bytes = 80.0 * 1024 * 1024 * 1024;
+  d.machine_link = kNvlink3;
   return d;
 }
 
@@ -133,6 +152,12 @@ DeviceProfile device_from_file(const std::string& path) {
   if (!(d.action_overhead_seconds >= 0)) f.fail("action_overhead_us", "expected microseconds >= 0");
   if (!(d.link.bandwidth_bytes_per_second > 0)) {
     f.fail("link_bandwidth_gb_per_s", "expected a positive bandwidth");
+  }
+  d.machine_link.latency_seconds = f.number("machine_link_latency_us", d.link.latency_seconds * 1e6) * 1e-6;
+  d.machine_link.bandwidth_bytes_per_second =
+      f.number("machine_link_bandwidth_gb_per_s", d.link.bandwidth_bytes_per_second / 1e9) * 1e9;
+  if (!(d.machine_link.bandwidth_bytes_per_second > 0)) {
+    f.fail("machine_link_bandwidth_gb_per_s", "expected a positive bandwidth");
   }
   f.check_no_unknown_fields();
   return d;

@@ -15,7 +15,10 @@
 //                         "link_bandwidth_gb_per_s", "action_overhead_us"} and either
 //                        "sustained_tflops", or "peak_tflops" with "efficiency_of" (a Zorse GPU
 //                        type, zorse:<gpu>[:<dtype>]) and "efficiency_peak_tflops" (its peak)
+//                         "machine_link_latency_us", "machine_link_bandwidth_gb_per_s"
 // Link (all built-ins): 5 us latency, 25 GB/s, one InfiniBand HDR (200 Gb/s) port per device.
+// Machine link of a100-80gb (tensor-parallel collectives): NVLink 3, 240 GB/s bus bandwidth and
+// 5.7 us per ring step (kNvlink3 in device_profile.cpp says where each comes from).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,6 +69,12 @@ struct DeviceProfile {
   std::optional<MeasuredLayerTiming> measured;
   std::optional<FlopsEfficiency> efficiency;  // peak x efficiency(work), when not measured
   LinkProfile link;
+  // The link between this device and the other devices of its machine, which a tensor-parallel
+  // group's collectives use (spec/tensor_parallel_plan.h): latency per ring step and NCCL bus
+  // bandwidth. The built-in a100-80gb: NVLink 3 (below); other profiles: `link` unless a JSON
+  // profile gives machine_link_latency_us / machine_link_bandwidth_gb_per_s (a cluster spec's
+  // machines[].link takes its place in the planner).
+  LinkProfile machine_link;
   // Fixed seconds of every compute action beyond the work of its layers: the runtime's
   // synchronisation and message posting around one F, B, W or BW, paid once per action whatever
   // its size (so more segments and chunks pay more). The layers' own fixed costs (kernel

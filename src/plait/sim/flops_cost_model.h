@@ -17,6 +17,16 @@
 // time here.) All terms are multiplied by the micro-batch size. Every action also pays its
 // device's fixed cost per action (DeviceProfile::action_overhead_seconds; a fused BW pays it
 // once), and every message its link's latency.
+//
+// Tensor parallelism (set_tensor_parallel; spec/tensor_parallel_plan.h): a rank is then a TP
+// group of t devices running every action together. Each device does 1/t of every FLOP term, so
+// its time is the device curve evaluated at the PER-GPU work (FLOPs / t: smaller kernels, lower
+// efficiency, the same fixed cost per layer), plus the action's TP collectives
+// (spec::tp_collectives: per layer two all-gathers and two reduce-scatters in F and in B, two
+// all-gathers in W) as rings over the rank's machine link, not overlapped with compute. A message
+// between stages is sent by every device of the group, each its 1/t sequence slice through its
+// own port, so it costs latency + bytes / (min(t_src, t_dst) x bandwidth) (when the two groups
+// differ, the smaller one's ports carry the whole activation).
 #include <vector>
 
 #include "plait/spec/model_spec.h"
@@ -35,7 +45,15 @@ struct UnitFlops {
   double layer_recompute = 0;  // per recomputed layer (spec::ModelSpec::layer_recompute_flops)
   int layers = 0;
   int recompute_layers = 0;  // of `layers`; their rebuild is charged to B (and BW)
+  bool embedding = false, head = false;  // the first / last virtual stage
+  double tokens = 0;                     // micro-batch size x segment length
   double total(schedule::ActionKind kind) const;
+};
+
+// A rank's tensor parallelism: its TP group's size and the link its collectives ring over.
+struct RankTensorParallel {
+  int degree = 1;
+  LinkProfile link;
 };
 
 class FlopsCostModel : public CostModel {
@@ -56,6 +74,11 @@ class FlopsCostModel : public CostModel {
   // projections (spec::ModelSpec::layer_recompute_flops); the head is not recomputed. Throws
   // plait::Error when a count exceeds its virtual stage's layers.
   void set_recompute(const spec::Recompute& recompute);
+  // Tensor parallelism per rank (one entry: every rank); activation elements of `element_bytes`
+  // (2 for bf16) in the collectives. Call after set_recompute's counts are known or before: both
+  // retime the units. Degrees are checked by the caller (spec::check_tensor_parallel).
+  void set_tensor_parallel(std::vector<RankTensorParallel> ranks, double element_bytes);
+  int tensor_parallel(int rank) const;
 
   const UnitFlops& unit_flops(std::int32_t segment, std::int32_t vstage) const {
     return flops_[static_cast<std::size_t>(vstage) * segments_ + segment];
@@ -64,6 +87,7 @@ class FlopsCostModel : public CostModel {
 
  private:
   int segments_;
+  int hidden_;
   std::vector<int> vstage_layers_;
   std::vector<UnitFlops> flops_;        // [vstage][segment]
   std::vector<DeviceProfile> devices_;
@@ -71,6 +95,8 @@ class FlopsCostModel : public CostModel {
   std::vector<double> recompute_seconds_;  // [device][vstage][segment]
   void time_units();
   LinkMatrix links_;
+  std::vector<RankTensorParallel> tp_;  // one per device slot (empty: t = 1)
+  double tp_element_bytes_ = 2;
 };
 
 }  // namespace plait::sim

@@ -2,7 +2,10 @@
 
 #include <cstdint>
 
+#include <algorithm>
+
 #include "plait/core/error.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::sim {
 
@@ -27,7 +30,7 @@ MemoryModel::MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_l
     const spec::Segment segment{seg, static_cast<int>(partition.start(seg)),
                                 static_cast<int>(partition.lengths[seg])};
     for (int v = 0; v < vstages; ++v) {
-      const spec::StagePart part{vstage_layers[v], v == 0, v == vstages - 1, recompute[v]};
+      const spec::StagePart part{vstage_layers[v], v == 0, v == vstages - 1, recompute[v], options.tensor_parallel_of(v)};
       Unit& u = units_[static_cast<std::size_t>(v) * segments_ + seg];
       u.exact = spec::unit_memory(model, part, microbatch_size, segment, options.precision,
                                   options.threads);
@@ -40,8 +43,14 @@ MemoryModel::MemoryModel(const spec::ModelSpec& model, std::vector<int> vstage_l
   for (int v = 0; v < vstages; ++v) {
     for (int seg = 0; seg < segments_; ++seg) microbatch_dkv_[v] += static_cast<double>(unit(v, seg).exact.dkv);
   }
+  communication_.assign(static_cast<std::size_t>(vstages), 0.0);
   for (int v = 0; v < vstages; ++v) {
-    parameters_.push_back(model.stage_parameters(vstage_layers[v], v == 0, v == vstages - 1));
+    for (int seg = 0; seg < segments_; ++seg) {
+      communication_[v] = std::max(communication_[v], static_cast<double>(unit(v, seg).exact.communication));
+    }
+    // One rank's parameters of its TP group (the table's split; stage_parameters at t = 1).
+    parameters_.push_back(spec::tensor_parallel_stage_parameters(model, options.tensor_parallel_of(v), vstage_layers[v],
+                                                                 v == 0, v == vstages - 1));
   }
 }
 
@@ -60,6 +69,7 @@ StaticMemory MemoryModel::static_memory(const std::vector<std::int32_t>& vstages
   m.parameters = n * bytes.parameters;
   m.gradients = n * bytes.gradients;
   m.optimizer = n * bytes.optimizer;
+  for (std::int32_t v : vstages) m.communication = std::max(m.communication, communication_[v]);
   return m;
 }
 

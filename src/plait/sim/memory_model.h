@@ -24,7 +24,10 @@ namespace plait::sim {
 struct StaticMemory {
   std::int64_t parameter_count = 0;
   double parameters = 0, gradients = 0, optimizer = 0;
-  double total() const { return parameters + gradients + optimizer; }
+  // Tensor parallelism: the communication buffers of the rank's largest unit
+  // (spec::UnitMemory::communication), allocated once and reused by every action.
+  double communication = 0;
+  double total() const { return parameters + gradients + optimizer + communication; }
 };
 
 // How the run keeps its state: the precision's element sizes, the layers each virtual stage
@@ -34,6 +37,13 @@ struct MemoryOptions {
   spec::Precision precision = spec::Precision::bf16;
   spec::Recompute recompute;
   int threads = 1;
+  // Tensor-parallel degree of each virtual stage (spec/tensor_parallel_plan.h; one entry: every
+  // stage; empty: 1): parameters and unit bytes are then one rank's of the TP group.
+  std::vector<int> tensor_parallel = {};
+  int tensor_parallel_of(std::int32_t vstage) const {
+    if (tensor_parallel.empty()) return 1;
+    return tensor_parallel.size() == 1 ? tensor_parallel.front() : tensor_parallel.at(static_cast<std::size_t>(vstage));
+  }
 };
 
 class MemoryModel {
@@ -59,7 +69,10 @@ class MemoryModel {
   // backward allocates.
   double microbatch_dkv_bytes(std::int32_t vstage) const { return microbatch_dkv_[vstage]; }
 
+  // One rank's parameters of `vstage` (of its TP group, spec::tensor_parallel_stage_parameters).
   std::int64_t parameter_count(std::int32_t vstage) const { return parameters_[vstage]; }
+  // The TP communication buffers of the stage's largest unit (0 at t = 1).
+  double communication_bytes(std::int32_t vstage) const { return communication_[vstage]; }
   StaticMemory static_memory(const std::vector<std::int32_t>& vstages) const;
   // A chunk of `vstage` on a rank holding `shard_fraction` of it (its share of the stage's
   // elements; 1 when alone or at level 0) under `policy`, in the options' precision: the bytes
@@ -81,6 +94,7 @@ class MemoryModel {
   std::vector<double> token_share_;
   std::vector<std::int64_t> parameters_;
   std::vector<double> microbatch_dkv_;
+  std::vector<double> communication_;  // per virtual stage
 };
 
 }  // namespace plait::sim

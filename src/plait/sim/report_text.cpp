@@ -65,6 +65,18 @@ std::string format_setup(const SimulationConfig& config) {
     std::string who = devices.size() == 1 ? "" : format(" (rank %zu first)", i);
     out += "device     " + devices[i].describe() + who + "\n";
   }
+  if (!config.tensor_parallel.empty()) {
+    std::string degrees;
+    for (std::size_t i = 0; i < config.tensor_parallel.size(); ++i) {
+      degrees += (i ? "," : "") + std::to_string(config.tensor_parallel[i]);
+    }
+    const LinkProfile link =
+        config.tensor_parallel_links.empty() ? devices.front().machine_link : config.tensor_parallel_links.front();
+    out += format("tensor par %s %s (Megatron TP + sequence parallelism, spec/tensor_parallel_plan.h): 1/t of the "
+                  "work per device,\n           collectives as rings over the machine link %.1f us + %.0f GB/s\n",
+                  config.tensor_parallel.size() == 1 ? "t =" : "t per rank", degrees.c_str(),
+                  link.latency_seconds * 1e6, link.bandwidth_bytes_per_second / 1e9);
+  }
   return out;
 }
 
@@ -93,9 +105,10 @@ std::string format_report(const SimulationConfig& config, const SimulationReport
                   r.order.c_str(), seconds_text(r.order_steps.first).c_str(), seconds_text(r.order_steps.second).c_str());
   }
   const double step = r.result.step_time;
-  out += format("result     step %s, bubble %.2f%%, %.0f tokens/s, %.1f TFLOP/s per device (model FLOPs over the step)\n",
+  const int devices = r.devices_used > 0 ? r.devices_used : layout.num_ranks();
+  out += format("result     step %s, bubble %.2f%%, %.0f tokens/s, %.1f TFLOP/s per device (model FLOPs over the step, %d devices)\n",
                 seconds_text(step).c_str(), 100 * r.result.bubble_fraction, r.tokens_per_step / step,
-                r.model_flops_per_step / step / layout.num_ranks() / 1e12);
+                r.model_flops_per_step / step / devices / 1e12, devices);
   out += "\nrank  stages     busy        idle        in flight  peak act   static     peak total  of device\n";
   for (int i = 0; i < layout.num_ranks(); ++i) {
     std::string stages;
@@ -123,14 +136,15 @@ std::string format_comparison(const SimulationConfig& config, const std::vector<
   for (const ComparisonRow& row : rows) {
     if (row.family == "1f1b" && row.report) reference = row.report->result.step_time;
   }
-  out += "schedule     v  k  step time    bubble   tokens/s   vs 1f1b  peak act  peak total  fits\n";
+  out += "schedule     v  k  step time    bubble   tokens/s   TFLOP/s   vs 1f1b  peak act  peak total  fits\n";
   for (const ComparisonRow& row : rows) {
     if (!row.report) continue;
     const SimulationReport& r = *row.report;
     const double step = r.result.step_time;
-    out += format("%-11s %2d %2d  %-11s %6.2f%%  %9.0f  %7s  %5.1f GiB %6.1f GiB  %s\n", row.family.c_str(),
+    const int devices = r.devices_used > 0 ? r.devices_used : r.schedule.num_ranks();
+    out += format("%-11s %2d %2d  %-11s %6.2f%%  %9.0f  %8.1f  %7s  %5.1f GiB %6.1f GiB  %s\n", row.family.c_str(),
                   row.shape.chunks, row.shape.segments, seconds_text(step).c_str(),
-                  100 * r.result.bubble_fraction, r.tokens_per_step / step,
+                  100 * r.result.bubble_fraction, r.tokens_per_step / step, r.model_flops_per_step / step / devices / 1e12,
                   reference > 0 ? format("%.3fx", reference / step).c_str() : "n/a",
                   max_peak_activation(r) / kGiB, max_peak_total(r) / kGiB, fits(r).c_str());
   }

@@ -11,6 +11,7 @@
 #include "plait/schedule/validator.h"
 #include "plait/sim/flops_cost_model.h"
 #include "plait/sim/stage_layers.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::sim {
 
@@ -45,8 +46,49 @@ FlopsCostModel cost_model(const SimulationConfig& config, const SimulationReport
     cost.set_links(config.links);
   }
   cost.set_recompute(config.memory.recompute);
+  if (!config.tensor_parallel.empty()) {
+    std::vector<RankTensorParallel> tp;
+    for (int r = 0; r < ranks; ++r) {
+      const std::vector<LinkProfile>& links = config.tensor_parallel_links;
+      const LinkProfile link = links.empty()       ? report.device(r).machine_link
+                               : links.size() == 1 ? links.front()
+                                                   : links.at(static_cast<std::size_t>(r));
+      tp.push_back({config.tensor_parallel_of(r), link});
+    }
+    cost.set_tensor_parallel(std::move(tp), config.memory.precision == spec::Precision::fp32 ? 4.0 : 2.0);
+  }
   return cost;
 }
+
+namespace {
+
+// The TP degree of each virtual stage from its ranks' (all holders agree), each checked against
+// the model and the partition (spec/tensor_parallel_plan.h).
+std::vector<int> vstage_tensor_parallel(const SimulationConfig& config, const schedule::Layout& layout,
+                                        const spec::SequencePartition& partition) {
+  if (config.tensor_parallel.empty()) return {};
+  if (config.tensor_parallel.size() != 1 && static_cast<int>(config.tensor_parallel.size()) != layout.num_ranks()) {
+    throw Error("--tp lists " + std::to_string(config.tensor_parallel.size()) + " degrees for " +
+                std::to_string(layout.num_ranks()) + " ranks; give one, or one per rank");
+  }
+  std::vector<int> degrees(static_cast<std::size_t>(layout.num_vstages), 0);
+  for (int r = 0; r < layout.num_ranks(); ++r) {
+    const int t = config.tensor_parallel_of(r);
+    spec::check_tensor_parallel(config.model.model, t);
+    if (t > 1) spec::check_sequence_parallel(partition.lengths, t);
+    for (std::int32_t v : layout.rank_vstages[r]) {
+      int& d = degrees[static_cast<std::size_t>(v)];
+      if (d != 0 && d != t) {
+        throw Error("tensor parallelism: virtual stage " + std::to_string(v) + " is held by ranks of TP degree " +
+                    std::to_string(d) + " and " + std::to_string(t) + "; every holder of a stage needs the same");
+      }
+      d = t;
+    }
+  }
+  return degrees;
+}
+
+}  // namespace
 
 SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family) {
   const auto start = monotonic_seconds();
@@ -109,7 +151,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
     spec::SegmentRequest request;
     request.count = layout.num_segments;
     request.split = config.split;
-    request.multiple = config.split_multiple;
+    request.multiple = layout.num_segments > 1 ? config.split_multiple : 1;  // one segment: the whole sequence
     report.partition = spec::cut_sequence(shape, config.seq, request);
   }
   if (config.vstage_layers.empty()) {
@@ -153,15 +195,20 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   } catch (const Error& e) {
     throw Error(std::string("recompute: ") + e.what());
   }
+  MemoryOptions memory_options = config.memory;
+  memory_options.tensor_parallel = vstage_tensor_parallel(config, layout, report.partition);
   const FlopsCostModel cost = cost_model(config, report, s.num_ranks());
   const MemoryModel memory(shape, report.vstage_layers, report.partition, config.microbatch_size,
-                           config.memory);
+                           memory_options);
   phase("timing", 3);
   clock = monotonic_seconds();
   report.result = simulate(s, lowered, cost, &memory, SimOptions{config.record_events, config.record_events});
   report.seconds.simulate = seconds_since(clock);
 
-  for (int r = 0; r < s.num_ranks(); ++r) report.static_memory.push_back(memory.static_memory(layout.rank_vstages[r]));
+  for (int r = 0; r < s.num_ranks(); ++r) {
+    report.static_memory.push_back(memory.static_memory(layout.rank_vstages[r]));
+    report.devices_used += config.tensor_parallel_of(r);
+  }
   report.tokens_per_step = static_cast<double>(layout.num_microbatches) * config.microbatch_size *
                            static_cast<double>(config.seq);
   double forward = 0;

@@ -42,6 +42,17 @@ struct SimulationConfig {
   // possible, split_layers) and per-pair links (empty: each sender's device link).
   std::vector<int> vstage_layers;
   LinkMatrix links;
+  // Tensor parallelism (spec/tensor_parallel_plan.h): each rank is a TP group of this many
+  // devices (one entry: every rank; empty: 1), whose collectives ring over tensor_parallel_links
+  // (one per rank, or one for all; empty: each rank's device machine_link). Every rank holding a
+  // virtual stage must have the same degree; segment lengths must divide by it (sequence
+  // parallelism: cut with split_multiple a multiple of it).
+  std::vector<int> tensor_parallel;
+  std::vector<LinkProfile> tensor_parallel_links;
+  int tensor_parallel_of(int rank) const {
+    if (tensor_parallel.empty()) return 1;
+    return tensor_parallel.size() == 1 ? tensor_parallel.front() : tensor_parallel.at(static_cast<std::size_t>(rank));
+  }
   // Told of each phase as it starts ("<schedule>: generating the schedule", 0 of 4; validating,
   // lowering, timing), for plait sim's progress line.
   SearchProgress progress;
@@ -76,6 +87,9 @@ struct SimulationReport {
   // order was kept, and the step of each {F = B = W order, order built for these costs}.
   std::string order;
   std::pair<double, double> order_steps{0, 0};
+
+  // Devices of the run: the sum of the ranks' TP degrees.
+  int devices_used = 0;
 
   double peak_total_bytes(int rank) const {
     return static_memory[rank].total() + result.ranks[rank].peak_activation_bytes;

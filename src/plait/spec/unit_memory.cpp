@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+
+#include "plait/core/error.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::spec {
 
@@ -28,7 +32,16 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   const bool keeps_copy = dtype_of(TC::dkv_kept, precision) != dtype_of(TC::dkv_accumulator, precision);
   const i64 s = segment.length;
   const i64 n = i64{batch} * s;
-  const i64 C = model.hidden, K = model.kv_dim(), F = model.ffn_hidden, V = model.vocab;
+  // Tensor parallelism (unit_memory.h): t divides the segment's tokens and every split width, so
+  // each 1/t tensor is exactly nt rows of its whole width (sequence-sharded) or n rows of 1/t of
+  // it (head- or FFN-sharded).
+  const i64 tp = std::max(1, part.tensor_parallel);
+  if (tp > 1 && s % tp != 0) {
+    throw Error("unit memory: a segment of " + std::to_string(s) + " tokens does not split over the tensor-parallel "
+                "size " + std::to_string(tp));
+  }
+  const i64 nt = n / tp;
+  const i64 C = model.hidden, K = model.kv_dim(), F = model.ffn_hidden, V = padded_vocab(model, static_cast<int>(tp)) / tp;
   const i64 H = model.heads;
   const i64 m1 = model.mlp_matrices() - 1;  // MLP pre-activation widths in units of F
   const bool llama = model.family == Family::llama;
@@ -36,21 +49,22 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   const i64 emb = part.embedding ? 1 : 0, head = part.head ? 1 : 0;
 
   // One layer, in bytes for the unit.
-  const i64 norm_stats = n * stat * (llama ? 2 : 4);
-  const i64 keep_for_w = n * act * (5 * C + F) + norm_stats;
-  const i64 attention_state = n * H * stat;  // the log-sum-exp of every query row and head
-  const i64 free_at_b = n * act * (C + m1 * F) + attention_state;  // q, MLP pre-act., attention
-  const i64 kv = n * 2 * K * kvb;
-  const i64 dkv = n * 2 * K * dkvb;
-  const i64 dkv_kept = keeps_copy ? n * 2 * K * bytes_of(TC::dkv_kept, precision) : dkv;
-  const i64 b_outputs = n * act * (m1 * F + 4 * C);  // kept to W, besides dx_out
+  const i64 norm_stats = nt * stat * (llama ? 2 : 4);
+  const i64 keep_for_w = nt * act * (5 * C + F) + norm_stats;
+  const i64 attention_state = nt * H * stat;  // the log-sum-exp of every query row and head
+  const i64 free_at_b = nt * act * (C + m1 * F) + attention_state;  // q, MLP pre-act., attention
+  const i64 kv = nt * 2 * K * kvb;
+  const i64 dkv = nt * 2 * K * dkvb;
+  const i64 dkv_kept = keeps_copy ? nt * 2 * K * bytes_of(TC::dkv_kept, precision) : dkv;
+  const i64 b_outputs = nt * act * (m1 * F + 4 * C);  // kept to W, besides dx_out
   // The CPU attention backward's fp32 tile scratch per thread (spec/attention_tiles.h), whatever
-  // the activations' type.
+  // the activations' type and the TP degree.
   const i64 workspace = static_cast<i64>(attention_workspace_elements(model.head_dim(), threads)) * 4;
-  const i64 b_scratch = n * act * (C + (llama ? F : 0)) + workspace;
-  const i64 nc = n * C * act;
-  // Head: x_final, the final norm's output, its statistics, the logits; d_final_norm in B.
-  const i64 head_forward = 2 * nc + n * stat * (llama ? 1 : 2) + n * V * logit;
+  const i64 b_scratch = nt * act * (C + (llama ? F : 0)) + workspace;
+  const i64 nc = nt * C * act;
+  // Head: x_final, the final norm's output, its statistics, the logits (all n tokens of the
+  // rank's vocabulary share V); d_final_norm in B.
+  const i64 head_forward = 2 * nc + nt * stat * (llama ? 1 : 2) + n * V * logit;
 
   const i64 r = std::clamp<i64>(part.recompute_layers, 0, L);
   const i64 rebuild = keep_for_w - nc + free_at_b;  // a layer's state besides its input
@@ -63,6 +77,7 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   u.backward_kept = static_cast<std::size_t>(L * (nc + b_outputs) + r * (keep_for_w - nc) +
                                              emb * nc + head * nc);
   u.recompute_layer = static_cast<std::size_t>(rebuild);
+  u.communication = tp > 1 ? static_cast<std::size_t>(2 * n * model.hidden * act) : 0;
 
   // The engine's allocations in order (model/stage_model.cpp), as two levels relative to the
   // call's start, activations and K/V, with the peaks of the first and of the sum.

@@ -39,6 +39,20 @@
 // logits and dK/dV accumulators, and the GPU's attention backward workspace: one fp32 value per
 // query row and head, N*H: D = rowsum(dO * O), FlashAttention-2 Algorithm 2 line 4, as
 // kernels/cuda/attention.h allocates it (dQ has its own kernel and no fp32 accumulator).
+//
+// Tensor parallelism with sequence parallelism (StagePart::tensor_parallel = t > 1; Korthikanti
+// et al., arXiv 2205.05198, sec. 4.2.2 and Table 2: with sequence parallelism every activation of
+// a layer is divided by t): each rank holds 1/t of every tensor above, sequence-sharded (x_in, the
+// norms' outputs and statistics, x_mid, their gradients: s/t tokens of C) or head- and
+// FFN-sharded (q, K/V, the attention output and state, the MLP's: all s tokens of 1/t of the
+// width), so the segment's length must be divisible by t (check_sequence_parallel). Two
+// exceptions: the token ids (every rank of the vocabulary-parallel embedding looks up all s) and
+// the logits (all s tokens of the rank's V'/t vocabulary, V' = padded_vocab). The CPU engine's
+// fp32 attention workspace (per thread, not per head) is not divided. Besides, each TP action
+// uses a communication buffer for the sequence-gathered input of a column-parallel linear and the
+// full-sequence partial sums of a row-parallel one before their reduce-scatter
+// (UnitMemory::communication; the W gradient gathers its input again into it rather than keeping
+// it, spec/tensor_parallel_plan.h).
 #include <cstddef>
 
 #include "plait/spec/attention_tiles.h"
@@ -65,6 +79,8 @@ struct StagePart {
   bool embedding = false;
   bool head = false;
   int recompute_layers = 0;  // the first this many layers recompute their forward in B
+  // The stage's tensor-parallel degree t (spec/tensor_parallel_plan.h): the bytes are one rank's.
+  int tensor_parallel = 1;
 };
 
 struct UnitMemory {
@@ -102,6 +118,9 @@ struct UnitMemory {
   std::size_t forward_peak_activations = 0;
   std::size_t backward_peak_activations = 0;
   std::size_t fused_peak_activations = 0;
+  // Tensor parallelism: the communication buffers an action of this unit uses, 2 x tokens x C
+  // activation elements (the gathered input and the row-parallel partial sums); 0 at t = 1.
+  std::size_t communication = 0;
 
   // Activations held between the unit's B and its W.
   std::size_t activations_after_b() const {
