@@ -14,7 +14,72 @@ namespace {
               " (bf16 mixed precision runs on the CPU backend; use \"precision\": \"fp32\")");
 }
 
+// Tensor parallelism's kernels beyond the fp32 GEMMs are the CPU backend's so far.
+[[noreturn]] void no_tensor_parallel(const Backend& backend, const char* op) {
+  throw Error("the " + std::string(backend.name()) + " backend has no tensor-parallel " + op +
+              " (tensor parallelism runs on the CPU backend)");
+}
+
 }  // namespace
+
+void Backend::matmul_forward_partial(float* out, const float* inp, const float* weight, int n, int c,
+                                     int oc) {
+  matmul_forward(out, inp, weight, nullptr, nullptr, n, c, oc);
+}
+void Backend::matmul_forward_partial(float*, const bf16*, const bf16*, int, int, int) {
+  no_tensor_parallel(*this, "bf16 matmul");
+}
+void Backend::matmul_backward_input_partial(float* dinp, const float* dout, const float* weight,
+                                            int n, int c, int oc, bool accumulate) {
+  matmul_backward_input(dinp, dout, weight, n, c, oc, accumulate);
+}
+void Backend::matmul_backward_input_partial(float*, const bf16*, const bf16*, int, int, int, bool) {
+  no_tensor_parallel(*this, "bf16 matmul");
+}
+void Backend::add_bias_residual(float*, const float*, const float*, const float*, int, int) {
+  no_tensor_parallel(*this, "bias and residual add");
+}
+void Backend::add_bias_residual(bf16*, const float*, const bf16*, const bf16*, int, int) {
+  no_tensor_parallel(*this, "bias and residual add");
+}
+void Backend::embedding_forward_shard(float*, const std::int32_t*, const float*, const float*, int,
+                                      int, int, int, int, int, int) {
+  no_tensor_parallel(*this, "embedding");
+}
+void Backend::embedding_forward_shard(float*, const std::int32_t*, const bf16*, const bf16*, int,
+                                      int, int, int, int, int, int) {
+  no_tensor_parallel(*this, "embedding");
+}
+void Backend::embedding_backward_shard(float*, float*, const float*, const std::int32_t*, int, int,
+                                       int, int, int, int) {
+  no_tensor_parallel(*this, "embedding");
+}
+void Backend::embedding_backward_shard(float*, float*, const bf16*, const std::int32_t*, int, int,
+                                       int, int, int, int) {
+  no_tensor_parallel(*this, "embedding");
+}
+void Backend::cross_entropy_shard_max(const float*, const std::int32_t*, int, int, int, int, int,
+                                      float*, float*) {
+  no_tensor_parallel(*this, "cross-entropy");
+}
+void Backend::cross_entropy_shard_max(const bf16*, const std::int32_t*, int, int, int, int, int,
+                                      float*, float*) {
+  no_tensor_parallel(*this, "cross-entropy");
+}
+void Backend::cross_entropy_shard_sum(const float*, int, int, int, const float*, double*) {
+  no_tensor_parallel(*this, "cross-entropy");
+}
+void Backend::cross_entropy_shard_sum(const bf16*, int, int, int, const float*, double*) {
+  no_tensor_parallel(*this, "cross-entropy");
+}
+double Backend::cross_entropy_shard_finish(float*, float*, const std::int32_t*, int, int, int, int,
+                                           const float*, const double*, const float*, double) {
+  no_tensor_parallel(*this, "cross-entropy");
+}
+double Backend::cross_entropy_shard_finish(bf16*, float*, const std::int32_t*, int, int, int, int,
+                                           const float*, const double*, const float*, double) {
+  no_tensor_parallel(*this, "cross-entropy");
+}
 
 void Backend::convert(bf16*, const float*, std::size_t) { no_bf16(*this, "conversion"); }
 void Backend::convert(float*, const bf16*, std::size_t) { no_bf16(*this, "conversion"); }

@@ -185,6 +185,58 @@ class Backend : public MemorySpace {
   // The fp32 update, also writing the updated master rounded to bf16 into `copy`.
   virtual void adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
                             std::size_t n, const AdamWHyper& hyper);
+
+  // ---- Tensor parallelism (model/tensor_parallel.h), in both activation types: the partial
+  // products a TP group sums in fp32 (a row-parallel linear's output, a column-parallel one's
+  // input gradient; bf16 operands, fp32 results), the end of a reduce-scattered row-parallel
+  // output (vector_ops.h, add_bias_residual), the vocabulary-parallel embedding (embedding.h,
+  // *_shard) and cross-entropy (vocab_parallel_cross_entropy.h). The fp32 GEMMs default to the
+  // fp32 kernels above; the rest throw unless the backend implements them (the CPU backend does;
+  // tensor parallelism runs there).
+  virtual void matmul_forward_partial(float* out, const float* inp, const float* weight, int n, int c,
+                                      int oc);
+  virtual void matmul_forward_partial(float* out, const bf16* inp, const bf16* weight, int n, int c,
+                                      int oc);
+  virtual void matmul_backward_input_partial(float* dinp, const float* dout, const float* weight,
+                                             int n, int c, int oc, bool accumulate);
+  virtual void matmul_backward_input_partial(float* dinp, const bf16* dout, const bf16* weight,
+                                             int n, int c, int oc, bool accumulate);
+  virtual void add_bias_residual(float* out, const float* sum, const float* bias,
+                                 const float* residual, int n, int c);
+  virtual void add_bias_residual(bf16* out, const float* sum, const bf16* bias,
+                                 const bf16* residual, int n, int c);
+  virtual void embedding_forward_shard(float* out, const std::int32_t* tokens, const float* wte_rows,
+                                       const float* wpe, int batch, int s, int c, int pos0,
+                                       int vocab, int vocab_begin, int rows);
+  virtual void embedding_forward_shard(float* out, const std::int32_t* tokens, const bf16* wte_rows,
+                                       const bf16* wpe, int batch, int s, int c, int pos0,
+                                       int vocab, int vocab_begin, int rows);
+  virtual void embedding_backward_shard(float* dwte_rows, float* dwpe, const float* dout,
+                                        const std::int32_t* tokens, int batch, int s, int c,
+                                        int pos0, int vocab_begin, int rows);
+  virtual void embedding_backward_shard(float* dwte_rows, float* dwpe, const bf16* dout,
+                                        const std::int32_t* tokens, int batch, int s, int c,
+                                        int pos0, int vocab_begin, int rows);
+  virtual void cross_entropy_shard_max(const float* logits, const std::int32_t* targets, int n,
+                                       int v_local, int v_valid, int vocab_begin, int vocab,
+                                       float* max, float* target_logit);
+  virtual void cross_entropy_shard_max(const bf16* logits, const std::int32_t* targets, int n,
+                                       int v_local, int v_valid, int vocab_begin, int vocab,
+                                       float* max, float* target_logit);
+  virtual void cross_entropy_shard_sum(const float* logits, int n, int v_local, int v_valid,
+                                       const float* max, double* sum);
+  virtual void cross_entropy_shard_sum(const bf16* logits, int n, int v_local, int v_valid,
+                                       const float* max, double* sum);
+  virtual double cross_entropy_shard_finish(float* logits, float* losses,
+                                            const std::int32_t* targets, int n, int v_local,
+                                            int v_valid, int vocab_begin, const float* max,
+                                            const double* sum, const float* target_logit,
+                                            double loss_scale);
+  virtual double cross_entropy_shard_finish(bf16* logits, float* losses,
+                                            const std::int32_t* targets, int n, int v_local,
+                                            int v_valid, int vocab_begin, const float* max,
+                                            const double* sum, const float* target_logit,
+                                            double loss_scale);
 };
 
 }  // namespace plait::kernels

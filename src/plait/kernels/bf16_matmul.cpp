@@ -54,6 +54,30 @@ void matmul_backward_input_bf16(OneDnnContext& context, bf16* dinp, const bf16* 
   run(context, "matmul_backward_input_bf16", s, {dout, weight, dinp, nullptr, nullptr});
 }
 
+void matmul_forward_bf16_fp32(OneDnnContext& context, float* out, const bf16* inp, const bf16* weight,
+                              int n, int c, int oc) {
+  check_dims("matmul_forward_bf16_fp32", n, c, oc);
+  Bf16MatmulShape s;
+  s.m = n;
+  s.n = oc;
+  s.k = c;
+  s.b_transposed = true;
+  s.dst_fp32 = true;
+  run(context, "matmul_forward_bf16_fp32", s, {inp, weight, out, nullptr, nullptr});
+}
+
+void matmul_backward_input_bf16_fp32(OneDnnContext& context, float* dinp, const bf16* dout,
+                                     const bf16* weight, int n, int c, int oc, bool accumulate) {
+  check_dims("matmul_backward_input_bf16_fp32", n, c, oc);
+  Bf16MatmulShape s;
+  s.m = n;
+  s.n = c;
+  s.k = oc;
+  s.dst_fp32 = true;
+  s.accumulate = accumulate;
+  run(context, "matmul_backward_input_bf16_fp32", s, {dout, weight, dinp, nullptr, nullptr});
+}
+
 void matmul_backward_weight_bf16(OneDnnContext& context, float* dweight, float* dbias,
                                  const bf16* dout, const bf16* inp, int n, int c, int oc) {
   check_dims("matmul_backward_weight_bf16", n, c, oc);

@@ -28,4 +28,15 @@ void matmul_backward_input_bf16(OneDnnContext& context, bf16* dinp, const bf16* 
 void matmul_backward_weight_bf16(OneDnnContext& context, float* dweight, float* dbias,
                                  const bf16* dout, const bf16* inp, int n, int c, int oc);
 
+// Tensor parallelism's partial products (model/tensor_parallel.h), fp32 results that the TP group
+// sums before the one rounding to bf16, so the sum over ranks adds fp32 values as the single
+// process's accumulator does:
+// out (N,OC) fp32 = inp (N,C) @ weight (OC,C)^T (a row-parallel linear's partial output);
+void matmul_forward_bf16_fp32(OneDnnContext& context, float* out, const bf16* inp, const bf16* weight,
+                              int n, int c, int oc);
+// dinp (N,C) fp32 = [or +=] dout (N,OC) @ weight (OC,C) (a column-parallel linear's partial input
+// gradient).
+void matmul_backward_input_bf16_fp32(OneDnnContext& context, float* dinp, const bf16* dout,
+                                     const bf16* weight, int n, int c, int oc, bool accumulate);
+
 }  // namespace plait::kernels

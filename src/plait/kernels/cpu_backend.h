@@ -132,6 +132,48 @@ class CpuBackend : public Backend {
   void adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
                     std::size_t n, const AdamWHyper& hyper) override;
 
+  // Tensor parallelism (cpu_backend_tensor_parallel.cpp), fp32 and bf16.
+  void matmul_forward_partial(float* out, const bf16* inp, const bf16* weight, int n, int c,
+                              int oc) override;
+  void matmul_backward_input_partial(float* dinp, const bf16* dout, const bf16* weight, int n,
+                                     int c, int oc, bool accumulate) override;
+  using Backend::matmul_forward_partial;
+  using Backend::matmul_backward_input_partial;
+  void add_bias_residual(float* out, const float* sum, const float* bias, const float* residual,
+                         int n, int c) override;
+  void add_bias_residual(bf16* out, const float* sum, const bf16* bias, const bf16* residual,
+                         int n, int c) override;
+  void embedding_forward_shard(float* out, const std::int32_t* tokens, const float* wte_rows,
+                               const float* wpe, int batch, int s, int c, int pos0, int vocab,
+                               int vocab_begin, int rows) override;
+  void embedding_forward_shard(float* out, const std::int32_t* tokens, const bf16* wte_rows,
+                               const bf16* wpe, int batch, int s, int c, int pos0, int vocab,
+                               int vocab_begin, int rows) override;
+  void embedding_backward_shard(float* dwte_rows, float* dwpe, const float* dout,
+                                const std::int32_t* tokens, int batch, int s, int c, int pos0,
+                                int vocab_begin, int rows) override;
+  void embedding_backward_shard(float* dwte_rows, float* dwpe, const bf16* dout,
+                                const std::int32_t* tokens, int batch, int s, int c, int pos0,
+                                int vocab_begin, int rows) override;
+  void cross_entropy_shard_max(const float* logits, const std::int32_t* targets, int n,
+                               int v_local, int v_valid, int vocab_begin, int vocab, float* max,
+                               float* target_logit) override;
+  void cross_entropy_shard_max(const bf16* logits, const std::int32_t* targets, int n,
+                               int v_local, int v_valid, int vocab_begin, int vocab, float* max,
+                               float* target_logit) override;
+  void cross_entropy_shard_sum(const float* logits, int n, int v_local, int v_valid,
+                               const float* max, double* sum) override;
+  void cross_entropy_shard_sum(const bf16* logits, int n, int v_local, int v_valid,
+                               const float* max, double* sum) override;
+  double cross_entropy_shard_finish(float* logits, float* losses, const std::int32_t* targets,
+                                    int n, int v_local, int v_valid, int vocab_begin,
+                                    const float* max, const double* sum,
+                                    const float* target_logit, double loss_scale) override;
+  double cross_entropy_shard_finish(bf16* logits, float* losses, const std::int32_t* targets,
+                                    int n, int v_local, int v_valid, int vocab_begin,
+                                    const float* max, const double* sum,
+                                    const float* target_logit, double loss_scale) override;
+
   // The oneDNN context of the bf16 GEMMs (created at the first one): its ISA, path, primitive
   // cache and workspace. The workspace is host memory charged to workspace_tracker() (category
   // activations), not to a stage's tracker.

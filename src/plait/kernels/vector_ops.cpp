@@ -41,4 +41,21 @@ void convert(float* dst, const bf16* src, std::size_t n) {
   for (std::int64_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
+template <typename T>
+void add_bias_residual(T* out, const float* sum, const T* bias, const T* residual, int n, int c) {
+#pragma omp parallel for schedule(static) if (parallel_worthwhile(std::int64_t{n} * c))
+  for (int i = 0; i < n; ++i) {
+    const std::size_t row = static_cast<std::size_t>(i) * c;
+    for (int j = 0; j < c; ++j) {
+      float x = sum[row + j];
+      if (bias) x += static_cast<float>(to_float(bias[j]));
+      if (residual) x += static_cast<float>(to_float(residual[row + j]));
+      out[row + j] = from_float<T>(x);
+    }
+  }
+}
+
+template void add_bias_residual<float>(float*, const float*, const float*, const float*, int, int);
+template void add_bias_residual<bf16>(bf16*, const float*, const bf16*, const bf16*, int, int);
+
 }  // namespace plait::kernels

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "plait/core/bf16.h"
+#include "plait/kernels/accumulator.h"
 
 namespace plait::kernels {
 
@@ -21,5 +22,12 @@ void accumulate(float* dst, const float* src, std::size_t n);
 void convert(bf16* dst, const float* src, std::size_t n);
 // dst (n) = src (n) widened to fp32 (exact).
 void convert(float* dst, const bf16* src, std::size_t n);
+
+// out (N,C) = sum (N,C) + bias (C) + residual (N,C), added in that order in fp32 and rounded once
+// to T (bias, residual: either may be null): the end of a tensor-parallel row-parallel linear,
+// whose partial products the group reduce-scattered in fp32 (model/tensor_parallel.h), with the
+// bias and residual that matmul_forward would have added to its accumulator. T: float or bf16.
+template <typename T>
+void add_bias_residual(T* out, const float* sum, const T* bias, const T* residual, int n, int c);
 
 }  // namespace plait::kernels
