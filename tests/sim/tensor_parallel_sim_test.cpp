@@ -29,15 +29,19 @@ TEST(TensorParallelCost, ChargesOneTthOfTheWorkPlusRingCollectives) {
   const double f1 = cost.compute_seconds(0, ActionKind::F, 0, 0, 0);
   const double w1 = cost.compute_seconds(0, ActionKind::W, 0, 0, 0);
   cost.set_tensor_parallel({{4, LinkProfile{10e-6, 200e9}}}, 2.0);
-  const double ring = 3 * 10e-6 + 0.75 * (2048.0 * 1024 * 2) / 200e9;
-  EXPECT_NEAR(cost.compute_seconds(0, ActionKind::F, 0, 0, 0), f1 / 4 + 9 * ring, 1e-12);
-  EXPECT_NEAR(cost.compute_seconds(0, ActionKind::W, 0, 0, 0), w1 / 4 + 5 * ring, 1e-12);
+  // Rings of t = 4: gathers of bf16 activations, reduce-scatters of fp32 partial sums.
+  const double gather = 3 * 10e-6 + 0.75 * (2048.0 * 1024 * 2) / 200e9;
+  const double scatter = 3 * 10e-6 + 0.75 * (2048.0 * 1024 * 4) / 200e9;
+  // The embedding stage: 2 + 2 per layer in F and the embedding's reduce-scatter; W gathers 4
+  // per layer again and the embedding's output gradient.
+  EXPECT_NEAR(cost.compute_seconds(0, ActionKind::F, 0, 0, 0), f1 / 4 + 4 * gather + 5 * scatter, 1e-12);
+  EXPECT_NEAR(cost.compute_seconds(0, ActionKind::W, 0, 0, 0), w1 / 4 + 9 * gather, 1e-12);
   // The head's stage: 2 + 2 per layer and the final norm's gather in F, and the cross-entropy's
   // three all-reduces of one fp32 per token: 2 x (3 x 10 us + 3/4 x 8192 bytes / 200 GB/s).
   const double ar = 2 * (3 * 10e-6 + 0.75 * 2048.0 * 4 / 200e9);
   FlopsCostModel plain(m, {2, 2}, part, 1, {kFlat});
   EXPECT_NEAR(cost.compute_seconds(1, ActionKind::F, 0, 0, 1),
-              plain.compute_seconds(1, ActionKind::F, 0, 0, 1) / 4 + 9 * ring + 3 * ar, 1e-12);
+              plain.compute_seconds(1, ActionKind::F, 0, 0, 1) / 4 + 5 * gather + 4 * scatter + 3 * ar, 1e-12);
   // Messages: each device sends its quarter through its own port.
   EXPECT_NEAR(cost.transfer_seconds(0, 1, 4'000'000), plain.transfer_seconds(0, 1, 1'000'000), 1e-15);
 }

@@ -57,14 +57,17 @@ TEST(TensorParallel, RingCollectivesByHand) {
   EXPECT_DOUBLE_EQ(ring_collective_seconds(Collective::reduce_scatter, 4e8, 4, 8e-6, 100e9), 24e-6 + 3e-3);
   EXPECT_DOUBLE_EQ(ring_collective_seconds(Collective::all_reduce, 4e8, 4, 8e-6, 100e9), 2 * (24e-6 + 3e-3));
   EXPECT_EQ(ring_collective_seconds(Collective::all_gather, 4e8, 1, 8e-6, 100e9), 0.0);
-  // A unit's collectives: two layers, F = 4 + 4 gathers/scatters of tokens x C x 2 bytes.
+  // A unit's collectives: two layers, F = 4 gathers of tokens x C x 2 bytes (bf16 activations)
+  // and 4 reduce-scatters of tokens x C x 4 bytes (fp32 partial sums).
   const TpCollectives f = tp_collectives(UnitPass::forward, 2, false, false);
   EXPECT_EQ(f.all_gathers, 4);
   EXPECT_EQ(f.reduce_scatters, 4);
-  EXPECT_EQ(tp_collectives(UnitPass::backward_weight, 2, false, false).all_gathers, 4);  // W gathers again
+  // W gathers again: two inputs of column-parallel linears, two output gradients of row-parallel ones.
+  EXPECT_EQ(tp_collectives(UnitPass::backward_weight, 2, false, false).all_gathers, 8);
   EXPECT_EQ(tp_collectives(UnitPass::backward_weight, 2, false, false).reduce_scatters, 0);
-  const double one = 7 * 5e-6 + 7.0 / 8 * (4096.0 * 1024 * 2) / 200e9;
-  EXPECT_DOUBLE_EQ(tp_collective_seconds(f, 4096, 1024, 2, 8, 5e-6, 200e9), 8 * one);
+  const double gather = 7 * 5e-6 + 7.0 / 8 * (4096.0 * 1024 * 2) / 200e9;
+  const double scatter = 7 * 5e-6 + 7.0 / 8 * (4096.0 * 1024 * 4) / 200e9;
+  EXPECT_DOUBLE_EQ(tp_collective_seconds(f, 4096, 1024, 2, 8, 5e-6, 200e9), 4 * gather + 4 * scatter);
   // The head adds its gather and the cross-entropy's three all-reduces of one fp32 per token.
   const TpCollectives h = tp_collectives(UnitPass::forward, 0, false, true);
   EXPECT_EQ(h.all_gathers, 1);
@@ -88,7 +91,7 @@ TEST(TensorParallel, ActivationsAreOneTthPerRank) {
       const auto scratch = static_cast<std::size_t>(attention_workspace_elements(m.head_dim(), 1)) * 4;
       EXPECT_EQ((two.backward_peak - scratch) * 2, one.backward_peak - scratch);
       EXPECT_EQ(one.communication, 0u);
-      EXPECT_EQ(two.communication, std::size_t{2} * 64 * 64 * (p == Precision::bf16 ? 2 : 4));  // 2 x N x C
+      EXPECT_EQ(two.communication, std::size_t{64} * 64 * 4);  // N x C fp32 partial sums, both precisions
     }
     // The head: N x V'/t logits (bf16 under the policy table: spec/precision_policy.h),
     // V' = 1024 at t = 2 (1000 padded to 256 t); the rest of the head's state is 1/t.

@@ -35,12 +35,12 @@ std::vector<double> group_sync_seconds(const PlanningProblem& problem, const Pla
     out[g] = ring_sync_seconds(problem.cluster, choice.groups[g].devices, policy.sync_bytes_per_parameter(shard) * p);
     const StageGroup& group = choice.groups[g];
     if (group.tp > 1) {
-      // The replicated tensors' partial gradients (norms, row-parallel biases, GPT-2's position
-      // table: spec/tensor_parallel_plan.h), all-reduced over each TP group, all groups at once.
+      // The sequence-parallel norms' partial gradients (spec/tensor_parallel_plan.h), all-reduced
+      // over each TP group, all groups at once.
       std::int64_t replicated = 0;
       const int last_vstage = static_cast<int>(choice.vstage_layers.size()) - 1;
       for (std::int32_t s : choice.group_vstages(g)) {
-        replicated += spec::replicated_stage_parameters(problem.model.model, choice.vstage_layers[s], s == 0, s == last_vstage);
+        replicated += spec::all_reduced_stage_parameters(problem.model.model, choice.vstage_layers[s], s == 0, s == last_vstage);
       }
       const sim::LinkProfile ring = problem.tp_ring_link(problem.tp_members(group.devices.front(), group.tp));
       out[g] += spec::ring_collective_seconds(spec::Collective::all_reduce, static_cast<double>(replicated) * bytes.gradients,

@@ -238,7 +238,7 @@ class PlanSearch {
   }
 
   // The TP degrees to try (--tp; default 1, 2, 4, 8 on a real cluster, 1 on an emulated one, whose
-  // plans `plait train` runs and the runtime does not run TP yet).
+  // ranks' links are shared memory, not a machine's NVLink; --tp opts in).
   void select_tensor_parallel() {
     tp_degrees_ = o_.tensor_parallel;
     if (tp_degrees_.empty()) {

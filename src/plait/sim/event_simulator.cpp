@@ -115,11 +115,14 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
           const double held = allocated[r].run(rr.allocated, *memory, a.kind, s, a.segment);
           if (replay) {
             // The static state during this action, with its activations and K/V at their peak.
+            // (Under TP the action also holds a communication buffer.)
             CategoryPeaks& m = rr.memory;
             const double p = replay->parameters(r, op.index), g = replay->gradients(r, op.index);
+            const auto comm = static_cast<double>(memory->unit_memory(s, a.segment).communication);
             m.parameters = std::max(m.parameters, p);
             m.gradients = std::max(m.gradients, g);
-            m.total = std::max(m.total, p + g + replay->optimizer(r) + held);
+            m.communication = std::max(m.communication, comm);
+            m.total = std::max(m.total, p + g + replay->optimizer(r) + held + comm);
           }
         }
         if (a.kind == ActionKind::F) {

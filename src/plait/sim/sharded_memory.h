@@ -34,6 +34,9 @@ using ChunkStates = std::vector<std::vector<ChunkState>>;
 // device's sum, not the sum of the peaks.
 struct CategoryPeaks {
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0, kv_cache = 0, total = 0;
+  // Tensor parallelism's communication buffer of a compute action (spec::UnitMemory::
+  // communication; the stage messages' buffers are not modelled here).
+  double communication = 0;
   double host_parameters = 0, host_optimizer = 0, host_gradients = 0, host_total = 0;
 };
 

@@ -26,7 +26,8 @@ using TS = TensorSplit;
 constexpr std::string_view kNorm = "norm on the rank's sequence slice (sequence parallelism); gradient all-reduced";
 constexpr std::string_view kColumn = "column-parallel: after the all-gather of the normed input";
 constexpr std::string_view kRow = "row-parallel: its partial sums are reduce-scattered";
-constexpr std::string_view kRowBias = "added once, after the reduce-scatter; gradient all-reduced";
+constexpr std::string_view kRowBias =
+    "added once, after the reduce-scatter; gradient taken whole from the gathered output gradient";
 
 // model/parameter_layout.cpp's tensors, in its order.
 const std::array<TensorSplitRule, 16> kGpt2 = {{
@@ -44,8 +45,9 @@ const std::array<TensorSplitRule, 16> kGpt2 = {{
     {"mlp.c_proj.bias", true, TS::replicated, false, hidden, nullptr, kRowBias},
     {"wte", false, TS::vocabulary, false, table, nullptr,
      "vocabulary-parallel embedding (and the tied LM head); V padded to 128 t"},
-    {"wpe", false, TS::replicated, true, positions, nullptr,
-     "added on the rank's sequence slice after the embedding's reduce-scatter; gradient all-reduced"},
+    {"wpe", false, TS::replicated, false, positions, nullptr,
+     "added once, by TP rank 0 to its partial lookup before the reduce-scatter; gradient taken whole from the "
+     "gathered output gradient"},
     {"ln_f.weight", false, TS::replicated, true, hidden, nullptr, kNorm},
     {"ln_f.bias", false, TS::replicated, true, hidden, nullptr, kNorm},
 }};
@@ -223,6 +225,14 @@ std::int64_t replicated_stage_parameters(const ModelSpec& m, int layers, bool em
   return total;
 }
 
+std::int64_t all_reduced_stage_parameters(const ModelSpec& m, int layers, bool embedding, bool head) {
+  std::int64_t total = 0;
+  visit_stage(m, embedding, head, [&](const TensorSplitRule& r, bool per_layer) {
+    if (r.split == TensorSplit::replicated && r.sequence_parallel) total += (per_layer ? layers : 1) * numel(r.shape(m));
+  });
+  return total;
+}
+
 void check_sequence_parallel(const std::vector<std::int64_t>& lengths, int t) {
   if (t <= 1) return;
   for (std::size_t i = 0; i < lengths.size(); ++i) {
@@ -255,7 +265,7 @@ TpCollectives tp_collectives(UnitPass pass, int layers, bool embedding, bool hea
       c.reduce_scatters = 2 * layers + (head ? 1 : 0);
       break;
     case UnitPass::backward_weight:
-      c.all_gathers = 2 * layers + (embedding ? 1 : 0) + (head ? 1 : 0);
+      c.all_gathers = 4 * layers + (embedding ? 1 : 0) + (head ? 1 : 0);
       break;
   }
   return c;
@@ -264,7 +274,9 @@ TpCollectives tp_collectives(UnitPass pass, int layers, bool embedding, bool hea
 double tp_collective_seconds(const TpCollectives& c, double tokens, int hidden, double element_bytes, int t,
                              double alpha, double beta) {
   const double gathered = tokens * hidden * element_bytes;
-  return (c.all_gathers + c.reduce_scatters) * ring_collective_seconds(Collective::all_gather, gathered, t, alpha, beta) +
+  const double partial_sums = tokens * hidden * 4.0;  // reduce-scattered in fp32 in both precisions
+  return c.all_gathers * ring_collective_seconds(Collective::all_gather, gathered, t, alpha, beta) +
+         c.reduce_scatters * ring_collective_seconds(Collective::reduce_scatter, partial_sums, t, alpha, beta) +
          c.all_reduces * ring_collective_seconds(Collective::all_reduce, tokens * 4.0, t, alpha, beta);
 }
 

@@ -7,8 +7,8 @@
 // Large Transformer Models" (arXiv 2205.05198) sec. 4.2.2 for sequence parallelism of the norms,
 // dropout and residual stream. The memory model (spec/unit_memory.h: per-rank parameters and
 // activations), the simulator (per-GPU work and the TP collectives) and the planner read this
-// table; a TP runtime reads the same rules and tensor_shard() (plait's runtime does not run TP
-// yet: parallel.tp > 1 is refused there).
+// table, and so does the runtime (model/tensor_parallel.h: each rank lays out its part by
+// tensor_shard() and runs the collectives below).
 //
 // A TP group of t ranks runs every stage part thus, per layer (Korthikanti et al. fig. 5):
 //   [SP] norm on the rank's s/t tokens -> all-gather (s tokens) -> column-parallel linear (q/k/v
@@ -18,13 +18,22 @@
 // So F runs two all-gathers and two reduce-scatters per layer; B runs their conjugates (the
 // backward of an all-gather is a reduce-scatter and the reverse), two of each again.
 //
-// The weight gradient of a column-parallel linear, dW = X^T dY, needs X gathered over the whole
-// sequence. plait GATHERS IT AGAIN in W (Megatron-LM's choice with sequence parallelism,
-// Korthikanti et al. sec. 4.2.2: the gathered input is not stored) rather than keeping it from F
-// to W: activations stay exactly 1/t per rank (keeping it would add 2C elements per token and
-// layer, unsplit, to a GPT layer's 16C / t kept from F: +50% at t = 4, +100% at t = 8, for every
-// unit a zero-bubble schedule defers), and W pays two more all-gathers per layer (below).
-// The gathered tensor lives in a communication buffer for the duration of one linear.
+// The weight gradient of a column-parallel linear, dW = dY^T X, needs X gathered over the whole
+// sequence, and that of a row-parallel one needs its output gradient dY gathered (under sequence
+// parallelism dY arrives as the rank's slice). plait GATHERS THEM AGAIN in W (Megatron-LM's
+// choice with sequence parallelism, Korthikanti et al. sec. 4.2.2: the gathered input is not
+// stored) rather than keeping them from F or B to W: activations stay exactly 1/t per rank
+// (keeping them would add 4C elements per token and layer, unsplit, to a GPT layer's 16C / t:
+// +100% at t = 4, for every unit a zero-bubble schedule defers), and W pays four all-gathers per
+// layer (below). A gathered tensor lives in a communication buffer for one linear.
+//
+// Partial sums travel in fp32: a row-parallel linear's output and a column-parallel one's input
+// gradient are fp32 products (bf16 operands, fp32 accumulation), reduce-scattered in fp32 and
+// rounded once after the bias and residual are added, as the single process's accumulator does
+// (Megatron reduce-scatters bf16 partials instead: one rounding more per rank). The sequence
+// slice of a unit is its N = batch x s rows cut into t contiguous blocks of N/t rows (rank i the
+// i-th), so a gather is a concatenation; norms and the residual stream are per row and do not
+// care which rows a rank holds.
 //
 // Every parameter tensor is exactly one of:
 //   column      rows of the (out, in) weight and its bias split: rank i holds output features
@@ -35,10 +44,15 @@
 //               multiple of 128 t (Megatron-LM --make-vocab-size-divisible-by 128 x TP); the
 //               padded rows are zero, their logits masked, and stripped in checkpoints;
 //   replicated  every rank holds it whole (norm gains and biases, row-parallel biases added
-//               after the reduce-scatter, GPT-2's learned position table added on the rank's
-//               sequence slice); each rank's gradient is partial (its tokens only), so the
-//               gradients are all-reduced over the TP group, and the global gradient norm counts
-//               such a tensor once (not t times).
+//               after the reduce-scatter, GPT-2's learned position table). A sequence-parallel
+//               one (the norms: sequence_parallel below) computes on the rank's sequence slice,
+//               so its gradient is partial (its tokens only) and is all-reduced over the TP
+//               group; the others' gradients are taken whole on every rank from the gathered
+//               output gradient (a row-parallel bias: the column sums of the gathered dY its
+//               weight gradient reads anyway; the position table: the gathered gradient of the
+//               embedding's output, which the vocabulary-parallel table gradient reads anyway),
+//               so they need no reduction. The global gradient norm counts every replicated
+//               tensor once (not t times).
 // K/V heads are split, not replicated, so kv_heads must be divisible by t (as Megatron-core
 // requires); check_tensor_parallel refuses otherwise.
 #include <cstdint>
@@ -62,7 +76,7 @@ struct TensorSplitRule {
   std::string_view name;
   bool per_layer = true;
   TensorSplit split = TensorSplit::replicated;
-  bool sequence_parallel = false;  // computed on the rank's sequence slice (norms; the position table)
+  bool sequence_parallel = false;  // computed on the rank's sequence slice (the norms): gradient all-reduced
   std::vector<std::int64_t> (*shape)(const ModelSpec&) = nullptr;  // the whole tensor, (out, in) or (n)
   std::vector<std::int64_t> (*blocks)(const ModelSpec&) = nullptr;  // column only; null: one block
   std::string_view why;  // Megatron's placement, for reports and docs
@@ -100,8 +114,10 @@ TensorShard tensor_shard(const ModelSpec& model, const TensorSplitRule& rule, in
 // and/or the head (the table's shapes, split tensors 1/t, vocabulary ones of the padded table):
 // equals ModelSpec::stage_parameters at t = 1.
 std::int64_t tensor_parallel_stage_parameters(const ModelSpec& model, int t, int layers, bool embedding, bool head);
-// Of those, the replicated ones, whose gradients are all-reduced over the TP group.
+// Of those, the replicated ones (every rank of the group holds them whole), and of these the
+// sequence-parallel ones (the norms), whose partial gradients are all-reduced over the TP group.
 std::int64_t replicated_stage_parameters(const ModelSpec& model, int layers, bool embedding, bool head);
+std::int64_t all_reduced_stage_parameters(const ModelSpec& model, int layers, bool embedding, bool head);
 
 // Under sequence parallelism every unit's tokens split evenly over the TP group: throws
 // plait::Error naming the first segment whose length t does not divide (with --split flops:<t>,
@@ -125,17 +141,18 @@ double ring_collective_seconds(Collective collective, double bytes, int t, doubl
 
 // The TP collectives one rank runs in one pass of a unit (UnitPass below) of a stage part:
 //   per layer      F: 2 all-gathers + 2 reduce-scatters; B: 2 + 2 (the conjugates);
-//                  W: 2 all-gathers (the column-parallel inputs gathered again, above);
+//                  W: 4 all-gathers (the column-parallel inputs and the row-parallel output
+//                  gradients gathered again, above);
 //   embedding      F: 1 reduce-scatter (the vocabulary-parallel lookup's partial sums into the
 //                  sequence-parallel region); W: 1 all-gather (the output gradient over the whole
-//                  sequence for the table's rows);
+//                  sequence for the table's rows and the position table);
 //   head           F: 1 all-gather (the final norm's output for the vocabulary-parallel LM head)
 //                  + 3 all-reduces of one fp32 per token (the vocabulary-parallel cross-entropy's
 //                  max, sum of exponentials and target logit, Megatron-LM's
 //                  _VocabParallelCrossEntropy); B: 1 reduce-scatter (the head's input gradient);
 //                  W: 1 all-gather (its input again, for dW).
-// The gathered tensors are tokens x hidden activation elements; a fused backward (BW) runs B's
-// and W's. Nothing is overlapped with compute in this model (Megatron overlaps the W re-gather
+// The gathered tensors are tokens x hidden activation elements, the reduce-scattered ones
+// tokens x hidden fp32 partial sums; a fused backward (BW) runs B's and W's. Nothing is overlapped with compute in this model (Megatron overlaps the W re-gather
 // with the input-gradient GEMM; plait's model charges it, an upper bound).
 enum class UnitPass { forward, backward_input, backward_weight };
 struct TpCollectives {

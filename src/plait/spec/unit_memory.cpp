@@ -77,7 +77,10 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   u.backward_kept = static_cast<std::size_t>(L * (nc + b_outputs) + r * (keep_for_w - nc) +
                                              emb * nc + head * nc);
   u.recompute_layer = static_cast<std::size_t>(rebuild);
-  u.communication = tp > 1 ? static_cast<std::size_t>(2 * n * model.hidden * act) : 0;
+  // The largest communication buffer an action holds: the fp32 partial sums of a row-parallel
+  // output or a column-parallel input gradient, N x C (a gathered input, N x C activations, is
+  // released before those are taken).
+  u.communication = tp > 1 ? static_cast<std::size_t>(n * model.hidden * 4) : 0;
 
   // The engine's allocations in order (model/stage_model.cpp), as two levels relative to the
   // call's start, activations and K/V, with the peaks of the first and of the sum.

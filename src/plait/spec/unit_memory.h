@@ -51,8 +51,9 @@
 // fp32 attention workspace (per thread, not per head) is not divided. Besides, each TP action
 // uses a communication buffer for the sequence-gathered input of a column-parallel linear and the
 // full-sequence partial sums of a row-parallel one before their reduce-scatter
-// (UnitMemory::communication; the W gradient gathers its input again into it rather than keeping
-// it, spec/tensor_parallel_plan.h).
+// (UnitMemory::communication: at most one at a time, the larger being the N x C fp32 partial
+// sums; the W gradient gathers its inputs again into one rather than keeping them,
+// spec/tensor_parallel_plan.h).
 #include <cstddef>
 
 #include "plait/spec/attention_tiles.h"
@@ -118,8 +119,9 @@ struct UnitMemory {
   std::size_t forward_peak_activations = 0;
   std::size_t backward_peak_activations = 0;
   std::size_t fused_peak_activations = 0;
-  // Tensor parallelism: the communication buffers an action of this unit uses, 2 x tokens x C
-  // activation elements (the gathered input and the row-parallel partial sums); 0 at t = 1.
+  // Tensor parallelism: the communication buffer an action of this unit holds at most, tokens x
+  // C fp32 (a row-parallel output's partial sums, or a column-parallel input gradient's); 0 at
+  // t = 1.
   std::size_t communication = 0;
 
   // Activations held between the unit's B and its W.
