@@ -5,11 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 
+#include "plait/core/error.h"
 #include "plait/model/parameter_layout.h"
+#include "plait/model/stage_model.h"
+#include "plait/model/tensor_shard_copy.h"
 #include "tiny_model.h"
 
 namespace plait::model {
@@ -117,6 +121,65 @@ TEST(TensorParallelPlan, RankParametersAddUp) {
       EXPECT_EQ(t * (spec::tensor_parallel_stage_parameters(m, t, layers, first, last) - replicated), split + padding);
     }
   }
+}
+
+}  // namespace
+}  // namespace plait::model
+
+namespace plait::model {
+namespace {
+
+// A TP rank's layout holds its part of every tensor (the table's shard), and the parts of the t
+// ranks put back into whole tensors give the single process's initialisation exactly: the
+// parts are cut from the whole tensor's draw, so any degree starts from the same model.
+TEST(TensorParallelLayout, RanksHoldTheirPartsAndThePartsMakeTheWhole) {
+  for (const spec::ModelSpec& m : every_kind()) {
+    SCOPED_TRACE(spec::describe(m));
+    if (m.kv_heads % 2 != 0) continue;
+    MemoryTracker tracker;
+    StageModel whole(m, StageSpec::whole_model(m), tracker);
+    whole.init_parameters(5);
+    const int t = 2;
+    std::vector<std::vector<float>> rebuilt;
+    for (const NamedTensor& w : whole.tensors()) rebuilt.emplace_back(w.numel, -1.0f);
+    for (int r = 0; r < t; ++r) {
+      StageSpec spec = StageSpec::whole_model(m);
+      spec.tensor_parallel = t;
+      spec.tp_rank = r;
+      const std::vector<NamedTensor> layout = parameter_layout(m, spec);
+      ASSERT_EQ(layout.size(), whole.tensors().size());
+      std::int64_t held = 0;
+      for (const NamedTensor& p : layout) held += static_cast<std::int64_t>(p.numel);
+      EXPECT_EQ(held, spec::tensor_parallel_stage_parameters(m, t, m.layers, true, true));
+      // The part a rank's initialisation draws, put into the whole.
+      for (std::size_t i = 0; i < layout.size(); ++i) {
+        const NamedTensor& p = layout[i];
+        EXPECT_EQ(p.name, whole.tensors()[i].name);
+        EXPECT_EQ(p.full_shape, whole.tensors()[i].shape);
+        std::vector<float> part(p.numel);
+        copy_shard_out(whole.parameter(p.name), p, part);
+        copy_shard_in(rebuilt[i], p, part);
+        const spec::TensorSplitRule& rule = spec::tensor_split_rule(m, p.name);
+        EXPECT_EQ(p.tp_replicated, rule.split == spec::TensorSplit::replicated) << p.name;
+        EXPECT_EQ(p.tp_all_reduced, p.tp_replicated && rule.sequence_parallel) << p.name;
+      }
+    }
+    for (std::size_t i = 0; i < rebuilt.size(); ++i) {
+      const auto want = whole.parameter(whole.tensors()[i].name);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), rebuilt[i].begin())) << whole.tensors()[i].name;
+    }
+  }
+}
+
+// A stage of a TP rank refuses to be built without its group, or with another.
+TEST(TensorParallelLayout, AStageNeedsItsGroup) {
+  const spec::ModelSpec m = every_kind().front();
+  StageSpec spec = StageSpec::whole_model(m);
+  spec.tensor_parallel = 2;
+  MemoryTracker tracker;
+  EXPECT_THROW(StageModel(m, spec, tracker), Error);
+  spec.tp_rank = 2;
+  EXPECT_THROW(parameter_layout(m, spec), Error);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "plait/kernels/attention.h"
 #include "plait/kernels/backend.h"
 #include "plait/model/parameter_layout.h"
+#include "plait/model/tensor_parallel.h"
 #include "plait/model/tensor_pool.h"
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
@@ -38,6 +39,17 @@ std::vector<kernels::KVBlock<T>> typed_blocks(std::span<const KVRef> blocks) {
   for (const KVRef& b : blocks) out.push_back({b.kv.as<T>(), b.dkv, b.length});
   return out;
 }
+
+// The widths one rank of a TP group of t computes with (model/tensor_parallel.h): its query
+// heads and their width (also the attention output's), its K/V heads and K width, its FFN
+// columns; the whole model's at t = 1. rows(n) is its sequence slice of a unit's n rows.
+struct LocalWidths {
+  int t = 1, heads = 0, kv_heads = 0, q = 0, kv = 0, ffn = 0;
+  static LocalWidths of(const spec::ModelSpec& model, int t) {
+    return {t, model.heads / t, model.kv_heads / t, model.hidden / t, model.kv_dim() / t, model.ffn_hidden / t};
+  }
+  int rows(int n) const { return n / t; }
+};
 
 struct LayerState {
   LayerState() = default;
@@ -79,15 +91,20 @@ class Block {
                               int batch, const spec::Segment& seg, TypedPtr dx_in,
                               TensorPool& pool) const = 0;
 
-  // W. Accumulates the parameter gradients and frees everything the unit kept.
-  virtual void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const = 0;
+  // W. Accumulates the parameter gradients and frees everything the unit kept (pool: for the
+  // tensors a TP rank gathers again).
+  virtual void backward_weight(LayerState& st, int batch, const spec::Segment& seg,
+                               TensorPool& pool) const = 0;
 };
 
 // The block of layer `layer` of the model's family over a stage's compute weights (fp32, or the
 // bf16 copy: its type is the block's activation type) and fp32 gradient buffer (the backend's
-// memory), computing with the backend's kernels.
+// memory), computing with the backend's kernels; with a TP group (null: none), one rank's part
+// of the layer (tensors: that rank's layout). Under TP, x_in, x_mid, the norms and their
+// gradients, and the layer's input and output are the rank's sequence slice (n/t rows); q, K/V,
+// the attention output and the MLP's activations all n rows of the rank's heads and columns.
 std::unique_ptr<Block> make_block(const spec::ModelSpec& model, int layer, TypedPtr parameters,
                                   float* gradients, const std::vector<NamedTensor>& tensors,
-                                  kernels::Backend& backend);
+                                  kernels::Backend& backend, TensorParallelGroup* tp = nullptr);
 
 }  // namespace plait::model

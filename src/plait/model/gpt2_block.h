@@ -8,7 +8,8 @@
 namespace plait::model {
 
 // Pointers to one layer's tensors inside a stage's parameter (or gradient) buffer. c_attn's
-// weight (3C, C) holds the query rows first, then key and value rows.
+// weight (3C, C) holds the query rows first, then key and value rows (a TP rank's part: its q,
+// then its k, then its v rows, (3C/t, C)).
 template <typename W>
 struct Gpt2Tensors {
   W* ln1_w;
@@ -43,8 +44,9 @@ template <typename T>
 class Gpt2Block : public Block {
  public:
   Gpt2Block(const spec::ModelSpec& model, Gpt2Tensors<T> params, Gpt2Tensors<float> grads,
-            kernels::Backend& backend)
-      : model_(model), p_(params), g_(grads), backend_(backend) {}
+            kernels::Backend& backend, TensorParallelGroup* tp = nullptr)
+      : model_(model), p_(params), g_(grads), backend_(backend), tp_(tp, backend),
+        w_(LocalWidths::of(model, tp_.size())) {}
 
   std::unique_ptr<LayerState> make_state() const override { return std::make_unique<Gpt2State>(); }
   void forward(LayerState& st, std::span<const KVRef> prefix, int batch, const spec::Segment& seg,
@@ -53,7 +55,8 @@ class Gpt2Block : public Block {
                  const spec::Segment& seg, TensorPool& pool) const override;
   void backward_input(LayerState& st, std::span<const KVRef> blocks, int batch,
                       const spec::Segment& seg, TypedPtr dx_in, TensorPool& pool) const override;
-  void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const override;
+  void backward_weight(LayerState& st, int batch, const spec::Segment& seg,
+                       TensorPool& pool) const override;
 
  private:
   // F up to fc_gelu (everything but the output projection); with_kv: also the K/V projection
@@ -65,6 +68,8 @@ class Gpt2Block : public Block {
   Gpt2Tensors<T> p_;
   Gpt2Tensors<float> g_;
   kernels::Backend& backend_;  // where the tensors live and the kernels run
+  TensorParallelOps<T> tp_;
+  LocalWidths w_;
 };
 
 }  // namespace plait::model

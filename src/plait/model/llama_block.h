@@ -50,8 +50,9 @@ template <typename T>
 class LlamaBlock : public Block {
  public:
   LlamaBlock(const spec::ModelSpec& model, LlamaTensors<T> params, LlamaTensors<float> grads,
-            kernels::Backend& backend)
-      : model_(model), p_(params), g_(grads), backend_(backend) {}
+            kernels::Backend& backend, TensorParallelGroup* tp = nullptr)
+      : model_(model), p_(params), g_(grads), backend_(backend), tp_(tp, backend),
+        w_(LocalWidths::of(model, tp_.size())) {}
 
   std::unique_ptr<LayerState> make_state() const override { return std::make_unique<LlamaState>(); }
   void forward(LayerState& st, std::span<const KVRef> prefix, int batch,
@@ -60,7 +61,8 @@ class LlamaBlock : public Block {
                  const spec::Segment& seg, TensorPool& pool) const override;
   void backward_input(LayerState& st, std::span<const KVRef> blocks, int batch,
                       const spec::Segment& seg, TypedPtr dx_in, TensorPool& pool) const override;
-  void backward_weight(LayerState& st, int batch, const spec::Segment& seg) const override;
+  void backward_weight(LayerState& st, int batch, const spec::Segment& seg,
+                       TensorPool& pool) const override;
 
  private:
   // F up to h (everything but the down projection); with_kv: also the K/V projection and its
@@ -72,6 +74,8 @@ class LlamaBlock : public Block {
   LlamaTensors<T> p_;
   LlamaTensors<float> g_;
   kernels::Backend& backend_;  // where the tensors live and the kernels run
+  TensorParallelOps<T> tp_;
+  LocalWidths w_;
 };
 
 }  // namespace plait::model

@@ -15,6 +15,7 @@ std::size_t aligned(std::size_t n) {
 
 class LayoutBuilder {
  public:
+  LayoutBuilder(const spec::ModelSpec& model, const StageSpec& spec) : model_(model), spec_(spec) {}
   // A matrix (decays, N(0, std)), or a vector (no decay, constant `fill`).
   void matrix(std::string name, std::vector<std::int64_t> shape, double std) {
     add(std::move(name), std::move(shape), true, {TensorInit::Kind::normal, std}, true);
@@ -30,11 +31,26 @@ class LayoutBuilder {
 
  private:
   void add(std::string name, std::vector<std::int64_t> shape, bool decays, TensorInit init, bool pad) {
-    std::size_t numel = 1;
-    for (auto d : shape) numel *= static_cast<std::size_t>(d);
-    tensors_.push_back({std::move(name), std::move(shape), next_, numel, decays, init});
-    next_ = pad ? aligned(next_ + numel) : next_ + numel;
+    NamedTensor t{std::move(name), shape, next_, 0, decays, init};
+    t.full_shape = shape;
+    if (spec_.tensor_parallel > 1) {
+      const spec::TensorSplitRule& rule = spec::tensor_split_rule(model_, t.name);
+      t.shard = spec::tensor_shard(model_, rule, spec_.tensor_parallel, spec_.tp_rank);
+      t.tp_replicated = rule.split == spec::TensorSplit::replicated;
+      t.tp_all_reduced = t.tp_replicated && rule.sequence_parallel;
+      if (t.shard.dim >= 0) {
+        std::int64_t held = 0;
+        for (const auto& [begin, length] : t.shard.ranges) held += length;
+        t.shape[static_cast<std::size_t>(t.shard.dim)] = held;
+      }
+    }
+    t.numel = 1;
+    for (auto d : t.shape) t.numel *= static_cast<std::size_t>(d);
+    tensors_.push_back(std::move(t));
+    next_ = pad ? aligned(next_ + tensors_.back().numel) : next_ + tensors_.back().numel;
   }
+  const spec::ModelSpec& model_;
+  const StageSpec& spec_;
   std::vector<NamedTensor> tensors_;
   std::size_t next_ = 0;
 };
@@ -98,7 +114,7 @@ std::string final_norm_name(const spec::ModelSpec& model, std::string_view what)
 std::vector<NamedTensor> parameter_layout(const spec::ModelSpec& m, const StageSpec& spec) {
   validate_stage_spec(m, spec);
   const std::int64_t c = m.hidden, v = m.vocab;
-  LayoutBuilder b;
+  LayoutBuilder b(m, spec);
   if (spec.has_embedding) {
     b.matrix(embedding_tensor_name(m), {v, c}, 0.02);
     if (m.learned_positions()) b.matrix("wpe", {m.max_seq, c}, 0.02);
@@ -120,6 +136,12 @@ std::vector<NamedTensor> parameter_layout(const spec::ModelSpec& m, const StageS
     }
   }
   return b.take();
+}
+
+std::size_t NamedTensor::full_numel() const {
+  std::size_t n = 1;
+  for (auto d : full_shape) n *= static_cast<std::size_t>(d);
+  return n;
 }
 
 std::size_t layout_size(const std::vector<NamedTensor>& tensors) {

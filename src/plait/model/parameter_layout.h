@@ -28,6 +28,7 @@
 
 #include "plait/model/stage_spec.h"
 #include "plait/spec/model_spec.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::model {
 
@@ -39,11 +40,22 @@ struct TensorInit {
 
 struct NamedTensor {
   std::string name;
-  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> shape;  // of what the stage holds (a TP rank: its part)
   std::size_t offset = 0;  // in floats, into the stage's parameter (and gradient) buffer
   std::size_t numel = 0;
   bool weight_decay = false;  // matrices and embeddings decay; biases and norm gains do not
   TensorInit init;
+  // Tensor parallelism (spec/tensor_parallel_plan.h; all defaults without it): the whole
+  // tensor's shape, the part of it this rank holds (dim -1: all of it; vocabulary ranges index
+  // the padded table), whether every rank of the group holds it whole (counted once in the
+  // global gradient norm) and whether its gradient is partial (computed on the rank's sequence
+  // slice: the norms) and so all-reduced over the group.
+  std::vector<std::int64_t> full_shape;
+  spec::TensorShard shard;
+  bool tp_replicated = true;
+  bool tp_all_reduced = false;
+
+  std::size_t full_numel() const;
 };
 
 // Offsets are multiples of 16 floats (64 bytes) so every tensor starts cache-line aligned; the
@@ -51,7 +63,10 @@ struct NamedTensor {
 inline constexpr std::size_t kTensorAlignment = 16;
 
 // The stage's tensors in buffer order: embedding; per layer the family's tensors; final norm,
-// then the head's matrix (tied copy or lm_head.weight) where the stage needs one.
+// then the head's matrix (tied copy or lm_head.weight) where the stage needs one. With tensor
+// parallelism (spec.tensor_parallel > 1) each is rank spec.tp_rank's part (spec::tensor_shard):
+// a column-split tensor the rows of its blocks back to back (GPT-2's c_attn: the rank's q, then
+// k, then v rows), a row-split one its columns, a vocabulary one its rows of the padded table.
 std::vector<NamedTensor> parameter_layout(const spec::ModelSpec& model, const StageSpec& spec);
 
 // Floats the buffer needs (end of the last tensor).

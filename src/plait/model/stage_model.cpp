@@ -5,6 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/model/parameter_init.h"
+#include "plait/model/tensor_shard_copy.h"
 #include "plait/spec/precision_policy.h"
 
 namespace plait::model {
@@ -23,11 +24,13 @@ std::string range_name(const StageSpec& s) {
 }  // namespace
 
 StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker,
-                       kernels::Backend& backend)
+                       kernels::Backend& backend, TensorParallelGroup* tp)
     : config_(model),
       spec_(spec),
       tracker_(tracker),
       backend_(backend),
+      tp_(spec.tensor_parallel > 1 ? tp : nullptr),
+      widths_(LocalWidths::of(model, std::max(1, spec.tensor_parallel))),
       tensors_(parameter_layout(model, spec)),
       // In bf16 the fp32 buffer is the master copy, which the memory model counts with the
       // optimizer state (spec::parameter_bytes: 2 | 4 | 12 bytes per parameter).
@@ -37,6 +40,19 @@ StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTrack
                   layout_size(tensors_)),
       gradients_(tracker, MemoryCategory::kGradients, layout_size(tensors_)),
       pool_(tracker, backend) {
+  if (spec.tensor_parallel > 1) {
+    if (tp == nullptr || tp->size() != spec.tensor_parallel || tp->rank() != spec.tp_rank) {
+      throw Error(range_name(spec) + ": rank " + std::to_string(spec.tp_rank) + " of a tensor-parallel group of " +
+                  std::to_string(spec.tensor_parallel) + " needs that group" +
+                  (tp ? " (given rank " + std::to_string(tp->rank()) + " of " + std::to_string(tp->size()) + ")" : ""));
+    }
+    const auto rows = spec::padded_vocab(model, spec.tensor_parallel) / spec.tensor_parallel;
+    vocab_.begin = static_cast<int>(rows * spec.tp_rank);
+    vocab_.rows = static_cast<int>(rows);
+    vocab_.valid = static_cast<int>(std::clamp<std::int64_t>(model.vocab - vocab_.begin, 0, rows));
+  } else {
+    vocab_ = {0, model.vocab, model.vocab};
+  }
   if (spec::has_compute_copy(spec.precision)) {
     if (!backend_.supports_bf16()) {
       throw Error("the " + std::string(backend_.name()) +
@@ -47,7 +63,7 @@ StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTrack
   const TypedPtr weights(const_cast<void*>(compute_weights().data), compute_weights().dtype);
   blocks_.reserve(static_cast<std::size_t>(spec.layer_count()));
   for (int l = spec.first_layer; l < spec.last_layer; ++l) {
-    blocks_.push_back(make_block(config_, l, weights, gradients_.data(), tensors_, backend_));
+    blocks_.push_back(make_block(config_, l, weights, gradients_.data(), tensors_, backend_, tp_));
   }
   auto locate = [&](const std::string& name, ConstTypedPtr& param, float*& grad) {
     const std::size_t offset = find_tensor(tensors_, name).offset;
@@ -103,8 +119,28 @@ std::span<float> StageModel::gradient(std::string_view name) {
 }
 
 void StageModel::init_parameters(std::uint64_t seed) {
-  for (const NamedTensor& t : tensors_) init_tensor(parameter(t.name), t, seed, backend_);
+  for (const NamedTensor& t : tensors_) {
+    if (t.shard.dim < 0) {
+      init_tensor(parameter(t.name), t, seed, backend_);
+      continue;
+    }
+    // A TP rank's part: the whole tensor's draw, cut (in host memory: tensor parallelism runs on
+    // the CPU backend).
+    std::vector<float> whole(t.full_numel());
+    NamedTensor all = t;
+    all.shape = t.full_shape;
+    all.numel = whole.size();
+    init_tensor(whole, all, seed, backend_);
+    copy_shard_out(whole, t, parameter(t.name));
+  }
   refresh_compute_weights();
+}
+
+void StageModel::reduce_tensor_parallel_gradients() {
+  if (!tp_) return;
+  for (const NamedTensor& t : tensors_) {
+    if (t.tp_all_reduced) tp_->all_reduce_sum(gradients_.data() + t.offset, t.numel);
+  }
 }
 
 void StageModel::zero_gradients() {
@@ -193,7 +229,12 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
   const int c = config_.hidden;
   const int s = seg.length;
   const int n = batch * s;
-  const std::size_t nc = static_cast<std::size_t>(n) * c;
+  if (s % widths_.t != 0) {
+    fail(microbatch, seg, "a segment of " + std::to_string(s) + " tokens does not split over the tensor-parallel "
+                          "group of " + std::to_string(widths_.t) + " (sequence parallelism)");
+  }
+  // The stage's input, output and residual stream: the rank's sequence slice under TP.
+  const std::size_t nc = static_cast<std::size_t>(widths_.rows(n)) * c;
   UnitState& u = m->units.emplace_back();
   u.segment = seg;
   u.layers.reserve(static_cast<std::size_t>(nl));
@@ -211,8 +252,7 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
       u.tokens = pool_.acquire(kAct, static_cast<std::size_t>(n));
       backend_.copy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t),
                     CopyKind::kHostToDevice);
-      backend_.embedding_forward(x, u.tokens.ints(), wte_.as<T>(), wpe_.as<T>(), batch, s, c,
-                                 seg.start, config_.vocab);
+      embed<T>(u, batch, x);
     } else {
       backend_.copy(x, in, nc * sizeof(T), CopyKind::kDeviceToDevice);
     }
@@ -237,21 +277,64 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
 }
 
 template <typename T>
+void StageModel::embed(UnitState& u, int batch, T* x) {
+  const int c = config_.hidden, s = u.segment.length, n = batch * s;
+  if (!tp_) {
+    backend_.embedding_forward(x, u.tokens.ints(), wte_.as<T>(), wpe_.as<T>(), batch, s, c,
+                               u.segment.start, config_.vocab);
+    return;
+  }
+  // Vocabulary-parallel (spec/tensor_parallel_plan.h): the rank's rows of the table looked up
+  // for all n tokens, the position table added by rank 0 alone, summed over the group into each
+  // rank's slice.
+  PooledBuffer sum = pool_.acquire(MemoryCategory::kCommBuffers, static_cast<std::size_t>(n) * c);
+  backend_.embedding_forward_shard(sum.data(), u.tokens.ints(), wte_.as<T>(),
+                                   spec_.tp_rank == 0 ? wpe_.as<T>() : nullptr, batch, s, c,
+                                   u.segment.start, config_.vocab, vocab_.begin, vocab_.rows);
+  TensorParallelOps<T>(tp_, backend_).finish(x, sum, nullptr, nullptr, n, c);
+}
+
+template <typename T>
 double StageModel::head_forward(UnitState& u, int batch, const std::int32_t* targets,
                                 double loss_scale) {
-  const int c = config_.hidden, v = config_.vocab;
-  const int n = batch * u.segment.length;
-  const std::size_t nc = static_cast<std::size_t>(n) * c;
+  const int c = config_.hidden, v = vocab_.rows;
+  const int n = batch * u.segment.length, ns = widths_.rows(n);
   HeadState& hs = u.head;
-  hs.lnf = pool_.acquire_as<T>(kAct, nc);
-  final_norm_forward<T>(hs, n);
-  hs.logits = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(n) * v);
-  backend_.matmul_forward(hs.logits.as<T>(), hs.lnf.as<T>(), head_w_.as<T>(), nullptr, nullptr, n,
-                          c, v);
+  hs.lnf = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(ns) * c);
+  final_norm_forward<T>(hs, ns);
+  {
+    // Under TP the vocabulary-parallel head reads the whole normed sequence: gathered.
+    PooledBuffer gathered;
+    const T* lnf = TensorParallelOps<T>(tp_, backend_).gather(gathered, hs.lnf.as<T>(), n, c, pool_);
+    hs.logits = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(n) * v);
+    backend_.matmul_forward(hs.logits.as<T>(), lnf, head_w_.as<T>(), nullptr, nullptr, n, c, v);
+  }
   // The loss gradient is known now; the logits buffer becomes dlogits for B and W.
+  return cross_entropy<T>(hs, n, targets, loss_scale);
+}
+
+template <typename T>
+double StageModel::cross_entropy(HeadState& hs, int n, const std::int32_t* targets, double loss_scale) {
   PooledBuffer losses = pool_.acquire(kAct, n);
-  return backend_.cross_entropy_forward_backward(hs.logits.as<T>(), losses.data(), targets, n, v,
-                                                 loss_scale);
+  if (!tp_) {
+    return backend_.cross_entropy_forward_backward(hs.logits.as<T>(), losses.data(), targets, n,
+                                                   vocab_.rows, loss_scale);
+  }
+  // Vocabulary-parallel (kernels/vocab_parallel_cross_entropy.h): the row maxima, target logits
+  // and normalisers reduced over the group between the passes; no rank holds V logits.
+  PooledBuffer stats = pool_.acquire(MemoryCategory::kCommBuffers, 4 * static_cast<std::size_t>(n));
+  float* max = stats.data();
+  float* target = max + n;
+  auto* sum = reinterpret_cast<double*>(max + 2 * static_cast<std::size_t>(n));
+  T* logits = hs.logits.as<T>();
+  backend_.cross_entropy_shard_max(logits, targets, n, vocab_.rows, vocab_.valid, vocab_.begin, config_.vocab, max,
+                                   target);
+  tp_->all_reduce_max(max, n);
+  tp_->all_reduce_sum(target, n);
+  backend_.cross_entropy_shard_sum(logits, n, vocab_.rows, vocab_.valid, max, sum);
+  tp_->all_reduce_sum(sum, n);
+  return backend_.cross_entropy_shard_finish(logits, losses.data(), targets, n, vocab_.rows, vocab_.valid,
+                                             vocab_.begin, max, sum, target, loss_scale);
 }
 
 std::vector<KVRef> StageModel::kv_blocks(const MicrobatchState& m, int units, int layer,
@@ -333,14 +416,14 @@ void StageModel::run_backward(int microbatch, Segment seg, const T* grad_out, T*
   const int c = config_.hidden;
   const int batch = m.batch;
   const int s = seg.length;
-  const std::size_t nc = static_cast<std::size_t>(batch) * s * c;
+  const std::size_t nc = static_cast<std::size_t>(widths_.rows(batch * s)) * c;  // the rank's slice
 
   // The micro-batch's first backward allocates every unit's dK/dV accumulator: this unit's
   // attention backward adds into all earlier positions.
   if (!m.backward_started) {
     for (UnitState& earlier : m.units) {
       const std::size_t n_i =
-          static_cast<std::size_t>(batch) * earlier.segment.length * config_.kv_dim();
+          static_cast<std::size_t>(batch) * earlier.segment.length * widths_.kv;
       for (auto& st : earlier.layers) {
         st->dkv = pool_.acquire_zeroed(MemoryCategory::kKVCache, 2 * n_i);
       }
@@ -369,7 +452,7 @@ void StageModel::run_backward(int microbatch, Segment seg, const T* grad_out, T*
     }
     const auto blocks = kv_blocks(m, seg.index + 1, i, true);
     blocks_[i]->backward_input(*u.layers[i], blocks, batch, seg, dst, pool_);
-    if (fused) blocks_[i]->backward_weight(*u.layers[i], batch, seg);
+    if (fused) blocks_[i]->backward_weight(*u.layers[i], batch, seg, pool_);
   }
   u.b_done = true;
   if (fused) {
@@ -388,7 +471,7 @@ void StageModel::backward_weight(int microbatch, Segment seg) {
   const bool bf = activation_dtype() == DType::bf16;
   if (spec_.has_head) bf ? head_backward_weight<bf16>(u, m.batch) : head_backward_weight<float>(u, m.batch);
   for (int i = spec_.layer_count() - 1; i >= 0; --i) {
-    blocks_[i]->backward_weight(*u.layers[i], m.batch, seg);
+    blocks_[i]->backward_weight(*u.layers[i], m.batch, seg, pool_);
   }
   if (spec_.has_embedding) {
     bf ? embedding_backward_weight<bf16>(u, m.batch) : embedding_backward_weight<float>(u, m.batch);
@@ -407,23 +490,26 @@ void StageModel::release_if_finished(int microbatch) {
 
 template <typename T>
 void StageModel::head_backward_input(UnitState& u, int batch, T* dx) {
-  const int c = config_.hidden, v = config_.vocab;
-  const int n = batch * u.segment.length;
+  const int c = config_.hidden, v = vocab_.rows;
+  const int n = batch * u.segment.length, ns = widths_.rows(n);
   HeadState& hs = u.head;
-  hs.d_lnf = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(n) * c);
-  backend_.matmul_backward_input(hs.d_lnf.as<T>(), hs.logits.as<T>(), head_w_.as<T>(), n, c, v,
-                                 false);
-  final_norm_backward_input<T>(hs, dx, n);
+  hs.d_lnf = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(ns) * c);
+  TensorParallelOps<T>(tp_, backend_).column_parallel_backward_input(
+      hs.d_lnf.as<T>(), {{hs.logits.as<T>(), head_w_.as<T>(), v}}, n, c, pool_);
+  final_norm_backward_input<T>(hs, dx, ns);
 }
 
 template <typename T>
 void StageModel::head_backward_weight(UnitState& u, int batch) {
-  const int c = config_.hidden, v = config_.vocab;
-  const int n = batch * u.segment.length;
+  const int c = config_.hidden, v = vocab_.rows;
+  const int n = batch * u.segment.length, ns = widths_.rows(n);
   HeadState& hs = u.head;
-  backend_.matmul_backward_weight(head_w_grad_, nullptr, hs.logits.as<T>(), hs.lnf.as<T>(), n, c,
-                                  v);
-  final_norm_backward_weight<T>(hs, n);
+  {
+    PooledBuffer gathered;
+    const T* lnf = TensorParallelOps<T>(tp_, backend_).gather(gathered, hs.lnf.as<T>(), n, c, pool_);
+    backend_.matmul_backward_weight(head_w_grad_, nullptr, hs.logits.as<T>(), lnf, n, c, v);
+  }
+  final_norm_backward_weight<T>(hs, ns);
   hs = HeadState{};
 }
 
@@ -469,9 +555,18 @@ void StageModel::final_norm_backward_weight(HeadState& hs, int n) {
 
 template <typename T>
 void StageModel::embedding_backward_weight(UnitState& u, int batch) {
-  backend_.embedding_backward(wte_grad_, wpe_grad_, u.d_embed.as<T>(), u.tokens.ints(), batch,
-                              u.segment.length, config_.hidden, u.segment.start,
-                              config_.vocab);
+  const int c = config_.hidden, s = u.segment.length;
+  if (!tp_) {
+    backend_.embedding_backward(wte_grad_, wpe_grad_, u.d_embed.as<T>(), u.tokens.ints(), batch, s, c,
+                                u.segment.start, config_.vocab);
+  } else {
+    // The rank's rows of the table and the whole position table from the gathered gradient of
+    // the embedding's output (no reduction of either over the group needed).
+    PooledBuffer gathered;
+    const T* dout = TensorParallelOps<T>(tp_, backend_).gather(gathered, u.d_embed.as<T>(), batch * s, c, pool_);
+    backend_.embedding_backward_shard(wte_grad_, wpe_grad_, dout, u.tokens.ints(), batch, s, c, u.segment.start,
+                                      vocab_.begin, vocab_.rows);
+  }
   u.tokens.reset();
   u.d_embed.reset();
 }

@@ -58,9 +58,13 @@ using spec::Segment;
 
 class StageModel {
  public:
-  // Allocates the parameters (zero; call init_parameters) and gradients (zero).
+  // Allocates the parameters (zero; call init_parameters) and gradients (zero). With
+  // spec.tensor_parallel > 1 the stage is rank spec.tp_rank of that TP group (`tp`, required
+  // then and of that size and rank; model/tensor_parallel.h): it holds that rank's part of every
+  // tensor and its F, B and W run the group's collectives; the activations it takes and returns
+  // (in, out, grad_out, grad_in) are its sequence slice, n/t of a unit's n = batch x s rows.
   StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTracker& tracker,
-             kernels::Backend& backend = kernels::cpu_backend());
+             kernels::Backend& backend = kernels::cpu_backend(), TensorParallelGroup* tp = nullptr);
   ~StageModel();
   StageModel(const StageModel&) = delete;
   StageModel& operator=(const StageModel&) = delete;
@@ -94,8 +98,23 @@ class StageModel {
   // copy; call after anything writes parameters(). fp32: nothing to do.
   void refresh_compute_weights(std::size_t first = 0, std::size_t count = SIZE_MAX);
 
-  // The family's initialisation, deterministic per tensor name (parameter_init.h).
+  // The family's initialisation, deterministic per tensor name (parameter_init.h); a TP rank's
+  // part is the part of the whole tensor's draw (so every degree starts from the same model).
   void init_parameters(std::uint64_t seed);
+
+  // Tensor parallelism: the TP group's size and this stage's rank in it (1 and 0 without).
+  int tensor_parallel() const { return spec_.tensor_parallel; }
+  TensorParallelGroup* tensor_parallel_group() const { return tp_; }
+  // All-reduces over the TP group the gradients that are partial on each rank (the norms,
+  // computed on the rank's sequence slice: NamedTensor::tp_all_reduced); call once the step's
+  // last W on the stage is done, before the gradients are reduced over data parallelism. A
+  // no-op without TP.
+  void reduce_tensor_parallel_gradients();
+  // Whether tensor `index` of tensors() counts in the global gradient norm on this rank: every
+  // tensor does without TP; with it a replicated tensor counts on TP rank 0 only.
+  bool counts_in_norm(std::size_t index) const {
+    return spec_.tp_rank == 0 || !tensors_[index].tp_replicated;
+  }
   // Zeroes the gradient buffer (nothing to do while it is decommitted: it commits zero-filled).
   void zero_gradients();
 
@@ -134,6 +153,12 @@ class StageModel {
   struct HeadState {
     PooledBuffer x_final, lnf, meanf, rstdf, logits, d_lnf;  // meanf: gpt2's LayerNorm only
   };
+  // The vocabulary rows this rank's embedding and head hold (all of them without TP): the
+  // rows [vocab_begin, vocab_begin + vocab_rows) of the padded table, the first vocab_valid of
+  // them real (the rest padding).
+  struct VocabularyPart {
+    int begin = 0, rows = 0, valid = 0;
+  };
   struct UnitState {
     Segment segment;
     bool b_done = false;
@@ -162,6 +187,12 @@ class StageModel {
   void head_backward_weight(UnitState& u, int batch);
   template <typename T>
   void embedding_backward_weight(UnitState& u, int batch);
+  // The embedding's F into x (the stage's first input) and the head's cross-entropy, both with
+  // or without TP.
+  template <typename T>
+  void embed(UnitState& u, int batch, T* x);
+  template <typename T>
+  double cross_entropy(HeadState& hs, int n, const std::int32_t* targets, double loss_scale);
   // The final norm of the family (gpt2 LayerNorm, llama RMSNorm) over the head's input.
   template <typename T>
   void final_norm_forward(HeadState& hs, int n);
@@ -182,6 +213,9 @@ class StageModel {
   StageSpec spec_;
   MemoryTracker& tracker_;
   kernels::Backend& backend_;
+  TensorParallelGroup* tp_;
+  LocalWidths widths_;
+  VocabularyPart vocab_;
   std::vector<NamedTensor> tensors_;
   ReservedBuffer<float> parameters_;
   ReservedBuffer<float> gradients_;

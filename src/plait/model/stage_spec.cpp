@@ -3,6 +3,7 @@
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::model {
 
@@ -21,6 +22,11 @@ void validate_stage_spec(const spec::ModelSpec& config, const StageSpec& spec) {
                 std::to_string(spec.last_layer) + "): cannot recompute " +
                 std::to_string(spec.recompute_layers) + " of its " +
                 std::to_string(spec.layer_count()) + " layers");
+  }
+  spec::check_tensor_parallel(config, spec.tensor_parallel);
+  if (spec.tp_rank < 0 || spec.tp_rank >= spec.tensor_parallel) {
+    throw Error("tensor-parallel rank " + std::to_string(spec.tp_rank) + " of a group of " +
+                std::to_string(spec.tensor_parallel));
   }
 }
 
