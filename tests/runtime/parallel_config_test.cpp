@@ -232,3 +232,54 @@ TEST(ParallelConfig, TheShippedConfigsParseAndPlan) {
 
 }  // namespace
 }  // namespace plait::runtime
+
+namespace plait::runtime {
+namespace {
+
+// Tensor parallelism in plait train (parallel.tp): each schedule rank is t job ranks; the plan
+// records t, halves each stage message, rounds a flops split to multiples of t, and refuses what
+// it cannot run in one line naming the file and field.
+TEST(ParallelConfig, TensorParallelPlansAndRefusals) {
+  const PipelinePlan plan = build_pipeline_plan(job(R"({"pp": 2, "tp": 2, "schedule": "seq1f1b"})"), 4);
+  EXPECT_EQ(plan.tensor_parallel, 2);
+  EXPECT_EQ(plan.num_ranks(), 2);
+  EXPECT_EQ(plan.world_size(), 4);
+  for (const model::StageSpec& s : plan.vstage_specs) EXPECT_EQ(s.tensor_parallel, 2);
+  // A flops split's lengths are multiples of t (32 tokens, 4 segments).
+  const PipelinePlan flops = build_pipeline_plan(job(R"({"pp": 2, "tp": 4, "split": "flops"})"), 8);
+  for (std::int64_t len : flops.partition.lengths) EXPECT_EQ(len % 4, 0) << len;
+  EXPECT_EQ(error_of(R"({"pp": 2, "tp": 2})", 2),
+            "p.json: parallel.pp: the layout needs 4 ranks (pp 2 x dp 1 x tp 2) but the job has 2 (start it with "
+            "mpirun -np 4)");
+  EXPECT_EQ(error_of(R"({"pp": 2, "tp": [2, 1]})", 4),
+            "p.json: parallel.tp: plait train runs one tensor-parallel degree for every stage (found 1 and 2); "
+            "per-stage degrees run in plait sim and plait plan only");
+  // 4 heads over 8 ranks; 8-token segments over 16.
+  EXPECT_TRUE(error_of(R"({"pp": 1, "tp": 8})", 8)
+                  .starts_with("p.json: parallel.tp: tensor parallelism: heads 4 is not divisible by the tensor-parallel "
+                               "size 8"));
+  const std::string kv = R"({"model": {"family": "llama", "layers": 2, "hidden": 32, "heads": 4, "kv_heads": 2,
+      "ffn_hidden": 48, "vocab": 256, "max_seq": 64}, "train": {"steps": 1, "seq": 32, "microbatch_size": 1},
+      "parallel": {"tp": 4}})";
+  try {
+    build_pipeline_plan(parse_job_config(nlohmann::json::parse(kv), "kv.json"), 4);
+    ADD_FAILURE() << "kv_heads 2 over 4 ranks";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("kv.json: parallel.tp: tensor parallelism: kv_heads 2 is not "
+                                                  "divisible by the tensor-parallel size 4"))
+        << e.what();
+  }
+  const std::string odd = R"({"model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 64},
+      "train": {"steps": 1, "seq": 30, "microbatch_size": 1, "segments": 3}, "parallel": {"tp": 4}})";
+  try {
+    build_pipeline_plan(parse_job_config(nlohmann::json::parse(odd), "odd.json"), 4);
+    ADD_FAILURE() << "10-token segments over 4 ranks";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("odd.json: parallel.tp: sequence parallelism: segment 0 has 10 "
+                                                  "tokens, not divisible by the tensor-parallel size 4"))
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace plait::runtime

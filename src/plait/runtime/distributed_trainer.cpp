@@ -9,6 +9,7 @@
 #include "plait/data/fixed_step_source.h"
 #include "plait/optim/grad_clip.h"
 #include "plait/runtime/rank_gather.h"
+#include "plait/runtime/tensor_parallel_group.h"
 
 namespace plait::runtime {
 namespace {
@@ -26,9 +27,40 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
       rank_(world.rank()),
       options_(options),
       schedule_{train.lr, train.min_lr, train.warmup_steps, train.steps} {
-  if (world.size() != plan_.num_ranks()) {
-    throw Error("the plan has " + std::to_string(plan_.num_ranks()) + " ranks, the job " +
-                std::to_string(world.size()));
+  if (world.size() != plan_.world_size()) {
+    throw Error("the plan has " + std::to_string(plan_.world_size()) + " ranks" +
+                (plan_.tensor_parallel > 1 ? " (" + std::to_string(plan_.num_ranks()) + " x tp " +
+                                                 std::to_string(plan_.tensor_parallel) + ")"
+                                           : std::string()) +
+                ", the job " + std::to_string(world.size()));
+  }
+  logical_ = &world;
+  const int t = plan_.tensor_parallel;
+  if (t > 1) {
+    // Job rank j = schedule rank j / t, TP rank j % t (TP innermost: a TP group is consecutive
+    // ranks, one machine). One call makes both kinds of group, the same list on every rank.
+    std::vector<std::vector<int>> lists;
+    for (int r = 0; r < plan_.num_ranks(); ++r) {
+      std::vector<int>& g = lists.emplace_back();
+      for (int i = 0; i < t; ++i) g.push_back(r * t + i);
+    }
+    for (int i = 0; i < t; ++i) {
+      std::vector<int>& g = lists.emplace_back();
+      for (int r = 0; r < plan_.num_ranks(); ++r) g.push_back(r * t + i);
+    }
+    std::vector<std::unique_ptr<comm::Communicator>> groups = world.create_groups(lists);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (!groups[g]) continue;
+      if (static_cast<int>(g) < plan_.num_ranks()) {
+        tp_comm_ = groups[g].get();
+      } else {
+        logical_ = groups[g].get();
+      }
+      tp_groups_.push_back(std::move(groups[g]));
+    }
+    tp_rank_ = tp_comm_->rank();
+    rank_ = logical_->rank();
+    tp_group_ = std::make_unique<CommTensorParallelGroup>(*tp_comm_);
   }
   if (train.microbatches != plan_.global_microbatches() || train.seq != plan_.seq ||
       train.microbatch_size != plan_.microbatch_size) {
@@ -47,8 +79,10 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
   std::vector<model::StageModel*> chunks;
   bool offloads = false;
   for (std::int32_t v : plan_.schedule.layout.rank_vstages[static_cast<std::size_t>(rank_)]) {
-    auto m = std::make_unique<model::StageModel>(plan_.model, plan_.vstage_specs[static_cast<std::size_t>(v)],
-                                                 tracker);
+    model::StageSpec spec = plan_.vstage_specs[static_cast<std::size_t>(v)];
+    spec.tp_rank = tp_rank_;
+    auto m = std::make_unique<model::StageModel>(plan_.model, spec, tracker, kernels::cpu_backend(),
+                                                 tp_group_.get());
     // Initialisation is a function of (seed, tensor name), so every holder of a stage, and the
     // single-process reference, start from the same parameters.
     m->init_parameters(train.seed);
@@ -58,11 +92,11 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
   }
   if (offloads) copies_ = std::make_unique<ThreadCopyEngine>();
   lowered_ = lower_plan(plan_, options.recv_lookahead);
-  dp_ = std::make_unique<ShardedDataParallel>(plan_, rank_, world, chunks,
+  dp_ = std::make_unique<ShardedDataParallel>(plan_, rank_, *logical_, chunks,
                                               optim::AdamWConfig{train.beta1, train.beta2, train.eps, train.weight_decay},
                                               options.bucket_floats, buffers, host_.get(), copies_.get());
   executor_ = std::make_unique<PipelineExecutor>(
-      plan_, make_rank_program(plan_, lowered_, rank_, world.max_tag()), world, chunks, *dp_, buffers);
+      plan_, make_rank_program(plan_, lowered_, rank_, logical_->max_tag()), *logical_, chunks, *dp_, buffers);
 }
 
 DistributedTrainer::~DistributedTrainer() = default;
@@ -96,11 +130,14 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   // flag of a stop request (a preemption signal). The decisions below depend only on the reduced
   // values, so every rank takes the same ones: a signal that reached one rank, or the ranks at
   // different moments, stops them all after the same step.
+  // Over the whole job: under TP every rank of a head stage's group has the same loss (the
+  // vocabulary-parallel cross-entropy reduces it), so TP rank 0's counts; the squared norm leaves
+  // out what another rank of the group counts (ShardedChunk's norm_excluded).
   const double owned_sq = dp_->owned_sum_of_squares();
   const bool local_loss_bad = !std::isfinite(executed.loss);
   const bool stop = options_.stop_requested && options_.stop_requested();
-  double sums[4] = {executed.loss, owned_sq, local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0,
-                    stop ? 1.0 : 0.0};
+  double sums[4] = {tp_rank_ == 0 ? executed.loss : 0.0, owned_sq,
+                    local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0, stop ? 1.0 : 0.0};
   world_.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
   r.stop_requests = static_cast<int>(sums[3]);
   r.loss = sums[0];
@@ -140,13 +177,16 @@ std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local
     mine.push_back(bad ? static_cast<double>(*bad) + 1 : 0.0);
     mine.push_back(kind);
   }
+  // Over the whole job (every rank reached this on the same reduced flags); job rank j is the
+  // schedule's rank j / t.
   const std::vector<std::vector<double>> all = gather_all(world_, mine);
+  const auto t = static_cast<std::size_t>(plan_.tensor_parallel);
   std::string loss_ranks, grads;
   std::vector<bool> stage_named(static_cast<std::size_t>(plan_.num_vstages()), false);
   for (std::size_t r = 0; r < all.size(); ++r) {
     const auto& v = all[r];
     if (v.at(0) != 0) loss_ranks += (loss_ranks.empty() ? "" : ", ") + std::to_string(r);
-    const auto& stages = plan_.schedule.layout.rank_vstages[r];
+    const auto& stages = plan_.schedule.layout.rank_vstages[r / t];
     for (std::size_t i = 1; i + 2 < v.size(); i += 3) {
       const int chunk = static_cast<int>(v[i]);
       const int tensor = static_cast<int>(v[i + 1]) - 1;
@@ -154,7 +194,9 @@ std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local
       const int vstage = stages.at(static_cast<std::size_t>(chunk));
       if (stage_named[static_cast<std::size_t>(vstage)]) continue;
       stage_named[static_cast<std::size_t>(vstage)] = true;
-      const auto names = model::parameter_layout(plan_.model, plan_.vstage_specs[static_cast<std::size_t>(vstage)]);
+      model::StageSpec spec = plan_.vstage_specs[static_cast<std::size_t>(vstage)];
+      spec.tp_rank = static_cast<int>(r % t);
+      const auto names = model::parameter_layout(plan_.model, spec);
       std::string holders;
       for (int h : plan_.holders(vstage)) holders += (holders.empty() ? "" : ", ") + std::to_string(h);
       grads += std::string(grads.empty() ? "" : "; ") + kind_name(static_cast<int>(v[i + 2])) +
@@ -189,7 +231,7 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
     std::vector<model::StageModel*> chunks;
     for (auto& m : models_) chunks.push_back(m.get());
     eval_executor_ = std::make_unique<PipelineExecutor>(
-        eval_plan_, make_rank_program(eval_plan_, eval_lowered_, rank_, world_.max_tag()), world_,
+        eval_plan_, make_rank_program(eval_plan_, eval_lowered_, rank_, logical_->max_tag()), *logical_,
         chunks, *dp_, *buffers_, ExecutorMode::kEvaluate);
   }
   dp_->begin_step(0, false);
@@ -205,7 +247,8 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
     local += eval_executor_->run(step, round, monotonic_seconds(), false, b == 0 ? failure : FailureInjection{},
                                  scale).loss;
   }
-  return world_.allreduce(local, comm::ReduceOp::kSum);
+  // Each TP rank's schedule world has the whole loss (its head stages' TP ranks all do).
+  return logical_->allreduce(local, comm::ReduceOp::kSum);
 }
 
 int DistributedTrainer::optimizer_steps() const {

@@ -5,6 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/schedule/validator.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::runtime {
 namespace {
@@ -72,28 +73,52 @@ std::string PipelinePlan::rank_label(int rank) const {
 
 PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   const ParallelConfig& p = job.parallel;
-  if (p.max_tensor_parallel() > 1) {
-    throw Error(where(job, "tp") + ": tensor parallelism (t = " + std::to_string(p.max_tensor_parallel()) +
-                ") runs in the simulator and the planner only for now (plait sim --tp, plait plan); plait train "
-                "runs t = 1");
+  const int tp = p.max_tensor_parallel();
+  for (int t : p.tp) {
+    if (t != tp) {
+      throw Error(where(job, "tp") + ": plait train runs one tensor-parallel degree for every stage (found " +
+                  std::to_string(t) + " and " + std::to_string(tp) + "); per-stage degrees run in plait sim and "
+                  "plait plan only");
+    }
   }
-  if (p.world_size() != world_size) {
+  if (p.world_size() * tp != world_size) {
     throw Error(where(job, p.form == ParallelConfig::Form::generated ? "pp" : "rank_vstages") +
-                ": the layout needs " + std::to_string(p.world_size()) + " ranks" +
+                ": the layout needs " + std::to_string(p.world_size() * tp) + " ranks" +
                 (p.form == ParallelConfig::Form::generated
-                     ? " (pp " + std::to_string(p.pp) + " x dp " + std::to_string(p.dp) + ")"
-                     : "") +
+                     ? " (pp " + std::to_string(p.pp) + " x dp " + std::to_string(p.dp) +
+                           (tp > 1 ? " x tp " + std::to_string(tp) : "") + ")"
+                     : (tp > 1 ? " (" + std::to_string(p.world_size()) + " x tp " + std::to_string(tp) + ")" : "")) +
                 " but the job has " + std::to_string(world_size) +
-                " (start it with mpirun -np " + std::to_string(p.world_size()) + ")");
+                " (start it with mpirun -np " + std::to_string(p.world_size() * tp) + ")");
+  }
+  if (tp > 1) {
+    try {
+      spec::check_tensor_parallel(job.run.model, tp);
+    } catch (const Error& e) {
+      throw Error(where(job, "tp") + ": " + e.what());
+    }
   }
   PipelinePlan plan;
+  plan.tensor_parallel = tp;
   const TrainConfig train = job.global_train();
   plan.model = job.run.model;
   plan.microbatch_size = train.microbatch_size;
   plan.seq = train.seq;
   plan.precision = train.precision;
-  plan.partition = job.run.partition();  // the one cut, carried to the executor and traces
+  // The one cut, carried to the executor and traces. Under TP a flops split rounds its lengths to
+  // multiples of t (sequence parallelism splits every unit's tokens over the group; the Seq1F1B
+  // reference's rounding), unless the config gave its own multiple.
+  spec::SegmentRequest segments = job.run.train.segments;
+  if (tp > 1 && segments.split == spec::SplitMethod::flops && segments.multiple == 1 && !segments.explicit_lengths()) {
+    segments.multiple = tp;
+  }
+  plan.partition = tp > 1 ? spec::cut_sequence(job.run.model, job.run.train.seq, segments) : job.run.partition();
   const int k = plan.partition.count();
+  try {
+    spec::check_sequence_parallel(plan.partition.lengths, tp);
+  } catch (const Error& e) {
+    throw Error(where(job, "tp") + ": " + e.what());
+  }
 
   plan.schedule = schedule::parallel_schedule(p, job.run.train.microbatches, k, job.run.source);
   plan.schedule_name = p.form == ParallelConfig::Form::generated ? p.schedule : p.schedule_name;
@@ -118,7 +143,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   for (int v = 0; v < vstages; ++v) {
     const int n = plan.vstage_layers[static_cast<std::size_t>(v)];
     const model::StageSpec spec{first, first + n, v == 0, v == vstages - 1,
-                                recompute[static_cast<std::size_t>(v)], plan.precision};
+                                recompute[static_cast<std::size_t>(v)], plan.precision, tp};
     if (spec.layer_count() == 0 && !spec.has_embedding && !spec.has_head) {
       throw Error(where(job, "layers") + ": virtual stage " + std::to_string(v) +
                   " has no layers (only the first and last stage may, holding the embedding or head)");
@@ -126,7 +151,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
     plan.vstage_specs.push_back(spec);
     first += n;
   }
-  plan.devices = p.devices.empty() ? std::vector<DeviceEmulation>(static_cast<std::size_t>(world_size))
+  plan.devices = p.devices.empty() ? std::vector<DeviceEmulation>(static_cast<std::size_t>(p.world_size()))
                                    : p.devices;
 
   schedule::check_data_parallel(p, plan.schedule.layout, job.run.source);

@@ -33,8 +33,15 @@ struct PipelinePlan {
   // parallel.offload; spec/sharded_state.h), and how the holders' shares are weighed.
   std::vector<spec::ShardPolicy> vstage_shard;
   ParallelConfig::Shares shard_shares = ParallelConfig::Shares::equal;
+  // Tensor parallelism (parallel.tp; model/tensor_parallel.h): every rank of the schedule is a
+  // TP group of this many consecutive ranks of the job (job rank = rank x t + TP rank), every
+  // stage split over it. The schedule, the layout, the devices and everything indexed by rank
+  // speak of the schedule's ranks.
+  int tensor_parallel = 1;
 
   int num_ranks() const { return schedule.num_ranks(); }
+  // The job's ranks: the schedule's ranks times the TP degree.
+  int world_size() const { return num_ranks() * tensor_parallel; }
   int num_vstages() const { return static_cast<int>(vstage_layers.size()); }
   int global_microbatches() const { return schedule.layout.num_microbatches; }
   // Tokens in the global batch: the denominator of every unit's loss scale.
@@ -57,7 +64,8 @@ struct PipelinePlan {
 };
 
 // Builds and validates the plan for a job on `world_size` ranks. Every problem is one
-// plait::Error line: a world size other than the layout's, a family that cannot produce the
+// plait::Error line: a world size other than the layout's times parallel.tp, TP degrees that
+// differ between stages or do not divide the model's heads, K/V heads, FFN or every segment, a family that cannot produce the
 // shape, a layer split that does not add up, recompute counts beyond a stage's layers
 // ("cfg.json: parallel.recompute: virtual stage 2 has 1 layer, cannot recompute 2"), an
 // invalid schedule (the validator's summary).

@@ -16,10 +16,11 @@ schedule::LoweredSchedule lower_plan(const PipelinePlan& plan, std::int32_t recv
   const std::int64_t row = std::int64_t{plan.microbatch_size} * plan.model.hidden;
   const std::vector<std::int64_t> lengths = plan.partition.lengths;
   // Activations and their gradients in the stage-message type (spec/precision_policy.h):
-  // batch * segment length * hidden elements.
+  // batch * segment length * hidden elements; under TP each rank sends its sequence slice, 1/t.
   const auto element = static_cast<std::int64_t>(spec::bytes_of(spec::TensorClass::stage_message, plan.precision));
-  options.message_bytes = [row, lengths, element](const schedule::MessageKey& key) {
-    return row * lengths[static_cast<std::size_t>(key.segment)] * element;
+  const std::int64_t t = plan.tensor_parallel;
+  options.message_bytes = [row, lengths, element, t](const schedule::MessageKey& key) {
+    return row * lengths[static_cast<std::size_t>(key.segment)] / t * element;
   };
   return schedule::lower(plan.schedule, options);
 }
@@ -67,7 +68,9 @@ RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredS
     ComputeStep& step = program.steps[i];
     step.action = a;
     step.vstage = s.layout.vstage(rank, a.chunk);
-    const std::int64_t elements = row * plan.partition.lengths[static_cast<std::size_t>(a.segment)];
+    // Under TP a stage's input and output are the rank's sequence slice (model/tensor_parallel.h).
+    const std::int64_t elements =
+        row * plan.partition.lengths[static_cast<std::size_t>(a.segment)] / plan.tensor_parallel;
     const bool forward = a.kind == schedule::ActionKind::F;
     const bool backward_input = schedule::is_backward_input(a.kind);
 

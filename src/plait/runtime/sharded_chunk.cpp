@@ -305,11 +305,17 @@ double ShardedChunk::sum_of_squares() const {
   if (s_.policy.level == 0 && s_.index != 0) return 0;
   const std::span<const float> g = reduced_gradients();
   const auto b = static_cast<std::size_t>(begin_), e = static_cast<std::size_t>(end_);
-  if (s_.tied_count == 0 || s_.counts_tied) return model_.backend().sum_of_squares(g.data(), g.size());
-  // Leave out the part of the head stage's tied copy that falls in [b, e).
-  const std::size_t t0 = std::clamp(s_.tied_offset, b, e), t1 = std::clamp(s_.tied_offset + s_.tied_count, b, e);
   kernels::Backend& backend = model_.backend();
-  return backend.sum_of_squares(g.data(), t0 - b) + backend.sum_of_squares(g.data() + (t1 - b), e - t1);
+  if (s_.norm_excluded.empty()) return backend.sum_of_squares(g.data(), g.size());
+  // The runs of [b, e) between the excluded ranges.
+  double sum = 0;
+  std::size_t from = b;
+  for (const auto& [offset, count] : s_.norm_excluded) {
+    const std::size_t x0 = std::clamp(offset, b, e), x1 = std::clamp(offset + count, b, e);
+    if (x0 > from) sum += backend.sum_of_squares(g.data() + (from - b), x0 - from);
+    from = std::max(from, x1);
+  }
+  return sum + backend.sum_of_squares(g.data() + (from - b), e - from);
 }
 
 std::optional<std::size_t> ShardedChunk::first_nonfinite(int& kind) const {

@@ -51,6 +51,10 @@ struct ChunkSharding {
   // Whether the chunk's copy of the tied table counts in the global norm (the embedding stage's
   // does; the head stage's equal copy does not).
   bool counts_tied = true;
+  // Ranges [offset, offset + count) of the chunk's buffer left out of the global norm, sorted
+  // and disjoint: the head stage's tied copy (unless counts_tied) and, on TP ranks other than
+  // 0, the tensors every rank of the TP group holds whole (model::StageModel::counts_in_norm).
+  std::vector<std::pair<std::size_t, std::size_t>> norm_excluded;
 };
 
 class ShardedChunk {

@@ -40,6 +40,7 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
 
   const auto& stages = plan.schedule.layout.rank_vstages[static_cast<std::size_t>(rank)];
   bool holds_wte = false;
+  std::size_t tied_elements = 0;  // the rank's copy of the table (its vocabulary part under TP)
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     model::StageModel& m = *chunks[c];
     const int v = stages[c];
@@ -56,8 +57,14 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
       s.tied_offset = wte.offset;
       s.tied_count = wte.numel;
       s.counts_tied = m.spec().has_embedding;
+      if (!s.counts_tied) s.norm_excluded.emplace_back(wte.offset, wte.numel);
       holds_wte = true;
+      tied_elements = wte.numel;
     }
+    for (std::size_t i = 0; i < m.tensors().size(); ++i) {
+      if (!m.counts_in_norm(i)) s.norm_excluded.emplace_back(m.tensors()[i].offset, m.tensors()[i].numel);
+    }
+    std::sort(s.norm_excluded.begin(), s.norm_excluded.end());
     chunks_.push_back(std::make_unique<ShardedChunk>(m, std::move(s), adam, bucket_floats, host, copies));
     if (chunks_.back()->sharding().group != nullptr) {
       buckets_per_step_ += (elements - chunks_.back()->sharding().tied_count + bucket_floats - 1) / bucket_floats;
@@ -65,8 +72,7 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
   }
   if (holds_wte) {
     tied_group_ = tied_list >= 0 ? groups_[static_cast<std::size_t>(tied_list)].get() : nullptr;
-    tied_sum_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers,
-                            static_cast<std::size_t>(plan.model.vocab) * plan.model.hidden);
+    tied_sum_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers, tied_elements);
     if (tied_group_ != nullptr) ++buckets_per_step_;
   }
 }
@@ -96,6 +102,9 @@ void ShardedDataParallel::after_compute(const ComputeStep& s) {
 void ShardedDataParallel::start_chunk(int c) {
   ShardedChunk& chunk_c = chunk(c);
   if (chunk_c.reduction_started()) return;
+  // The norms' partial gradients summed over the TP group first (a no-op without TP): every rank
+  // of the group runs the same chunks' last W in the same order, so they meet here alike.
+  chunk_c.model().reduce_tensor_parallel_gradients();
   chunk_c.start_reduction();
   // The tied embedding goes once every local copy is final.
   if (!tied_started_ && !tied_sum_.empty()) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "plait/core/progress.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
+#include "plait/model/tensor_shard_copy.h"
 #include "plait/runtime/rank_gather.h"
 #include "plait/spec/precision_policy.h"
 
@@ -76,18 +78,21 @@ void refuse_nonfinite_state(DistributedTrainer& trainer, comm::Communicator& wor
   if (world.allreduce(any ? 1.0 : 0.0, comm::ReduceOp::kSum) == 0) return;
   const std::vector<std::vector<double>> all = gather_all(world, mine);
   const PipelinePlan& plan = trainer.plan();
+  const auto t = static_cast<std::size_t>(plan.tensor_parallel);  // job rank r: schedule rank r / t
   const char* kinds[] = {"", "a NaN or infinite value", "a NaN or infinite first moment (adam_m)",
                          "a NaN or infinite second moment (adam_v)", "a negative second moment (adam_v)"};
   std::vector<bool> named(static_cast<std::size_t>(plan.num_vstages()), false);
   std::string what;
   for (std::size_t r = 0; r < all.size(); ++r) {
-    const auto& stages = plan.schedule.layout.rank_vstages[r];
+    const auto& stages = plan.schedule.layout.rank_vstages[r / t];
     for (std::size_t c = 0; 2 * c + 1 < all[r].size(); ++c) {
       const int tensor = static_cast<int>(all[r][2 * c]) - 1;
       const int vstage = stages.at(c);
       if (tensor < 0 || named[static_cast<std::size_t>(vstage)]) continue;
       named[static_cast<std::size_t>(vstage)] = true;
-      const auto names = model::parameter_layout(plan.model, plan.vstage_specs[static_cast<std::size_t>(vstage)]);
+      model::StageSpec spec = plan.vstage_specs[static_cast<std::size_t>(vstage)];
+      spec.tp_rank = static_cast<int>(r % t);
+      const auto names = model::parameter_layout(plan.model, spec);
       what += std::string(what.empty() ? "" : "; ") + names.at(static_cast<std::size_t>(tensor)).name + " on stage " +
               std::to_string(vstage) + " (rank " + std::to_string(r) + ") holds " +
               kinds[static_cast<int>(all[r][2 * c + 1])];
@@ -147,6 +152,54 @@ void post_chunk_gather(ShardedChunk& chunk, comm::Communicator* group, ChunkImag
   }
 }
 
+// Tensor parallelism: the stage's WHOLE tensors (weights, first and second moment, by tensor
+// index) on TP rank 0 of the writer's group, from every TP rank's part of the stage's state
+// (`state`: the rank's flat buffers), sent point to point on the TP group (tags 3, 4, 5). Every
+// rank of a TP group holds the same chunks, so they agree on which to send.
+struct WholeStage {
+  std::vector<std::vector<float>> parameters, first, second;
+};
+
+WholeStage gather_tensor_parallel(const PipelinePlan& plan, int vstage, comm::Communicator& group,
+                                  const std::span<const float> (&state)[3]) {
+  const int t = group.size();
+  if (group.rank() != 0) {
+    std::vector<comm::Request> pending;
+    for (int k = 0; k < 3; ++k) pending.push_back(group.isend(state[k], 0, 3 + k));
+    comm::wait_all(pending);
+    return {};
+  }
+  // Each rank's part (all parts have the same size: t divides every split dimension).
+  std::vector<std::vector<float>> parts(static_cast<std::size_t>(3 * t));
+  std::vector<comm::Request> pending;
+  for (int r = 1; r < t; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float>& part = parts[static_cast<std::size_t>(3 * r + k)];
+      part.resize(state[k].size());
+      pending.push_back(group.irecv(std::span<float>(part), r, 3 + k));
+    }
+  }
+  comm::wait_all(pending);
+  for (int k = 0; k < 3; ++k) parts[static_cast<std::size_t>(k)].assign(state[k].begin(), state[k].end());
+  WholeStage whole;
+  std::vector<std::vector<float>>* out[3] = {&whole.parameters, &whole.first, &whole.second};
+  for (int r = 0; r < t; ++r) {
+    model::StageSpec spec = plan.vstage_specs[static_cast<std::size_t>(vstage)];
+    spec.tp_rank = r;
+    const std::vector<model::NamedTensor> layout = model::parameter_layout(plan.model, spec);
+    for (int k = 0; k < 3; ++k) {
+      out[k]->resize(layout.size());
+      const std::span<const float> part = parts[static_cast<std::size_t>(3 * r + k)];
+      for (std::size_t i = 0; i < layout.size(); ++i) {
+        std::vector<float>& tensor = (*out[k])[i];
+        tensor.resize(layout[i].full_numel());
+        model::copy_shard_in(tensor, layout[i], part.subspan(layout[i].offset, layout[i].numel));
+      }
+    }
+  }
+  return whole;
+}
+
 // bf16: the compute copy of tensor t rounded from its fp32 values, where this rank holds it
 // (all of it; at level 3 its shard's part; nothing when level 3 parks it on the host).
 void restore_compute_copy(model::StageModel& m, const ShardedChunk& chunk, const model::NamedTensor& t,
@@ -187,7 +240,8 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
                                      const CheckpointConfig& where, const TrainingState& state,
                                      const FailureInjection& failure) {
   const PipelinePlan& plan = trainer.plan();
-  const int rank = world.rank();
+  const int rank = world.rank();        // in the job: who creates, gathers and commits
+  const int scheduled = trainer.rank();  // in the schedule: which stages it holds
   const std::string what = "checkpoint of step " + std::to_string(state.step);
   note_progress(what + ": checking the state is finite");
   refuse_nonfinite_state(trainer, world, state.step);
@@ -219,10 +273,11 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
 
   // [vstage, bytes, crc32c] per file this rank writes (exact in doubles: bytes < 2^53).
   std::vector<double> written;
-  const auto& vstages = plan.schedule.layout.rank_vstages[static_cast<std::size_t>(rank)];
+  std::deque<WholeStage> stage_wholes;  // TP: what the written tensors point into
+  const auto& vstages = plan.schedule.layout.rank_vstages[static_cast<std::size_t>(scheduled)];
   for (int c = 0; c < trainer.num_chunks(); ++c) {
     const int v = vstages[static_cast<std::size_t>(c)];
-    if (!writes(plan, rank, v)) continue;
+    if (!writes(plan, scheduled, v)) continue;
     model::StageModel& m = trainer.chunk(c);
     const ChunkImage& image = images[static_cast<std::size_t>(c)];
     const bool gathered = !image.parameters.empty();
@@ -235,11 +290,29 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
     const std::span<const float> first = gathered ? std::span<const float>(image.first) : trainer.optimizer(c).first_moment();
     const std::span<const float> second = gathered ? std::span<const float>(image.second) : trainer.optimizer(c).second_moment();
     std::vector<checkpoint::TensorRef> tensors;
-    for (const model::NamedTensor& t : m.tensors()) {
-      if (skipped_copy(plan, v, t.name)) continue;
-      tensors.push_back({t.name, t.shape, p.subspan(t.offset, t.numel)});
-      tensors.push_back({t.name + ".adam_m", t.shape, first.subspan(t.offset, t.numel)});
-      tensors.push_back({t.name + ".adam_v", t.shape, second.subspan(t.offset, t.numel)});
+    if (trainer.tensor_parallel() > 1) {
+      // Whole tensors from the TP group's parts, written by its TP rank 0 (the padding of the
+      // vocabulary dropped): a checkpoint loads into any TP degree.
+      const std::span<const float> state[3] = {p, first, second};
+      const WholeStage whole = gather_tensor_parallel(plan, v, *trainer.tp_communicator(), state);
+      if (trainer.tp_rank() != 0) continue;
+      images[static_cast<std::size_t>(c)] = {};
+      stage_wholes.push_back(std::move(whole));
+      const WholeStage& w = stage_wholes.back();
+      for (std::size_t i = 0; i < m.tensors().size(); ++i) {
+        const model::NamedTensor& t = m.tensors()[i];
+        if (skipped_copy(plan, v, t.name)) continue;
+        tensors.push_back({t.name, t.full_shape, w.parameters[i]});
+        tensors.push_back({t.name + ".adam_m", t.full_shape, w.first[i]});
+        tensors.push_back({t.name + ".adam_v", t.full_shape, w.second[i]});
+      }
+    } else {
+      for (const model::NamedTensor& t : m.tensors()) {
+        if (skipped_copy(plan, v, t.name)) continue;
+        tensors.push_back({t.name, t.shape, p.subspan(t.offset, t.numel)});
+        tensors.push_back({t.name + ".adam_m", t.shape, first.subspan(t.offset, t.numel)});
+        tensors.push_back({t.name + ".adam_v", t.shape, second.subspan(t.offset, t.numel)});
+      }
     }
     const model::StageSpec& spec = m.spec();
     const std::map<std::string, std::string> metadata = {
@@ -309,7 +382,7 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
 
 void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::CheckpointReader& reader) {
   const std::string manifest = (fs::path(reader.dir()) / "manifest.json").string();
-  std::vector<float> values;
+  std::vector<float> values, whole;
   for (int c = 0; c < trainer.num_chunks(); ++c) {
     model::StageModel& m = trainer.chunk(c);
     ShardedChunk& chunk = trainer.data_parallel().chunk(c);
@@ -329,20 +402,32 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
                            "loads only into the model it was written for)");
         }
         const std::vector<std::int64_t> shape = reader.shape(name);
-        if (shape != t.shape) {
+        if (shape != t.full_shape) {
           throw InputError(reader.dir(), "tensor \"" + name + "\"",
-                           "expected shape " + shape_text(t.shape) + " (this run's model), found " +
+                           "expected shape " + shape_text(t.full_shape) + " (this run's model), found " +
                                shape_text(shape));
         }
       }
-      values.resize(t.numel);
-      reader.read(t.name, values);
+      // The whole tensor, cut to the rank's part under tensor parallelism (any degree reads any
+      // checkpoint: files hold whole tensors).
+      const auto read = [&](const std::string& name) {
+        if (t.shard.dim < 0) {
+          values.resize(t.numel);
+          reader.read(name, values);
+          return;
+        }
+        whole.resize(t.full_numel());
+        reader.read(name, whole);
+        values.resize(t.numel);
+        model::copy_shard_out(whole, t, values);
+      };
+      read(t.name);
       if (device_weights) std::copy(values.begin(), values.end(), m.parameters().begin() + static_cast<std::ptrdiff_t>(t.offset));
       copy_part(t, values, b, e, chunk.shard_parameters());
       if (spec::has_compute_copy(m.precision())) restore_compute_copy(m, chunk, t, values);
-      reader.read(t.name + ".adam_m", values);
+      read(t.name + ".adam_m");
       copy_part(t, values, b, e, first);
-      reader.read(t.name + ".adam_v", values);
+      read(t.name + ".adam_v");
       for (std::size_t i = 0; i < t.numel; ++i) {
         if (values[i] < 0) {
           throw InputError(reader.dir(), "tensor \"" + t.name + ".adam_v\"",

@@ -33,13 +33,14 @@ struct ShardCase {
   bool clip = true;            // false: no clipping, so level 3 updates each chunk early
   spec::Family family = spec::Family::gpt2;
   spec::Precision precision = spec::Precision::fp32;
+  int tp = 1;  // tensor parallelism: the data-parallel groups are each TP rank's
 
-  int ranks() const { return heterogeneous ? 4 : pp * dp; }
+  int ranks() const { return (heterogeneous ? 4 : pp * dp) * tp; }
   std::string name() const {
     std::string n = std::string(spec::family_name(family)) + "_" + schedule + (heterogeneous ? "_hetero" : "") +
                     "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp) + "_shard" + std::to_string(level) +
                     (offload ? "_offload" : "") + (clip ? "" : "_noclip") +
-                    (precision == spec::Precision::bf16 ? "_bf16" : "");
+                    (precision == spec::Precision::bf16 ? "_bf16" : "") + (tp > 1 ? "_tp" + std::to_string(tp) : "");
     for (char& c : n) {
       if (c == '-') c = '_';
     }
@@ -51,7 +52,8 @@ struct ShardCase {
     if (!clip) j.run.train.grad_clip = 0;
     j.run.train.precision = precision;
     ParallelConfig& p = j.parallel;
-    if (p.devices.empty()) p.devices.resize(static_cast<std::size_t>(ranks()));
+    if (tp > 1) p.tp = {tp};
+    if (p.devices.empty()) p.devices.resize(static_cast<std::size_t>(ranks() / tp));
     for (std::size_t r = 0; r < p.devices.size(); ++r) {
       // Memory of 1-4 GiB (shares proportional to it in the heterogeneous cases), host 1 GiB.
       p.devices[r].memory_bytes = std::size_t{1 + r % 4} << 30;
@@ -130,6 +132,12 @@ std::vector<ShardCase> shard_cases() {
   }
   llama.precision = spec::Precision::bf16;
   cases.push_back(llama);
+  // Tensor parallelism x sharded data parallelism: each TP rank's data-parallel group shards
+  // that rank's part of the stage (levels 1-3, offload, the tied table split over two stages).
+  for (ShardCase c : {make("1f1b", 1, 2, 1, false), make("1f1b", 1, 2, 3, true), make("seq1f1b", 2, 2, 2, false, 2)}) {
+    c.tp = 2;
+    cases.push_back(c);
+  }
   return cases;
 }
 

@@ -93,6 +93,72 @@ TEST(ShardedMemory, EveryCategoryWithinTenPercentOfThePrediction) {
   }
 }
 
+// Tensor parallelism: every category of every rank within 10% of the prediction (the memory
+// model at the TP degree: spec::unit_memory's 1/t of each activation, the rank's part of every
+// tensor), including the TP communication buffer (comm_buffers: the N x C fp32 partial sums of
+// the largest unit; the stage messages go to their own tracker here), both families, with and
+// without recomputation, and with data parallelism sharded at levels 0-3; and the activations
+// and K/V of a rank are the TP 1 run's halved (sequence parallelism: Korthikanti et al.).
+TEST(ShardedMemory, TensorParallelWithinTenPercentOfThePrediction) {
+  if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  struct TpOption {
+    std::string schedule;
+    int pp, dp, level;
+    spec::Family family;
+    spec::Recompute recompute;
+  };
+  const std::vector<TpOption> options = {{"1f1b", 2, 1, 0, spec::Family::gpt2, {}},
+                                         {"seq1f1b", 2, 1, 0, spec::Family::llama, {}},
+                                         {"zb-h1", 2, 1, 0, spec::Family::gpt2, spec::Recompute::full()},
+                                         {"1f1b", 1, 2, 1, spec::Family::llama, {}},
+                                         {"1f1b", 1, 2, 2, spec::Family::gpt2, {}},
+                                         {"1f1b", 1, 2, 3, spec::Family::gpt2, {}}};
+  for (const TpOption& o : options) {
+    JobConfig job = job_for({o.schedule, o.pp, o.dp, o.level, false});
+    job.run.model = test::tiny_job_model(o.family, 4);
+    job.run.model.max_seq = 256;
+    if (o.schedule == "seq1f1b") job.run.train.segments.count = 2;
+    job.parallel.recompute = o.recompute;
+    job.parallel.tp = {2};
+    const PipelinePlan plan = build_pipeline_plan(job, world().size());
+    const TrainConfig t = job.global_train();
+    const test::TinyData data(plan.model.vocab);
+    const data::BatchLoader loader = data.loader(t);
+    MemoryTracker tracker, buffers;
+    TrainerOptions trainer_options;
+    trainer_options.buffer_tracker = &buffers;
+    DistributedTrainer trainer(plan, t, world(), tracker, trainer_options);
+    trainer.step(0, loader);
+    tracker.reset_peaks();
+    trainer.step(1, loader);
+    const sim::CategoryPeaks p = predicted_memory(plan)[static_cast<std::size_t>(trainer.rank())];
+    const std::string where = o.schedule + " tp 2 x pp " + std::to_string(o.pp) + " x dp " + std::to_string(o.dp) +
+                              ", level " + std::to_string(o.level) + ", " + std::string(spec::family_name(o.family)) +
+                              (o.recompute.any() ? ", recompute" : "") + ", rank " + std::to_string(world().rank());
+    const auto peak = [&](MemoryCategory c) { return static_cast<double>(tracker.peak(c)); };
+    expect_within(peak(MemoryCategory::kParameters), p.parameters, where + ": parameters");
+    expect_within(peak(MemoryCategory::kGradients), p.gradients, where + ": gradients");
+    expect_within(peak(MemoryCategory::kOptimizerState), p.optimizer, where + ": optimizer_state");
+    expect_within(peak(MemoryCategory::kActivations), p.activations, where + ": activations");
+    expect_within(peak(MemoryCategory::kKVCache), p.kv_cache, where + ": kv_cache");
+    expect_within(peak(MemoryCategory::kCommBuffers), p.communication, where + ": comm_buffers (TP)");
+    expect_within(static_cast<double>(tracker.peak_total()), p.total, where + ": device total");
+    if (world().rank() == 0) {
+      std::printf("[ tp memory ] %s: activations %.0f / %.0f B, kv %.0f / %.0f B, comm %.0f / %.0f B (measured / predicted)\n",
+                  where.c_str(), peak(MemoryCategory::kActivations), p.activations, peak(MemoryCategory::kKVCache),
+                  p.kv_cache, peak(MemoryCategory::kCommBuffers), p.communication);
+    }
+    // Sequence parallelism halves a rank's activations and K/V against the same layout at TP 1.
+    if (o.pp == 2 && trainer.rank() == 0 && !o.recompute.any()) {
+      JobConfig one = job;
+      one.parallel.tp.clear();
+      const sim::CategoryPeaks q = predicted_memory(build_pipeline_plan(one, 2))[static_cast<std::size_t>(trainer.rank())];
+      EXPECT_NEAR(peak(MemoryCategory::kKVCache) / q.kv_cache, 0.5, 0.01) << where;
+      EXPECT_NEAR(peak(MemoryCategory::kActivations) / q.activations, 0.5, 0.05) << where;
+    }
+  }
+}
+
 // Level 3 on dp 4, one chunk per rank: weights resident = the rank's quarter of its stage between
 // steps, the whole stage while gathered (the peak of the step), and the quarter again after it.
 TEST(ShardedMemory, LevelThreeOnDpFourHoldsAQuarterBetweenSteps) {
