@@ -19,6 +19,13 @@ void add_parallel_flags(CLI::App* cmd, ParallelFlags& f) {
   cmd->add_option("--dp", f.dp, "Data-parallel replicas (parallel.dp); world size = pp x dp")
       ->type_name("INT")
       ->group("Layout (override the config's parallel section)");
+  cmd->add_option("--tp", f.tp,
+                  "Tensor-parallel degree t of every stage (parallel.tp): each pipeline rank becomes\n"
+                  "t consecutive MPI ranks splitting every layer (Megatron-LM's tensor and sequence\n"
+                  "parallelism); world size = pp x dp x t; t must divide heads, kv_heads, ffn_hidden\n"
+                  "and every segment's tokens")
+      ->type_name("INT")
+      ->group("Layout (override the config's parallel section)");
   cmd->add_option("--chunks", f.chunks,
                   "Model chunks per rank v for interleaved and seq1f1b-i (parallel.chunks;\n"
                   "zb-v always uses 2, the others 1)")
@@ -107,6 +114,7 @@ void apply_parallel_flags(const ParallelFlags& f, runtime::JobConfig& job) {
     job.run.train.segments.split = spec::parse_split_method(f.split);
   }
   if (!f.recompute.empty()) p.recompute = parse_recompute_flag("--recompute", f.recompute);
+  if (!f.tp.empty()) p.tp = {number("--tp", f.tp, 8)};
   if (!p.devices.empty() && static_cast<int>(p.devices.size()) != p.world_size()) {
     throw Error("--pp/--dp: " + std::to_string(p.world_size()) + " ranks, but parallel.devices lists " +
                 std::to_string(p.devices.size()));

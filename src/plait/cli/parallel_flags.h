@@ -1,7 +1,7 @@
 #pragma once
 // The layout and schedule flags `plait train`, `plait profile` and `plait bench runtime` share
-// with `plait sim` (same names): --pp, --dp, --schedule, --chunks, --microbatches, --segments,
-// --split, and --recompute (both forms). Given flags override the config's "parallel" and "train" sections (the generated form
+// with `plait sim` (same names): --pp, --dp, --tp (one degree), --schedule, --chunks,
+// --microbatches, --segments, --split, and --recompute (both forms). Given flags override the config's "parallel" and "train" sections (the generated form
 // of docs/config.md; an explicit-form config cannot be combined with layout flags).
 #include <string>
 
@@ -14,7 +14,7 @@ namespace plait::cli {
 // As given on the command line ("" when absent); apply_parallel_flags checks the numbers with
 // the same rule as plait sim (flag_values.h).
 struct ParallelFlags {
-  std::string pp, dp, chunks, microbatches, segments;
+  std::string pp, dp, chunks, microbatches, segments, tp;
   std::string schedule, split;
   std::string recompute;  // "none", "full", "N" or "n0,n1,..." (parallel.recompute)
 };

@@ -3,6 +3,19 @@
 #include <string>
 
 namespace plait::cli {
+namespace {
+
+// Job rank r's rank in the schedule, and its label: "r", or "s.i" (schedule rank s, TP rank i)
+// under tensor parallelism.
+std::size_t scheduled(const runtime::PipelinePlan& plan, std::size_t r) {
+  return r / static_cast<std::size_t>(plan.tensor_parallel);
+}
+std::string label(const runtime::PipelinePlan& plan, std::size_t r) {
+  if (plan.tensor_parallel == 1) return std::to_string(r);
+  return std::to_string(scheduled(plan, r)) + "." + std::to_string(r % static_cast<std::size_t>(plan.tensor_parallel));
+}
+
+}  // namespace
 
 void print_rank_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
                              const std::vector<MemoryReport>& reports) {
@@ -12,14 +25,14 @@ void print_rank_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
   std::fprintf(out, " %12s  %s\n", "total", "capacity");
   for (std::size_t r = 0; r < reports.size(); ++r) {
     std::string stages;
-    for (std::int32_t v : plan.schedule.layout.rank_vstages[r]) {
+    for (std::int32_t v : plan.schedule.layout.rank_vstages[scheduled(plan, r)]) {
       stages += (stages.empty() ? "" : ",") + std::to_string(v);
     }
-    std::fprintf(out, "  %-5zu %-8s", r, stages.c_str());
+    std::fprintf(out, "  %-5s %-8s", label(plan, r).c_str(), stages.c_str());
     for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
       std::fprintf(out, " %15s", format_bytes(reports[r].peak[c]).c_str());
     }
-    const auto& capacity = plan.devices[r].memory_bytes;
+    const auto& capacity = plan.devices[scheduled(plan, r)].memory_bytes;
     std::fprintf(out, " %12s  %s\n", format_bytes(reports[r].peak_total).c_str(),
                  capacity ? format_bytes(*capacity).c_str() : "-");
   }
@@ -37,11 +50,11 @@ void print_host_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
   for (MemoryCategory c : kHostCategories) std::fprintf(out, " %15s", std::string(name_of(c)).c_str());
   std::fprintf(out, " %12s  %s\n", "total", "capacity");
   for (std::size_t r = 0; r < reports.size(); ++r) {
-    std::fprintf(out, "  %-5zu", r);
+    std::fprintf(out, "  %-5s", label(plan, r).c_str());
     for (MemoryCategory c : kHostCategories) {
       std::fprintf(out, " %15s", format_bytes(reports[r].peak[static_cast<std::size_t>(c)]).c_str());
     }
-    const auto& capacity = plan.devices[r].host_memory_bytes;
+    const auto& capacity = plan.devices[scheduled(plan, r)].host_memory_bytes;
     std::fprintf(out, " %12s  %s\n", format_bytes(reports[r].peak_total).c_str(),
                  capacity ? format_bytes(*capacity).c_str() : "-");
   }

@@ -193,9 +193,14 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
     std::printf("  precision: fp32\n");
   }
   const std::vector<std::int64_t>& lengths = plan.partition.lengths;
-  std::printf("  parallel: %s on %d rank(s), %d virtual stage(s) of %s layers, segments %s, "
+  const std::string tp = plan.tensor_parallel > 1
+                             ? " x tensor parallelism " + std::to_string(plan.tensor_parallel) + " = " +
+                                   std::to_string(plan.world_size()) + " ranks (TP innermost: ranks " +
+                                   std::to_string(plan.tensor_parallel) + "s + i, sequence-parallel norms)"
+                             : std::string();
+  std::printf("  parallel: %s on %d rank(s)%s, %d virtual stage(s) of %s layers, segments %s, "
               "receives posted %s\n",
-              plan.schedule_name.c_str(), plan.num_ranks(), plan.num_vstages(),
+              plan.schedule_name.c_str(), plan.num_ranks(), tp.c_str(), plan.num_vstages(),
               join(plan.vstage_layers, "/").c_str(), join(lengths, "+").c_str(),
               lookahead == INT32_MAX ? "a whole step ahead"
                                      : (std::to_string(lookahead) + " action(s) ahead").c_str());
@@ -426,7 +431,8 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     }
     if (!rec.result) continue;  // the final validation
     const runtime::DistributedStepResult& r = *rec.result;
-    const runtime::MeasuredStep measured = runtime::gather_step(world, r);
+    // The schedule's ranks (each TP rank's communicator of them gathers alike).
+    const runtime::MeasuredStep measured = runtime::gather_step(run->trainer().schedule_world(), r);
     // The first step warms caches and the buffer pools; time the rest (unless it is the only one).
     if (step > first || steps == 1) {
       bubble_sum += measured.bubble_fraction();
