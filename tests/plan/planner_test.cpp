@@ -154,12 +154,29 @@ TEST(Planner, RestrictedSearches) {
     EXPECT_EQ(plan.choice.family, "1f1b");
     EXPECT_EQ(plan.choice.segments, 1);
   }
+  // Without tensor parallelism the sequence family's plans are segmented (its k = 1 form is
+  // 1f1b's schedule and loses to them here). The TP search may keep a k = 1 TP layout among the
+  // runner-ups: a TP degree must divide every segment's tokens, a constraint the whole sequence
+  // meets most easily.
   o.families = {"seq1f1b"};
   o.segments = true;
+  o.tensor_parallel = {1};
   for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_GT(plan.choice.segments, 1);
+  o.tensor_parallel.clear();
   o.families.clear();
   o.device_types = {"slow"};
-  for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.rank_devices(), (std::vector<int>{2, 3}));
+  // Every device a plan uses (a TP group's members too) is one of the two slow ones, and each
+  // plan uses both: as two ranks, or as one TP group of two.
+  for (const Plan& plan : plan_cluster(p, o).plans) {
+    std::vector<int> used;
+    for (const StageGroup& g : plan.choice.groups) {
+      for (int lead : g.devices) {
+        for (int d = lead; d < lead + g.tp; ++d) used.push_back(d);
+      }
+    }
+    std::sort(used.begin(), used.end());
+    EXPECT_EQ(used, (std::vector<int>{2, 3})) << plan.choice.summary(p.cluster);
+  }
   o.microbatch_sizes = {4};
   for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.microbatch_size, 4);
 }

@@ -4,6 +4,8 @@
 // refuses it (TP runs in the simulator and planner only for now).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
 #include "plait/plan/plan_file.h"
@@ -80,9 +82,10 @@ TEST(TensorParallelPlanner, OptionsStayInsideAMachineOfOneType) {
   EXPECT_EQ(tp_options(p, {0, 1, 2, 3}, {1, 2, 4})[2].leads, (std::vector<int>{0}));
 }
 
-// A TP plan file carries parallel.tp per virtual stage, predicts the same when read back, and
-// plait train refuses it in one line.
-TEST(TensorParallelPlanner, PlanFileRoundTripsAndTheRuntimeRefusesIt) {
+// A TP plan file carries parallel.tp per virtual stage and predicts the same when read back;
+// plait train builds it when every stage has one degree (world = ranks x t, every stage split
+// over t); per-stage degrees it refuses (tests/runtime/parallel_config_test.cpp).
+TEST(TensorParallelPlanner, PlanFileRoundTripsAndTheRuntimeRunsOneDegree) {
   const PlanningProblem p = make_problem(read_cluster_spec(machine_of_8("fast8.json", R"({"gbyte_per_s": 240, "latency_us": 5})")),
                                          spec::resolve_model("gpt-1.3b", 2048), 4, 2048);
   PlannerOptions o;
@@ -98,14 +101,16 @@ TEST(TensorParallelPlanner, PlanFileRoundTripsAndTheRuntimeRefusesIt) {
   const PlanPrediction again = simulate_plan(p, loaded.choice, loaded.schedule);
   EXPECT_DOUBLE_EQ(again.step_seconds, r.plans[0].prediction.step_seconds);
   const runtime::JobConfig job = runtime::load_job_config(path);
-  EXPECT_GT(job.parallel.max_tensor_parallel(), 1);
-  try {
-    runtime::build_pipeline_plan(job, job.parallel.world_size());
-    FAIL() << "the runtime ran tensor parallelism";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("parallel.tp: tensor parallelism"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("simulator and the planner only"), std::string::npos) << e.what();
+  const int t = job.parallel.max_tensor_parallel();
+  EXPECT_GT(t, 1);
+  const std::vector<int> degrees = loaded.choice.vstage_tensor_parallel();
+  if (std::all_of(degrees.begin(), degrees.end(), [&](int d) { return d == t; })) {
+    const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, job.parallel.world_size() * t);
+    EXPECT_EQ(plan.tensor_parallel, t);
+    EXPECT_EQ(plan.world_size(), r.plans[0].choice.devices_used());
+    for (const model::StageSpec& s : plan.vstage_specs) EXPECT_EQ(s.tensor_parallel, t);
   }
+  // (Degrees that differ between stages are refused: tests/runtime/parallel_config_test.cpp.)
 }
 
 }  // namespace
