@@ -301,9 +301,12 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
   }
   if (const std::string w = run.lock_warning(); !w.empty()) std::fprintf(stderr, "plait: warning: %s\n", w.c_str());
   for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
+  if (!run.initialised_from().empty()) {
+    std::printf("  init: parameters from %s (init.from; AdamW state from zero)\n", run.initialised_from().c_str());
+  }
   if (!run.initial_checkpoint().empty()) {
-    std::printf("  checkpoint: %s (step 0, the untrained parameters: checkpoint.save_initial)\n",
-                run.initial_checkpoint().c_str());
+    std::printf("  checkpoint: %s (step 0, the %s parameters: checkpoint.save_initial)\n",
+                run.initial_checkpoint().c_str(), run.initialised_from().empty() ? "untrained" : "initial");
   }
   if (!run.resumed_from().empty()) {
     std::printf("  resumed from %s: step %lld\n", run.resumed_from().c_str(),

@@ -5,6 +5,7 @@
 #include "plait/core/json_fields.h"
 #include "plait/data/byte_tokenizer.h"
 #include "plait/model/engine_limits.h"
+#include "plait/runtime/hf_import.h"
 #include "plait/spec/model_spec_json.h"
 
 namespace plait::runtime {
@@ -120,6 +121,18 @@ CheckpointConfig parse_checkpoint(const JsonFields& k) {
   return c;
 }
 
+InitConfig parse_init(const JsonFields& i) {
+  InitConfig c;
+  const std::string from = i.string("from");
+  if (!from.starts_with("hf:") || from.size() == 3) {
+    i.fail("from", "expected \"hf:DIR\", a Hugging Face model directory (config.json and model.safetensors), found \"" +
+                       from + "\"");
+  }
+  c.hf_dir = from.substr(3);
+  i.check_no_unknown_fields();
+  return c;
+}
+
 }  // namespace
 
 int DataConfig::vocab_size() const {
@@ -138,15 +151,22 @@ RunConfig parse_run_config(const nlohmann::json& document, const std::string& fi
   const JsonFields top(document, file);
   RunConfig c;
   c.source = file;
-  c.model = spec::read_model_spec(top.object("model"));
-  model::check_engine_limits(c.model, file);
+  if (top.has("init")) c.init = parse_init(top.object("init"));
+  if (c.init && !top.has("model")) {
+    c.model = read_hf_model(c.init->hf_dir);  // the Hugging Face model's own config.json
+  } else {
+    c.model = spec::read_model_spec(top.object("model"));
+    model::check_engine_limits(c.model, file);
+  }
   if (top.has("data")) c.data = parse_data(top.object("data"));
   if (c.model.vocab < c.data.vocab_size()) {
-    top.object("model").fail(
-        "vocab", std::string(c.data.tokenizer == "gpt2" ? "the GPT-2 tokenizer (data.tokenizer)"
-                                                         : "the byte-level tokenizer") +
-                     " needs vocab >= " + std::to_string(c.data.vocab_size()) + ", found " +
-                     std::to_string(c.model.vocab));
+    const std::string problem =
+        std::string(c.data.tokenizer == "gpt2" ? "the GPT-2 tokenizer (data.tokenizer)" : "the byte-level tokenizer") +
+        " needs vocab >= " + std::to_string(c.data.vocab_size()) + ", found " + std::to_string(c.model.vocab);
+    if (!top.has("model")) {
+      throw InputError(c.init->hf_dir + "/config.json", "vocab_size", problem + " (init.from's model)");
+    }
+    top.object("model").fail("vocab", problem);
   }
   c.train = parse_train(top.object("train"), c.model);
   if (c.train.eval_every > 0 && !c.data.uses_shards() && c.data.val_paths.empty()) {
@@ -211,6 +231,7 @@ nlohmann::json to_json(const RunConfig& c) {
     if (!c.data.val_paths.empty()) data["val_paths"] = c.data.val_paths;
   }
   data["tokenizer"] = c.data.tokenizer;
+  if (c.init) j["init"] = {{"from", "hf:" + c.init->hf_dir}};
   if (c.checkpoint) {
     j["checkpoint"] = {{"dir", c.checkpoint->dir},
                        {"every", c.checkpoint->every},

@@ -92,9 +92,18 @@ struct CheckpointConfig {
 // script can tell "preempted, resume me" (75) from success (0) and failure (other values).
 inline constexpr int kPreemptedExitStatus = 75;
 
+// Where a fresh run's parameters come from instead of the seeded initialisation (fine-tuning):
+// "init": {"from": "hf:DIR"}, a Hugging Face model directory (runtime/hf_import.h). Without a
+// "model" section the model is DIR's config.json; with one, the two must agree. A resumed run
+// takes its parameters from the checkpoint and ignores it.
+struct InitConfig {
+  std::string hf_dir;
+};
+
 struct RunConfig {
   std::string source;  // the file it was read from, or "built-in default"
   spec::ModelSpec model;
+  std::optional<InitConfig> init;
   TrainConfig train;
   DataConfig data;
   std::optional<CheckpointConfig> checkpoint;

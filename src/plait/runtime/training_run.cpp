@@ -8,7 +8,9 @@
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/core/progress.h"
 #include "plait/checkpoint/checkpoint_scan.h"
+#include "plait/runtime/hf_import.h"
 #include "plait/runtime/resume_recipe.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_resume.h"
@@ -18,6 +20,24 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string manifest_path(const std::string& dir) { return (fs::path(dir) / "manifest.json").string(); }
+
+// init.from: every chunk's parameters from the Hugging Face model (each rank reads the tensors
+// of its own chunks); the AdamW state stays zero, as at step 0 of any run.
+std::string initialise_from_hf(DistributedTrainer& trainer, const RunConfig& run) {
+  // The model first (config.json alone), then the weights.
+  check_same_model(run.model, read_hf_model(run.init->hf_dir), run.init->hf_dir, run.source);
+  const HfModel hf(run.init->hf_dir);
+  std::vector<float> values;
+  for (int c = 0; c < trainer.num_chunks(); ++c) {
+    for (const model::NamedTensor& t : trainer.chunk(c).tensors()) {
+      note_progress("init: reading " + t.name + " from " + hf.dir());
+      values.resize(t.numel);
+      hf.read(t, values);
+      load_chunk_parameter(trainer, c, t, values);
+    }
+  }
+  return "the Hugging Face model in " + hf.dir() + " (" + hf.describe() + ")";
+}
 
 }  // namespace
 
@@ -74,7 +94,11 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   world.barrier();
   if (ckpt && world.rank() == 0) prepare_checkpoint_root(newer);
   trainer_ = std::make_unique<DistributedTrainer>(plan, global_, world, tracker, options_.trainer);
-  if (reader) restore_training_checkpoint(*trainer_, *reader);
+  if (reader) {
+    restore_training_checkpoint(*trainer_, *reader);
+  } else if (job.run.init) {
+    initialised_from_ = initialise_from_hf(*trainer_, job.run);
+  }
   next_ = start_;
   final_validation_ = stop_ == global_.steps && data_->validation() != nullptr;
   finished_ = next_ == stop_ && !final_validation_;

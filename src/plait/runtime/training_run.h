@@ -83,6 +83,9 @@ class TrainingRun {
   const std::vector<std::string>& resume_notes() const { return notes_; }
   // Rank 0: why checkpoint.dir could not be locked (its file system lacks flock), or "".
   std::string lock_warning() const { return lock_ ? lock_->warning() : ""; }
+  // Where a fresh run's parameters came from when not from the seed (init.from): "the Hugging
+  // Face model in DIR (...)", or "".
+  const std::string& initialised_from() const { return initialised_from_; }
   // The step-0 checkpoint of checkpoint.save_initial, or "".
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }
   bool done() const { return finished_; }
@@ -115,7 +118,7 @@ class TrainingRun {
   TrainingRunOptions options_;
   std::unique_ptr<TrainingData> data_;
   std::unique_ptr<DistributedTrainer> trainer_;
-  std::string resumed_from_, initial_checkpoint_;
+  std::string resumed_from_, initial_checkpoint_, initialised_from_;
   std::vector<std::string> notes_;
   std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
