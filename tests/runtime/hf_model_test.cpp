@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@
 #include "plait/runtime/train_config.h"
 #include "plait/spec/hf_model_config.h"
 #include "support/raw_safetensors.h"
+#include "support/run_command.h"
 #include "support/temp_dir.h"
 
 namespace plait::runtime {
@@ -174,6 +176,76 @@ TEST_F(HfModelTest, ExportRefusesANonEmptyDirectoryAndValuesBeyondFp16) {
         << e.what();
   }
   EXPECT_FALSE(fs::exists(path("half/config.json")));
+}
+
+// --- Against Hugging Face's equations ---------------------------------------------------------
+
+// A python3 that has torch (Debian's python3-torch lives under /usr/bin's python), or "".
+std::string python_with_torch() {
+  for (const char* python : {"python3", "/usr/bin/python3"}) {
+    if (test::run_command(std::string(python) + " -c 'import torch'").status == 0) return python;
+  }
+  return "";
+}
+
+// Parameters far from their initialisation (weights of std ~0.16, norm gains and biases spread
+// around their starting values), so that every term of the equations shows in the logits.
+void spread(model::StageModel& m, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.2f, 0.2f);
+  for (const model::NamedTensor& t : m.tensors()) {
+    for (float& x : m.parameters().subspan(t.offset, t.numel)) x = t.init.kind == model::TensorInit::Kind::normal ? 8 * x : x + u(rng);
+  }
+}
+
+// plait's forward (the training forward, StageModel::forward_loss, its logits before the loss)
+// against tests/runtime/reference/hf_forward.py, which computes LlamaForCausalLM's and
+// GPT2LMHeadModel's logits from the exported directory with transformers' equations written
+// out in PyTorch.
+TEST_F(HfModelTest, LogitsEqualHuggingFacesEquationsInPyTorch) {
+  const std::string python = python_with_torch();
+  if (python.empty()) GTEST_SKIP() << "no python3 with torch (Debian: apt-get install python3-torch); the reference is not run";
+  // Each family as it usually comes (GPT-2 tied, LLaMA untied); the other tying is read by the
+  // same code (ExportThenImportGivesIdenticalTensorsForBothFamilies). One torch start each.
+  for (const auto& [family, tied] : {std::pair{spec::Family::gpt2, true}, std::pair{spec::Family::llama, false}}) {
+    {
+      const spec::ModelSpec m = tiny(family, tied);
+      Parameters p(m, 11);
+      spread(p.model, 5);
+      const checkpoint::CheckpointReader reader(save(m, p.model));
+      const std::string out = path("hf");
+      export_hf(reader, out, {});
+      constexpr int kTokens = 23;
+      std::vector<std::int32_t> tokens(kTokens), targets(kTokens, 0);
+      std::string args;
+      for (int i = 0; i < kTokens; ++i) {
+        tokens[i] = (i * 97 + 13) % m.vocab;
+        args += " " + std::to_string(tokens[i]);
+      }
+      const test::CommandResult r = test::run_command(python + " " + PLAIT_SOURCE_DIR + "/tests/runtime/reference/hf_forward.py " +
+                                                      out + " " + path("reference.bin") + args);
+      ASSERT_EQ(r.status, 0) << r.err;
+      const std::string bytes = bytes_of(path("reference.bin"));
+      ASSERT_EQ(bytes.size(), sizeof(float) * kTokens * m.vocab);
+      std::vector<float> reference(static_cast<std::size_t>(kTokens) * m.vocab), logits(reference.size());
+      std::memcpy(reference.data(), bytes.data(), bytes.size());
+      p.model.forward_loss(0, 1, {0, 0, kTokens}, nullptr, tokens.data(), targets.data(), 1.0, logits.data());
+      p.model.discard(0);
+      double worst = 0, largest = 0;
+      for (std::size_t i = 0; i < logits.size(); ++i) {
+        worst = std::max(worst, std::fabs(static_cast<double>(logits[i]) - reference[i]));
+        largest = std::max(largest, std::fabs(static_cast<double>(reference[i])));
+      }
+      // fp32 both sides, different summation orders: agreement to a few units of the last place
+      // of the largest logit.
+      EXPECT_LT(worst, 2e-5 * std::max(1.0, largest)) << spec::family_name(family) << (tied ? " tied" : "")
+                                                      << ": largest logit " << largest;
+      EXPECT_GT(largest, 1.0);  // the logits are not trivially small
+      std::printf("%s: largest |logit| %.3f, largest difference %.3g\n", spec::family_name(family).data(), largest, worst);
+      fs::remove_all(out);
+      fs::remove_all(path("ckpt"));
+    }
+  }
 }
 
 // --- A directory written by hand, as transformers lays it out -------------------------------
