@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +23,7 @@
 #include "plait/runtime/hf_import.h"
 #include "plait/runtime/train_config.h"
 #include "plait/spec/hf_model_config.h"
+#include "small_models.h"
 #include "support/raw_safetensors.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
@@ -31,27 +31,12 @@
 namespace plait::runtime {
 namespace {
 
-using test::RawTensor;
-using test::raw_safetensors;
+using plait::test::RawTensor;
+using plait::test::raw_safetensors;
 
 namespace fs = std::filesystem;
 
-spec::ModelSpec tiny(spec::Family family, bool tied) {
-  if (family == spec::Family::gpt2) return spec::gpt2_model(2, 32, 4, 300, 40, tied);
-  spec::ModelSpec m;
-  m.family = spec::Family::llama;
-  m.layers = 2;
-  m.hidden = 32;
-  m.heads = 4;
-  m.kv_heads = 2;
-  m.ffn_hidden = 48;
-  m.vocab = 300;
-  m.max_seq = 40;
-  m.rope_theta = 5000.0;
-  m.norm_eps = 1e-6;
-  m.tie_embeddings = tied;
-  return m;
-}
+spec::ModelSpec tiny(spec::Family family, bool tied) { return test::small_model(family, 300, 40, tied); }
 
 // A model's initialised parameters, by plait name.
 struct Parameters {
@@ -62,7 +47,7 @@ struct Parameters {
   }
 };
 
-class HfModelTest : public test::TempDirTest {
+class HfModelTest : public plait::test::TempDirTest {
  protected:
   // A checkpoint of `m` holding `p`'s parameters (what export reads of one).
   std::string save(const spec::ModelSpec& m, const model::StageModel& p) {
@@ -183,19 +168,9 @@ TEST_F(HfModelTest, ExportRefusesANonEmptyDirectoryAndValuesBeyondFp16) {
 // A python3 that has torch (Debian's python3-torch lives under /usr/bin's python), or "".
 std::string python_with_torch() {
   for (const char* python : {"python3", "/usr/bin/python3"}) {
-    if (test::run_command(std::string(python) + " -c 'import torch'").status == 0) return python;
+    if (plait::test::run_command(std::string(python) + " -c 'import torch'").status == 0) return python;
   }
   return "";
-}
-
-// Parameters far from their initialisation (weights of std ~0.16, norm gains and biases spread
-// around their starting values), so that every term of the equations shows in the logits.
-void spread(model::StageModel& m, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-0.2f, 0.2f);
-  for (const model::NamedTensor& t : m.tensors()) {
-    for (float& x : m.parameters().subspan(t.offset, t.numel)) x = t.init.kind == model::TensorInit::Kind::normal ? 8 * x : x + u(rng);
-  }
 }
 
 // plait's forward (the training forward, StageModel::forward_loss, its logits before the loss)
@@ -211,7 +186,7 @@ TEST_F(HfModelTest, LogitsEqualHuggingFacesEquationsInPyTorch) {
     {
       const spec::ModelSpec m = tiny(family, tied);
       Parameters p(m, 11);
-      spread(p.model, 5);
+      test::spread(p.model, 5, 8, 0.2f);
       const checkpoint::CheckpointReader reader(save(m, p.model));
       const std::string out = path("hf");
       export_hf(reader, out, {});
@@ -222,7 +197,7 @@ TEST_F(HfModelTest, LogitsEqualHuggingFacesEquationsInPyTorch) {
         tokens[i] = (i * 97 + 13) % m.vocab;
         args += " " + std::to_string(tokens[i]);
       }
-      const test::CommandResult r = test::run_command(python + " " + PLAIT_SOURCE_DIR + "/tests/runtime/reference/hf_forward.py " +
+      const plait::test::CommandResult r = plait::test::run_command(python + " " + PLAIT_SOURCE_DIR + "/tests/runtime/reference/hf_forward.py " +
                                                       out + " " + path("reference.bin") + args);
       ASSERT_EQ(r.status, 0) << r.err;
       const std::string bytes = bytes_of(path("reference.bin"));

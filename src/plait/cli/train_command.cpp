@@ -24,6 +24,7 @@
 #include "plait/cli/byte_size.h"
 #include "plait/cli/commands.h"
 #include "plait/cli/flag_values.h"
+#include "plait/cli/gpt2_vocab_dir.h"
 #include "plait/cli/output_path.h"
 #include "plait/cli/parallel_flags.h"
 #include "plait/cli/progress_bar.h"
@@ -34,7 +35,9 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
+#include "plait/core/printable_text.h"
 #include "plait/core/stop_signals.h"
+#include "plait/data/gpt2_tokenizer.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/distributed_trainer.h"
@@ -338,6 +341,52 @@ class MetricsLog {
   std::unique_ptr<AppendFile> out_;
 };
 
+// train.sample_every: the sample's text under the progress bar, line by line (bytes that are no
+// printable UTF-8 escaped). GPT-2 tokens are decoded with the vocabulary at --vocab-dir's
+// default place (scripts/fetch-gpt2-tokenizer.sh); without it, the ids are printed.
+class SamplePrinter {
+ public:
+  explicit SamplePrinter(std::string tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  void print(ProgressBar& progress, int step, const std::vector<std::int32_t>& tokens) {
+    std::string text;
+    if (tokenizer_ == "byte") {
+      for (std::int32_t t : tokens) text += t >= 0 && t < 256 ? static_cast<char>(t) : '?';
+    } else if (gpt2()) {
+      std::vector<std::uint16_t> ids;
+      for (std::int32_t t : tokens) {
+        if (t >= 0 && t < gpt2_->vocab_size()) ids.push_back(static_cast<std::uint16_t>(t));
+      }
+      text = gpt2_->decode(ids);
+    } else {
+      text = "(token ids; no GPT-2 vocabulary at " + default_gpt2_vocab_dir() + ")";
+      for (std::int32_t t : tokens) text += " " + std::to_string(t);
+    }
+    progress.note("  step " + std::to_string(step) + ": sample (" + std::to_string(tokens.size()) +
+                  " tokens, train.sample_every):");
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+      const std::size_t end = std::min(text.find('\n', begin), text.size());
+      progress.note("  | " + printable_text(std::string_view(text).substr(begin, end - begin), 400));
+      begin = end + 1;
+    }
+  }
+
+ private:
+  bool gpt2() {
+    if (!tried_) {
+      tried_ = true;
+      try {
+        gpt2_ = std::make_unique<data::Gpt2Tokenizer>(data::Gpt2Tokenizer::load(default_gpt2_vocab_dir()));
+      } catch (const Error&) {
+      }
+    }
+    return gpt2_ != nullptr;
+  }
+  std::string tokenizer_;
+  bool tried_ = false;
+  std::unique_ptr<data::Gpt2Tokenizer> gpt2_;
+};
+
 // What rank 0 says when a stop signal ends the run after `rec` (docs/checkpoints.md,
 // "Preemption"): how many ranks were signalled (and with what, here), where every rank stopped,
 // and the checkpoint with the save's duration.
@@ -393,6 +442,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     return r;
   });
   std::unique_ptr<MetricsLog> metrics;
+  SamplePrinter samples(job.run.data.tokenizer);
   if (lead) {
     print_run_setup(*run, job, args);
     metrics = std::make_unique<MetricsLog>(args.metrics);
@@ -452,6 +502,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
                         {"skipped", r.skipped}};
     if (r.skipped) m["nonfinite"] = r.nonfinite;
     metrics->write(m);
+    if (!rec.sample.empty()) samples.print(*progress, step, rec.sample);
     if (rec.stop_requests > 0) {
       progress->note(stop_note(rec, world.size()));
     } else if (!rec.checkpoint.empty()) {

@@ -1,5 +1,6 @@
 #include "plait/runtime/train_config.h"
 
+#include <algorithm>
 #include <string>
 
 #include "plait/core/json_fields.h"
@@ -43,6 +44,12 @@ TrainConfig parse_train(const JsonFields& t, const spec::ModelSpec& model) {
   c.segments = spec::read_segment_request(t, c.seq);
   c.eval_every = static_cast<int>(t.integer_in("eval_every", 0, 1 << 30, 0));
   c.eval_batches = static_cast<int>(t.integer_in("eval_batches", 1, 1 << 20, 1));
+  c.sample_every = static_cast<int>(t.integer_in("sample_every", 0, 1 << 30, 0));
+  c.sample_tokens = static_cast<int>(t.integer_in("sample_tokens", 1, 1 << 20, std::min<std::int64_t>(64, model.max_seq - 1)));
+  if (c.sample_every > 0 && c.sample_tokens + 1 > model.max_seq) {
+    t.fail("sample_tokens", "a sample is its first token and " + std::to_string(c.sample_tokens) +
+                                " new ones, more than model.max_seq " + std::to_string(model.max_seq));
+  }
   const std::string policy = t.string("on_nonfinite", "abort");
   if (policy == "abort") {
     c.on_nonfinite = TrainConfig::OnNonFinite::kAbort;
@@ -219,6 +226,8 @@ nlohmann::json to_json(const RunConfig& c) {
         {"segments", r.explicit_lengths() ? nlohmann::json(r.lengths) : nlohmann::json(r.count)},
         {"eval_every", c.train.eval_every},
         {"eval_batches", c.train.eval_batches},
+        {"sample_every", c.train.sample_every},
+        {"sample_tokens", c.train.sample_tokens},
         {"on_nonfinite", to_string(c.train.on_nonfinite)},
         {"stall_timeout_s", c.train.stall_timeout_s},
         {"precision", std::string(spec::precision_name(c.train.precision))}}},

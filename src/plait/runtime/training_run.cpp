@@ -10,7 +10,9 @@
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
 #include "plait/checkpoint/checkpoint_scan.h"
+#include "plait/core/splitmix64.h"
 #include "plait/runtime/hf_import.h"
+#include "plait/runtime/pipeline_sampler.h"
 #include "plait/runtime/resume_recipe.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_resume.h"
@@ -51,7 +53,7 @@ nlohmann::json TrainingRun::config_json(const JobConfig& job) {
 
 TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::Communicator& world,
                          MemoryTracker& tracker, TrainingRunOptions options)
-    : job_(job), global_(job.global_train()), world_(world), options_(std::move(options)) {
+    : job_(job), global_(job.global_train()), world_(world), tracker_(tracker), options_(std::move(options)) {
   const std::optional<CheckpointConfig>& ckpt = job.run.checkpoint;
   std::error_code ec;
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
@@ -224,6 +226,13 @@ TrainingStep TrainingRun::next() {
     const double start = monotonic_seconds();
     rec.checkpoint = save(next_);
     rec.save_seconds = monotonic_seconds() - start;
+  }
+  if (global_.sample_every > 0 && next_ % global_.sample_every == 0) {
+    // From the data's document separator; the draws' seed depends on the run's and the step.
+    rec.sample_prompt = {job_.run.data.tokenizer == "gpt2" ? kGpt2VocabSize - 1 : '\n'};
+    SamplingOptions sampling;
+    sampling.seed = splitmix64(global_.seed) ^ static_cast<std::uint64_t>(next_);
+    rec.sample = sample_through_pipeline(*trainer_, world_, tracker_, rec.sample_prompt, global_.sample_tokens, sampling);
   }
   stopped_ = rec.stopped;
   finished_ = stopped_ || (next_ == stop_ && !final_validation_);

@@ -57,6 +57,8 @@ struct TrainingStep {
   std::string checkpoint;                       // the checkpoint saved after this step, or ""
   double save_seconds = 0;                      // how long saving it took
   int stop_requests = 0;                        // ranks asked to stop (DistributedStepResult)
+  // train.sample_every: the sample's prompt and new tokens after this step (every rank), or empty.
+  std::vector<std::int32_t> sample_prompt, sample;
   bool stopped = false;  // the run stops after this step because of them (see above)
 };
 
@@ -115,6 +117,7 @@ class TrainingRun {
   JobConfig job_;
   TrainConfig global_;
   comm::Communicator& world_;
+  MemoryTracker& tracker_;
   TrainingRunOptions options_;
   std::unique_ptr<TrainingData> data_;
   std::unique_ptr<DistributedTrainer> trainer_;
