@@ -19,7 +19,7 @@
 #include "plait/core/memory_tracker.h"
 #include "plait/data/byte_tokenizer.h"
 #include "plait/data/gpt2_tokenizer.h"
-#include "plait/data/hf_tokenizer_files.h"
+#include "plait/data/hf_tokenizer_json.h"
 #include "plait/runtime/generation.h"
 #include "plait/runtime/hf_export.h"
 #include "plait/runtime/hf_import.h"
@@ -73,23 +73,25 @@ class Tokens {
 };
 
 // A Hugging Face directory's tokenizer, where it is one of plait's: GPT-2's vocab.json and
-// merges.txt, or the byte-level tokenizer.json plait exports.
+// merges.txt, or a tokenizer.json of byte-level BPE with GPT-2's pre-tokenization or of plait's
+// byte tokenizer (data/hf_tokenizer_json.h, which refuses the others naming the field).
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 Tokens hf_tokens(const std::string& dir) {
   const fs::path vocab = fs::path(dir) / "vocab.json", merges = fs::path(dir) / "merges.txt";
   if (fs::exists(vocab) && fs::exists(merges)) {
-    std::ifstream a(vocab, std::ios::binary), b(merges, std::ios::binary);
-    const std::string encoder((std::istreambuf_iterator<char>(a)), {}), bpe((std::istreambuf_iterator<char>(b)), {});
-    return Tokens::gpt2(data::Gpt2Tokenizer::parse(encoder, bpe, vocab.string(), merges.string()));
+    return Tokens::gpt2(data::Gpt2Tokenizer::parse(file_text(vocab), file_text(merges), vocab.string(), merges.string()));
   }
   const fs::path json = fs::path(dir) / "tokenizer.json";
   if (fs::exists(json)) {
-    std::ifstream in(json, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), {});
-    if (text == data::hf_byte_tokenizer_json()) return Tokens::byte();
+    const data::HfTokenizerJson t = data::read_hf_tokenizer_json(file_text(json), json.string());
+    if (t.kind == data::HfTokenizerJson::Kind::byte) return Tokens::byte();
+    return Tokens::gpt2(data::Gpt2Tokenizer::parse(t.encoder_json, t.merges, json.string(), json.string()));
   }
-  throw InputError(dir, "(tokenizer)",
-                   "plait reads GPT-2's vocab.json and merges.txt, or the byte-level tokenizer.json plait "
-                   "exports; this directory has neither (other tokenizers are not implemented)");
+  throw InputError(dir, "(tokenizer)", "no tokenizer: plait reads vocab.json with merges.txt, or tokenizer.json");
 }
 
 void run_generate(const GenerateArgs& args) {
