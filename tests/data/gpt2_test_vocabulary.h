@@ -9,28 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/data/gpt2_byte_alphabet.h"
+#include "plait/data/utf8_decode.h"
 
 namespace plait::data::testing {
 
-inline std::string utf8(char32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
-  return s;
-}
+inline std::string utf8(char32_t c) { return encode_utf8(c); }
 
 // Raw bytes spelled in GPT-2's byte alphabet, as encoder.json and vocab.bpe spell tokens.
 inline std::string spell(const std::string& bytes) {

@@ -4,12 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <utility>
+#include <vector>
 
+#include "plait/core/bf16.h"
 #include "plait/core/error.h"
+#include "plait/core/fp16.h"
 
 namespace plait::checkpoint {
 namespace {
@@ -46,14 +50,36 @@ std::string safetensors_header(std::span<const TensorRef> tensors, const std::ma
       throw Error("safetensors: tensor \"" + t.name + "\" has " + std::to_string(t.data.size()) +
                   " values, its shape needs " + std::to_string(n));
     }
-    layout.push_back({t.name, t.shape});
+    layout.push_back({t.name, t.shape, t.stored});
   }
   return make_safetensors_header(layout, metadata);
 }
 
+// The 16-bit form of x the file stores.
+std::uint16_t narrow(float x, StoredType type) {
+  return type == StoredType::bf16 ? bf16::round_bits(x) : float_to_half_bits(x);
+}
+
+// Appends values as the file stores them.
+void write_values(AtomicFile& f, std::span<const float> values, StoredType stored, std::vector<std::uint16_t>& narrowed) {
+  if (stored == StoredType::f32) {
+    f.write(std::as_bytes(values));
+    return;
+  }
+  // Converted a block at a time, so a large tensor needs no second copy of itself.
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
+  for (std::size_t begin = 0; begin < values.size(); begin += kBlock) {
+    const std::size_t n = std::min(kBlock, values.size() - begin);
+    narrowed.resize(n);
+    for (std::size_t i = 0; i < n; ++i) narrowed[i] = narrow(values[begin + i], stored);
+    f.write(std::as_bytes(std::span<const std::uint16_t>(narrowed)));
+  }
+}
+
 WrittenFile write_to(AtomicFile& f, const std::string& header, std::span<const TensorRef> tensors) {
   f.write(header);
-  for (const TensorRef& t : tensors) f.write(std::as_bytes(t.data));
+  std::vector<std::uint16_t> narrowed;
+  for (const TensorRef& t : tensors) write_values(f, t.data, t.stored, narrowed);
   f.commit();
   return {f.path(), f.bytes_written(), f.crc32c()};
 }
@@ -74,15 +100,37 @@ WrittenFile write_safetensors(const std::string& path, std::span<const TensorRef
   return write_to(f, header, tensors);
 }
 
-SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw InputError(path, "(file)", std::string("cannot open: ") + std::strerror(errno));
-  read_header();
+WrittenFile write_safetensors(const Directory& dir, const std::string& name, std::span<const TensorLayout> tensors,
+                              const TensorFill& fill, const std::map<std::string, std::string>& metadata,
+                              AtomicFile::Replace replace) {
+  const std::string header = make_safetensors_header(tensors, metadata);
+  AtomicFile f(dir, name, replace);
+  f.write(header);
+  std::vector<float> values;
+  std::vector<std::uint16_t> narrowed;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    std::size_t n = 1;
+    for (std::int64_t d : tensors[i].shape) n *= static_cast<std::size_t>(d);
+    values.assign(n, 0.0f);
+    fill(i, values);
+    write_values(f, values, tensors[i].dtype, narrowed);
+  }
+  f.commit();
+  return {f.path(), f.bytes_written(), f.crc32c()};
 }
 
-SafetensorsReader::SafetensorsReader(int fd, std::string path) : path_(std::move(path)), fd_(fd) { read_header(); }
+SafetensorsReader::SafetensorsReader(const std::string& path, AcceptedTypes accept) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw InputError(path, "(file)", std::string("cannot open: ") + std::strerror(errno));
+  read_header(accept);
+}
 
-void SafetensorsReader::read_header() {
+SafetensorsReader::SafetensorsReader(int fd, std::string path, AcceptedTypes accept)
+    : path_(std::move(path)), fd_(fd) {
+  read_header(accept);
+}
+
+void SafetensorsReader::read_header(AcceptedTypes accept) {
   const std::string& path = path_;
   try {
     struct stat st {};
@@ -95,7 +143,7 @@ void SafetensorsReader::read_header() {
     const std::uint64_t n = parse_safetensors_header_length(first8, size, path);
     std::vector<std::byte> json(n);
     read_exactly(fd_, json, 8, path, "offset 8 (header)");
-    header_ = parse_safetensors_header(json, size, path);
+    header_ = parse_safetensors_header(json, size, path, accept);
   } catch (...) {
     ::close(fd_);
     fd_ = -1;
@@ -127,8 +175,22 @@ void SafetensorsReader::read(const std::string& name, std::span<float> out) cons
                      "holds " + std::to_string(e->elements()) + " values, the destination has room for " +
                          std::to_string(out.size()));
   }
-  read_exactly(fd_, std::as_writable_bytes(out), header_.buffer_start + e->begin, path_,
-               "tensor \"" + name + "\"");
+  const std::string what = "tensor \"" + name + "\"";
+  if (e->dtype == StoredType::f32) {
+    read_exactly(fd_, std::as_writable_bytes(out), header_.buffer_start + e->begin, path_, what);
+    return;
+  }
+  // 16-bit elements: read into the back half of `out` (its bytes suffice for them), then widen
+  // front to back: element i's fp32 bytes [4i, 4i + 4) never reach a 16-bit element not yet
+  // read, which lie at [2n + 2j, ...) with j >= i.
+  const std::size_t n = out.size();
+  auto* bytes = reinterpret_cast<std::byte*>(out.data());
+  read_exactly(fd_, std::span<std::byte>(bytes + 2 * n, 2 * n), header_.buffer_start + e->begin, path_, what);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t h = 0;
+    std::memcpy(&h, bytes + 2 * n + 2 * i, sizeof h);
+    out[i] = e->dtype == StoredType::bf16 ? static_cast<float>(bf16::from_bits(h)) : half_bits_to_float(h);
+  }
 }
 
 }  // namespace plait::checkpoint

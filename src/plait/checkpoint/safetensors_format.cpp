@@ -16,9 +16,9 @@ std::string tensor_field(const std::string& name, const std::string& field) {
   return "tensor " + json(name).dump() + (field.empty() ? "" : " " + field);
 }
 
-// Element count times 4, or nullopt-like false on overflow.
-bool f32_bytes(const std::vector<std::int64_t>& shape, std::uint64_t& bytes) {
-  std::uint64_t n = sizeof(float);
+// Element count times the element size, or false on overflow.
+bool tensor_bytes(const std::vector<std::int64_t>& shape, StoredType type, std::uint64_t& bytes) {
+  std::uint64_t n = stored_type_size(type);
   for (std::int64_t d : shape) {
     const auto u = static_cast<std::uint64_t>(d);
     if (u != 0 && n > UINT64_MAX / u) return false;
@@ -28,7 +28,7 @@ bool f32_bytes(const std::vector<std::int64_t>& shape, std::uint64_t& bytes) {
   return true;
 }
 
-SafetensorsEntry parse_entry(const std::string& name, const json& v, const std::string& file) {
+SafetensorsEntry parse_entry(const std::string& name, const json& v, const std::string& file, AcceptedTypes accept) {
   if (!v.is_object()) {
     throw InputError(file, tensor_field(name, ""),
                      "expected an object {dtype, shape, data_offsets}, found " +
@@ -46,12 +46,23 @@ SafetensorsEntry parse_entry(const std::string& name, const json& v, const std::
     return *it;
   };
   const json& dtype = need("dtype");
-  if (!dtype.is_string() || dtype.get<std::string>() != "F32") {
+  SafetensorsEntry e;
+  e.name = name;
+  const std::string type = dtype.is_string() ? dtype.get<std::string>() : "";
+  if (type == "F32") {
+    e.dtype = StoredType::f32;
+  } else if (accept == AcceptedTypes::floats && type == "F16") {
+    e.dtype = StoredType::f16;
+  } else if (accept == AcceptedTypes::floats && type == "BF16") {
+    e.dtype = StoredType::bf16;
+  } else if (accept == AcceptedTypes::floats) {
+    throw InputError(file, tensor_field(name, "dtype"),
+                     "expected \"F32\", \"F16\" or \"BF16\" (plait reads floating-point weights), found " +
+                         dtype.dump());
+  } else {
     throw InputError(file, tensor_field(name, "dtype"),
                      "expected \"F32\" (plait stores fp32 tensors), found " + dtype.dump());
   }
-  SafetensorsEntry e;
-  e.name = name;
   const json& shape = need("shape");
   if (!shape.is_array()) {
     throw InputError(file, tensor_field(name, "shape"),
@@ -77,10 +88,10 @@ SafetensorsEntry parse_entry(const std::string& name, const json& v, const std::
                      "expected begin <= end, found " + offsets.dump());
   }
   std::uint64_t bytes = 0;
-  if (!f32_bytes(e.shape, bytes) || bytes != e.end - e.begin) {
+  if (!tensor_bytes(e.shape, e.dtype, bytes) || bytes != e.end - e.begin) {
     throw InputError(file, tensor_field(name, "data_offsets"),
-                     "shape " + shape.dump() + " of F32 needs " +
-                         (f32_bytes(e.shape, bytes) ? std::to_string(bytes) : "too many") +
+                     "shape " + shape.dump() + " of " + std::string(stored_type_name(e.dtype)) + " needs " +
+                         (tensor_bytes(e.shape, e.dtype, bytes) ? std::to_string(bytes) : "too many") +
                          " bytes, the offsets " + offsets.dump() + " span " +
                          std::to_string(e.end - e.begin));
   }
@@ -88,6 +99,15 @@ SafetensorsEntry parse_entry(const std::string& name, const json& v, const std::
 }
 
 }  // namespace
+
+std::string_view stored_type_name(StoredType type) {
+  switch (type) {
+    case StoredType::f16: return "F16";
+    case StoredType::bf16: return "BF16";
+    case StoredType::f32: break;
+  }
+  return "F32";
+}
 
 std::uint64_t parse_safetensors_header_length(std::span<const std::byte> first8,
                                               std::uint64_t file_size, const std::string& file) {
@@ -112,7 +132,8 @@ std::uint64_t parse_safetensors_header_length(std::span<const std::byte> first8,
 }
 
 SafetensorsHeader parse_safetensors_header(std::span<const std::byte> header_json,
-                                           std::uint64_t file_size, const std::string& file) {
+                                           std::uint64_t file_size, const std::string& file,
+                                           AcceptedTypes accept) {
   const std::string_view text(reinterpret_cast<const char*>(header_json.data()), header_json.size());
   if (text.empty() || text.front() != '{') {
     throw InputError(file, "offset 8 (header)", "expected the JSON header to begin with '{'");
@@ -159,7 +180,7 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> header_jso
       }
       continue;
     }
-    out.tensors.push_back(parse_entry(it.key(), it.value(), file));
+    out.tensors.push_back(parse_entry(it.key(), it.value(), file, accept));
   }
   // The buffer must be covered exactly: sorted by offset, each tensor starts where the previous
   // one ended, and the last ends at the end of the file.
@@ -185,6 +206,12 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> header_jso
   return out;
 }
 
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 std::string make_safetensors_header(std::span<const TensorLayout> tensors,
                                     const std::map<std::string, std::string>& metadata) {
   // ordered_json keeps the tensors in buffer order, which is what a reader listing the header
@@ -201,8 +228,10 @@ std::string make_safetensors_header(std::span<const TensorLayout> tensors,
     for (std::int64_t d : t.shape) {
       if (d < 0) throw Error("safetensors: tensor \"" + t.name + "\" has a negative dimension");
     }
-    if (!f32_bytes(t.shape, bytes)) throw Error("safetensors: tensor \"" + t.name + "\" is too large");
-    h[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    if (!tensor_bytes(t.shape, t.dtype, bytes)) throw Error("safetensors: tensor \"" + t.name + "\" is too large");
+    h[t.name] = {{"dtype", std::string(stored_type_name(t.dtype))},
+                 {"shape", t.shape},
+                 {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text;

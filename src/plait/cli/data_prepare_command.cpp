@@ -7,16 +7,11 @@
 #include <vector>
 
 #include "plait/cli/commands.h"
+#include "plait/cli/gpt2_vocab_dir.h"
 #include "plait/data/shard_preparer.h"
 
 namespace plait::cli {
 namespace {
-
-std::string default_vocab_dir() {
-  if (const char* dir = std::getenv("PLAIT_GPT2_DIR")) return dir;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.cache/plait/gpt2";
-}
 
 double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
@@ -86,7 +81,7 @@ void register_data_prepare(CLI::App& app) {
     bool quiet = false;
   };
   auto args = std::make_shared<Args>();
-  args->options.vocab_dir = default_vocab_dir();
+  args->options.vocab_dir = default_gpt2_vocab_dir();
   cmd->add_option("--tokenizer", args->options.tokenizer,
                   "byte: one token per byte (vocabulary 256); gpt2: GPT-2's BPE (vocabulary\n"
                   "50257), <|endoftext|> before each file")

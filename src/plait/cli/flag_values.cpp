@@ -18,6 +18,17 @@ std::int64_t integer_flag(const std::string& flag, const std::string& text, std:
   return value;
 }
 
+double number_flag(const std::string& flag, const std::string& text, double min, double max) {
+  double value = 0;
+  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || !(value >= min && value <= max)) {
+    std::ostringstream range;
+    range << "[" << min << ", " << max << "]";
+    throw Error(flag + ": expected a number in " + range.str() + ", found '" + printable_text(text, 40) + "'");
+  }
+  return value;
+}
+
 std::int64_t positive_flag(const std::string& flag, const std::string& text, std::int64_t max) {
   return integer_flag(flag, text, 1, max);
 }

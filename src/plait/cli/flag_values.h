@@ -11,6 +11,9 @@ namespace plait::cli {
 // "<flag>: expected an integer in [<min>, <max>], found '<text>'" (also for text that is not a
 // number or does not fit 64 bits).
 std::int64_t integer_flag(const std::string& flag, const std::string& text, std::int64_t min, std::int64_t max);
+// A finite number in [min, max] written as `text`, or plait::Error
+// "<flag>: expected a number in [<min>, <max>], found '<text>'".
+double number_flag(const std::string& flag, const std::string& text, double min, double max);
 // integer_flag(flag, text, 1, max).
 std::int64_t positive_flag(const std::string& flag, const std::string& text, std::int64_t max);
 

@@ -24,6 +24,7 @@
 #include "plait/cli/byte_size.h"
 #include "plait/cli/commands.h"
 #include "plait/cli/flag_values.h"
+#include "plait/cli/gpt2_vocab_dir.h"
 #include "plait/cli/output_path.h"
 #include "plait/cli/parallel_flags.h"
 #include "plait/cli/progress_bar.h"
@@ -34,7 +35,9 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
+#include "plait/core/printable_text.h"
 #include "plait/core/stop_signals.h"
+#include "plait/data/gpt2_tokenizer.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/distributed_trainer.h"
@@ -44,6 +47,7 @@
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/training_resume.h"
+#include "plait/runtime/training_metrics.h"
 #include "plait/runtime/training_run.h"
 #include "plait/trace/chrome_trace.h"
 #include "plait/trace/html_timeline.h"
@@ -306,9 +310,12 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
   }
   if (const std::string w = run.lock_warning(); !w.empty()) std::fprintf(stderr, "plait: warning: %s\n", w.c_str());
   for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
+  if (!run.initialised_from().empty()) {
+    std::printf("  init: parameters from %s (init.from; AdamW state from zero)\n", run.initialised_from().c_str());
+  }
   if (!run.initial_checkpoint().empty()) {
-    std::printf("  checkpoint: %s (step 0, the untrained parameters: checkpoint.save_initial)\n",
-                run.initial_checkpoint().c_str());
+    std::printf("  checkpoint: %s (step 0, the %s parameters: checkpoint.save_initial)\n",
+                run.initial_checkpoint().c_str(), run.initialised_from().empty() ? "untrained" : "initial");
   }
   if (!run.resumed_from().empty()) {
     std::printf("  resumed from %s: step %lld\n", run.resumed_from().c_str(),
@@ -338,6 +345,101 @@ class MetricsLog {
 
  private:
   std::unique_ptr<AppendFile> out_;
+};
+
+// "1,3": the virtual stages a rank holds.
+std::string rank_stages(const runtime::PipelinePlan& plan, std::size_t rank) {
+  std::string stages;
+  for (std::int32_t v : plan.schedule.layout.rank_vstages[rank]) stages += (stages.empty() ? "" : ",") + std::to_string(v);
+  return stages;
+}
+
+// The --metrics record of a run's start (runtime/training_metrics.h).
+nlohmann::json run_record(const TrainArgs& args, const runtime::JobConfig& job, const runtime::PipelinePlan& plan,
+                          const runtime::TrainConfig& t, std::int64_t start_step) {
+  std::vector<std::string> stages;
+  for (int r = 0; r < plan.num_ranks(); ++r) stages.push_back(rank_stages(plan, static_cast<std::size_t>(r)));
+  return {{"config", args.config.empty() ? job.run.source : args.config},
+          {"model", spec::describe(job.run.model)},
+          {"parameters", job.run.model.parameter_count()},
+          {"ranks", plan.num_ranks()},
+          {"schedule", plan.schedule_name},
+          {"precision", std::string(spec::precision_name(t.precision))},
+          {"tokens_per_step", t.tokens_per_step()},
+          {"start_step", start_step},
+          {"stages", stages}};
+}
+
+// The --metrics record of a run's end: every rank's peak memory by category (and the host
+// tier's, when any rank used it).
+nlohmann::json memory_record(const runtime::PipelinePlan& plan, const std::vector<MemoryReport>& memory,
+                             const std::vector<MemoryReport>& host) {
+  nlohmann::json record = {{"memory", nlohmann::json::array()}};
+  bool host_used = false;
+  for (std::size_t r = 0; r < memory.size(); ++r) {
+    record["memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, r), memory[r],
+                                                         plan.devices[r].memory_bytes));
+    host_used = host_used || host[r].peak_total > 0;
+  }
+  if (host_used) {
+    record["host_memory"] = nlohmann::json::array();
+    for (std::size_t r = 0; r < host.size(); ++r) {
+      record["host_memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, r), host[r],
+                                                                plan.devices[r].host_memory_bytes));
+    }
+  }
+  return record;
+}
+
+// train.sample_every: the sample's text under the progress bar, line by line (bytes that are no
+// printable UTF-8 escaped). GPT-2 tokens are decoded with the vocabulary at --vocab-dir's
+// default place (scripts/fetch-gpt2-tokenizer.sh); without it, the ids are printed.
+class SamplePrinter {
+ public:
+  explicit SamplePrinter(std::string tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  // Prints the sample; returns its printable lines joined by newlines (for --metrics).
+  std::string print(ProgressBar& progress, int step, const std::vector<std::int32_t>& tokens) {
+    std::string text;
+    if (tokenizer_ == "byte") {
+      for (std::int32_t t : tokens) text += t >= 0 && t < 256 ? static_cast<char>(t) : '?';
+    } else if (gpt2()) {
+      std::vector<std::uint16_t> ids;
+      for (std::int32_t t : tokens) {
+        if (t >= 0 && t < gpt2_->vocab_size()) ids.push_back(static_cast<std::uint16_t>(t));
+      }
+      text = gpt2_->decode(ids);
+    } else {
+      text = "(token ids; no GPT-2 vocabulary at " + default_gpt2_vocab_dir() + ")";
+      for (std::int32_t t : tokens) text += " " + std::to_string(t);
+    }
+    progress.note("  step " + std::to_string(step) + ": sample (" + std::to_string(tokens.size()) +
+                  " tokens, train.sample_every):");
+    std::string printed;
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+      const std::size_t end = std::min(text.find('\n', begin), text.size());
+      const std::string part = printable_text(std::string_view(text).substr(begin, end - begin), 400);
+      progress.note("  | " + part);
+      printed += (begin == 0 ? "" : "\n") + part;
+      begin = end + 1;
+    }
+    return printed;
+  }
+
+ private:
+  bool gpt2() {
+    if (!tried_) {
+      tried_ = true;
+      try {
+        gpt2_ = std::make_unique<data::Gpt2Tokenizer>(data::Gpt2Tokenizer::load(default_gpt2_vocab_dir()));
+      } catch (const Error&) {
+      }
+    }
+    return gpt2_ != nullptr;
+  }
+  std::string tokenizer_;
+  bool tried_ = false;
+  std::unique_ptr<data::Gpt2Tokenizer> gpt2_;
 };
 
 // What rank 0 says when a stop signal ends the run after `rec` (docs/checkpoints.md,
@@ -395,9 +497,11 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     return r;
   });
   std::unique_ptr<MetricsLog> metrics;
+  SamplePrinter samples(job.run.data.tokenizer);
   if (lead) {
     print_run_setup(*run, job, args);
     metrics = std::make_unique<MetricsLog>(args.metrics);
+    metrics->write({{"run", run_record(args, job, plan, t, run->start_step())}});
   }
   std::fflush(stdout);  // the header before the progress lines on stderr
 
@@ -445,6 +549,9 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     last_losses.push_back(r.loss);
     if (static_cast<int>(last_losses.size()) > window) last_losses.pop_front();
     if (r.skipped) ++skipped;
+    // Each rank's peak memory so far, for --metrics (collective: every rank has the flag).
+    const std::vector<MemoryReport> peaks =
+        args.metrics.empty() ? std::vector<MemoryReport>{} : runtime::gather_memory_reports(world, tracker.report());
     if (!lead) continue;
     if (r.skipped) {
       progress->note("plait: warning: " + r.nonfinite +
@@ -454,7 +561,13 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     nlohmann::json m = {{"step", step}, {"loss", r.loss}, {"grad_norm", r.grad_norm}, {"lr", r.lr},
                         {"skipped", r.skipped}};
     if (r.skipped) m["nonfinite"] = r.nonfinite;
+    std::vector<std::size_t> peak_bytes;
+    for (const MemoryReport& p : peaks) peak_bytes.push_back(p.peak_total);
+    m["perf"] = {{"step_seconds", measured.step_seconds},
+                 {"tokens_per_second", measured.step_seconds > 0 ? static_cast<double>(t.tokens_per_step()) / measured.step_seconds : 0.0},
+                 {"peak_memory_bytes", peak_bytes}};
     metrics->write(m);
+    if (!rec.sample.empty()) metrics->write({{"step", step}, {"sample", samples.print(*progress, step, rec.sample)}});
     if (rec.stop_requests > 0) {
       progress->note(stop_note(rec, world.size()));
     } else if (!rec.checkpoint.empty()) {
@@ -468,6 +581,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   const bool stopped = run->stopped_by_request();
   if (!lead) return stopped;
   progress->finish();
+  metrics->write(memory_record(plan, memory, host));
   if (steps == 0) {
     std::printf("done: no steps to train (the checkpoint is at step %d of %d)\n", first, t.steps);
     return stopped;
@@ -650,8 +764,11 @@ void register_train(CLI::App& app) {
                   "later with --resume. A step after the start and at most train.steps")
       ->type_name("STEP");
   cmd->add_option("--metrics", args->metrics,
-                  "Append one JSON line per step ({step, loss, grad_norm, lr, skipped}) and per\n"
-                  "validation ({step, val_loss}) to FILE, numbers in round-trip precision")
+                  "Append one JSON line per step ({step, loss, grad_norm, lr, skipped, perf:\n"
+                  "{step_seconds, tokens_per_second, peak_memory_bytes per rank}}), per validation\n"
+                  "({step, val_loss}) and per sample to FILE, with a run record at the start and\n"
+                  "the memory by rank at the end; numbers in round-trip precision. plait report\n"
+                  "draws it (docs/runtime.md, \"Metrics and the training report\")")
       ->type_name("FILE");
   // Failure tests only: RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval|
   // kill-in-commit|stop|hang] (runtime/failure_injection.h).

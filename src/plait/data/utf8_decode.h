@@ -4,6 +4,7 @@
 // byte that is not a character, so text with stray bytes still splits and round-trips byte for
 // byte instead of being rejected or altered.
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace plait::data {
@@ -16,5 +17,8 @@ struct Utf8Char {
 
 // Decodes the character starting at text[pos]; pos < text.size().
 Utf8Char decode_utf8(std::string_view text, std::size_t pos);
+
+// The UTF-8 bytes of a code point (at most U+10FFFF).
+std::string encode_utf8(char32_t c);
 
 }  // namespace plait::data

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "plait/core/error.h"
 #include "plait/model/parameter_init.h"
@@ -161,31 +163,31 @@ void StageModel::forward(int microbatch, int batch, Segment segment, ConstTypedP
   if (in) check_dtype(microbatch, segment, in.dtype, "the input");
   if (activation_dtype() == DType::bf16) {
     run_forward<bf16>(microbatch, batch, segment, in.as<bf16>(), tokens, out.as<bf16>(), nullptr,
-                      0.0);
+                      0.0, nullptr);
   } else {
     run_forward<float>(microbatch, batch, segment, in.as<float>(), tokens, out.as<float>(),
-                       nullptr, 0.0);
+                       nullptr, 0.0, nullptr);
   }
 }
 
 double StageModel::forward_loss(int microbatch, int batch, Segment segment, ConstTypedPtr in,
                                 const std::int32_t* tokens, const std::int32_t* targets,
-                                double loss_scale) {
+                                double loss_scale, float* logits_out) {
   if (!spec_.has_head) fail(microbatch, segment, "forward_loss needs the stage with the head");
   if (targets == nullptr) fail(microbatch, segment, "forward_loss needs targets");
   if (in) check_dtype(microbatch, segment, in.dtype, "the input");
   if (activation_dtype() == DType::bf16) {
     return run_forward<bf16>(microbatch, batch, segment, in.as<bf16>(), tokens, nullptr, targets,
-                             loss_scale);
+                             loss_scale, logits_out);
   }
   return run_forward<float>(microbatch, batch, segment, in.as<float>(), tokens, nullptr, targets,
-                            loss_scale);
+                            loss_scale, logits_out);
 }
 
 template <typename T>
 double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* in,
                                const std::int32_t* tokens, T* out,
-                               const std::int32_t* targets, double loss_scale) {
+                               const std::int32_t* targets, double loss_scale, float* logits_out) {
   if (batch < 1 || seg.length < 1 || seg.start < 0) {
     fail(microbatch, seg, "needs batch >= 1 and a segment of length >= 1 at a position >= 0");
   }
@@ -268,7 +270,7 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
         u.layers[i] = std::move(kept);
       }
     }
-    return spec_.has_head ? head_forward<T>(u, batch, targets, loss_scale) : 0.0;
+    return spec_.has_head ? head_forward<T>(u, batch, targets, loss_scale, logits_out) : 0.0;
   } catch (...) {
     m->units.pop_back();
     if (m->units.empty()) microbatches_.erase(microbatch);
@@ -296,7 +298,7 @@ void StageModel::embed(UnitState& u, int batch, T* x) {
 
 template <typename T>
 double StageModel::head_forward(UnitState& u, int batch, const std::int32_t* targets,
-                                double loss_scale) {
+                                double loss_scale, float* logits_out) {
   const int c = config_.hidden, v = vocab_.rows;
   const int n = batch * u.segment.length, ns = widths_.rows(n);
   HeadState& hs = u.head;
@@ -308,6 +310,11 @@ double StageModel::head_forward(UnitState& u, int batch, const std::int32_t* tar
     const T* lnf = TensorParallelOps<T>(tp_, backend_).gather(gathered, hs.lnf.as<T>(), n, c, pool_);
     hs.logits = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(n) * v);
     backend_.matmul_forward(hs.logits.as<T>(), lnf, head_w_.as<T>(), nullptr, nullptr, n, c, v);
+  }
+  if (logits_out != nullptr) {
+    // No rank of a TP group holds V logits (the vocabulary-parallel head).
+    if (tp_) throw Error(range_name(spec_) + ": the logits of a tensor-parallel head are split over its group");
+    copy_logits_out<T>(hs, n, logits_out);
   }
   // The loss gradient is known now; the logits buffer becomes dlogits for B and W.
   return cross_entropy<T>(hs, n, targets, loss_scale);
@@ -572,5 +579,105 @@ void StageModel::embedding_backward_weight(UnitState& u, int batch) {
 }
 
 void StageModel::discard(int microbatch) { microbatches_.erase(microbatch); }
+
+template <typename T>
+void StageModel::copy_logits_out(const HeadState& hs, int n, float* out) const {
+  const std::size_t count = static_cast<std::size_t>(n) * config_.vocab;
+  if constexpr (std::is_same_v<T, float>) {
+    backend_.copy(out, hs.logits.as<float>(), count * sizeof(float), CopyKind::kDeviceToHost);
+  } else {
+    std::vector<T> host(count);
+    backend_.copy(host.data(), hs.logits.as<T>(), count * sizeof(T), CopyKind::kDeviceToHost);
+    for (std::size_t i = 0; i < count; ++i) out[i] = to_float(host[i]);
+  }
+}
+
+void StageModel::begin_decode(std::int64_t capacity) {
+  end_decode();
+  if (tp_) throw Error(range_name(spec_) + ": decode runs on a whole stage, not a tensor-parallel rank's part");
+  if (capacity < 1 || capacity > config_.max_seq) {
+    throw Error(range_name(spec_) + ": decode: a capacity of " + std::to_string(capacity) +
+                " positions; expected 1.." + std::to_string(config_.max_seq) + " (max_seq)");
+  }
+  const DType kv_type = activation_dtype();
+  const std::size_t rows = static_cast<std::size_t>(capacity) * 2 * config_.kv_dim();
+  for (int i = 0; i < spec_.layer_count(); ++i) {
+    decode_cache_.push_back(kv_type == DType::bf16 ? pool_.acquire_as<bf16>(MemoryCategory::kKVCache, rows)
+                                                   : pool_.acquire_as<float>(MemoryCategory::kKVCache, rows));
+  }
+  decode_capacity_ = capacity;
+  decode_length_ = 0;
+}
+
+void StageModel::end_decode() {
+  decode_cache_.clear();
+  decode_capacity_ = 0;
+  decode_length_ = 0;
+}
+
+void StageModel::decode(Segment segment, ConstTypedPtr in, const std::int32_t* tokens, TypedPtr out,
+                        float* logits) {
+  const auto fail = [&](const std::string& problem) { throw Error(range_name(spec_) + ": decode: " + problem); };
+  if (decode_capacity_ == 0) fail("decode before begin_decode");
+  if (segment.start != decode_length_ || segment.length < 1 || segment.end() > decode_capacity_) {
+    fail("positions [" + std::to_string(segment.start) + ", " + std::to_string(segment.end()) +
+                          "): expected a segment starting at " + std::to_string(decode_length_) +
+                          " (the positions cached) and ending by " + std::to_string(decode_capacity_) + " (the capacity)");
+  }
+  if (spec_.has_embedding ? tokens == nullptr : !in) {
+    fail(spec_.has_embedding ? "the embedding stage needs tokens" : "a stage without the embedding needs its input");
+  }
+  if (spec_.has_head ? logits == nullptr : !out) {
+    fail(spec_.has_head ? "the head stage writes logits" : "a stage without the head needs an output buffer");
+  }
+  if (in) check_dtype(-1, segment, in.dtype, "the input");
+  if (out) check_dtype(-1, segment, out.dtype, "the output");
+  if (activation_dtype() == DType::bf16) {
+    run_decode<bf16>(segment, in.as<bf16>(), tokens, out.as<bf16>(), logits);
+  } else {
+    run_decode<float>(segment, in.as<float>(), tokens, out.as<float>(), logits);
+  }
+  decode_length_ = segment.end();
+}
+
+template <typename T>
+void StageModel::run_decode(Segment seg, const T* in, const std::int32_t* tokens, T* out, float* logits) {
+  const int c = config_.hidden, s = seg.length, nl = spec_.layer_count();
+  const std::size_t nc = static_cast<std::size_t>(s) * c;
+  const std::size_t kv_row = 2 * static_cast<std::size_t>(config_.kv_dim());
+  // The stream between layers: layer i reads `x`, writes `next`; the two swap.
+  PooledBuffer x = pool_.acquire_as<T>(kAct, nc), next;
+  if (spec_.has_embedding) {
+    PooledBuffer ids = pool_.acquire(kAct, static_cast<std::size_t>(s));
+    backend_.copy(ids.ints(), tokens, static_cast<std::size_t>(s) * sizeof(std::int32_t), CopyKind::kHostToDevice);
+    backend_.embedding_forward(x.as<T>(), ids.ints(), wte_.as<T>(), wpe_.as<T>(), 1, s, c, seg.start, config_.vocab);
+  } else {
+    backend_.copy(x.as<T>(), in, nc * sizeof(T), CopyKind::kDeviceToDevice);
+  }
+  for (int i = 0; i < nl; ++i) {
+    std::unique_ptr<LayerState> st = blocks_[i]->make_state();
+    st->x_in = std::move(x);
+    std::vector<KVRef> prefix;
+    const T* cache = decode_cache_[static_cast<std::size_t>(i)].as<T>();
+    if (seg.start > 0) prefix.push_back({ConstTypedPtr(cache, dtype_of<T>()), nullptr, seg.start});
+    next = pool_.acquire_as<T>(kAct, nc);
+    blocks_[i]->forward(*st, prefix, 1, seg, next.as<T>(), pool_);
+    // This segment's K|V rows join the cache (batch 1: the rows of positions [start, end)).
+    backend_.copy(decode_cache_[static_cast<std::size_t>(i)].as<T>() + static_cast<std::size_t>(seg.start) * kv_row,
+                  st->kv.as<T>(), static_cast<std::size_t>(s) * kv_row * sizeof(T), CopyKind::kDeviceToDevice);
+    x = std::move(next);
+  }
+  if (!spec_.has_head) {
+    backend_.copy(out, x.as<T>(), nc * sizeof(T), CopyKind::kDeviceToDevice);
+    return;
+  }
+  HeadState hs;
+  hs.x_final = std::move(x);
+  hs.lnf = pool_.acquire_as<T>(kAct, nc);
+  final_norm_forward<T>(hs, s);
+  hs.logits = pool_.acquire_as<T>(kAct, static_cast<std::size_t>(s) * config_.vocab);
+  backend_.matmul_forward(hs.logits.as<T>(), hs.lnf.as<T>(), head_w_.as<T>(), nullptr, nullptr, s, c, config_.vocab);
+  copy_logits_out<T>(hs, s, logits);
+}
 
 }  // namespace plait::model

@@ -130,8 +130,11 @@ class StageModel {
   // loss_scale * sum over the unit's tokens of the cross-entropy; the gradient B/W propagate is
   // that of the returned value (pass 1 / (tokens in the global batch) so the units' returns add
   // up to the mean loss).
+  // logits_out (host, optional): receives the unit's logits (batch, s, V) as fp32, as the head
+  // computed them before the loss (tests compare generation's logits with these).
   double forward_loss(int microbatch, int batch, Segment segment, ConstTypedPtr in,
-                      const std::int32_t* tokens, const std::int32_t* targets, double loss_scale);
+                      const std::int32_t* tokens, const std::int32_t* targets, double loss_scale,
+                      float* logits_out = nullptr);
 
   // B: gradient w.r.t. the stage input. grad_out: dL/d(out) (batch, s, C), nullptr on the head
   // stage; grad_in: written with dL/d(in) (batch, s, C), nullptr on the embedding stage.
@@ -148,6 +151,25 @@ class StageModel {
   std::size_t microbatches_in_flight() const { return microbatches_.size(); }
 
   TensorPool& pool() { return pool_; }
+
+  // Generation (forward only, one sequence): a K/V cache per layer of the stage, one contiguous
+  // block of up to `capacity` positions each (kv_cache memory), so that each new token costs the
+  // work of one position — its projections and MLP, and attention over the positions cached —
+  // instead of a forward of the whole prefix. The same blocks and kernels as F run it: a decode
+  // step is a segment [start, start + length) whose K/V prefix is the one cached block (Seq1F1B's
+  // segment machinery with a single prefix block), after which the segment's K/V rows are
+  // appended to the cache and every other saved tensor is released at once.
+  //   begin_decode(capacity)  a new sequence (a previous one is dropped); capacity <= max_seq
+  //   decode(segment, ...)    positions [start, start + length) with start == decoded_positions()
+  //                           (the prompt as one segment, then one token at a time); in, tokens,
+  //                           out as for forward with batch 1; the head stage writes the
+  //                           segment's logits (length, V) as fp32 into host `logits` instead
+  //   end_decode()            frees the cache
+  // Independent of training state: call it between steps (no micro-batch in flight needed).
+  void begin_decode(std::int64_t capacity);
+  void decode(Segment segment, ConstTypedPtr in, const std::int32_t* tokens, TypedPtr out, float* logits);
+  std::int64_t decoded_positions() const { return decode_length_; }
+  void end_decode();
 
  private:
   struct HeadState {
@@ -176,9 +198,15 @@ class StageModel {
   template <typename T>
   double run_forward(int microbatch, int batch, Segment segment, const T* in,
                      const std::int32_t* tokens, T* out, const std::int32_t* targets,
-                     double loss_scale);
+                     double loss_scale, float* logits_out);
   template <typename T>
-  double head_forward(UnitState& u, int batch, const std::int32_t* targets, double loss_scale);
+  double head_forward(UnitState& u, int batch, const std::int32_t* targets, double loss_scale,
+                      float* logits_out);
+  // The logits (n, V) of a head state as fp32 host values.
+  template <typename T>
+  void copy_logits_out(const HeadState& hs, int n, float* out) const;
+  template <typename T>
+  void run_decode(Segment segment, const T* in, const std::int32_t* tokens, T* out, float* logits);
   template <typename T>
   void run_backward(int microbatch, Segment segment, const T* grad_out, T* grad_in, bool fused);
   template <typename T>
@@ -235,6 +263,10 @@ class StageModel {
   float* lnf_b_grad_ = nullptr;
   float* head_w_grad_ = nullptr;
   std::map<int, MicrobatchState> microbatches_;
+  // Generation: per local layer, the K|V rows (capacity, 2 Ckv) of the positions decoded.
+  std::vector<PooledBuffer> decode_cache_;
+  std::int64_t decode_capacity_ = 0;
+  std::int64_t decode_length_ = 0;
 };
 
 }  // namespace plait::model

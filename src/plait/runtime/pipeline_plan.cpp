@@ -97,6 +97,11 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
     } catch (const Error& e) {
       throw Error(where(job, "tp") + ": " + e.what());
     }
+    if (job.run.train.sample_every > 0) {
+      throw Error(job.run.source + ": train.sample_every: samples during training decode whole stages, not "
+                  "tensor-parallel ones (parallel.tp " + std::to_string(tp) + "); sample the checkpoint with plait "
+                  "generate instead");
+    }
   }
   PipelinePlan plan;
   plan.tensor_parallel = tp;

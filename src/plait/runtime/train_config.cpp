@@ -1,10 +1,12 @@
 #include "plait/runtime/train_config.h"
 
+#include <algorithm>
 #include <string>
 
 #include "plait/core/json_fields.h"
 #include "plait/data/byte_tokenizer.h"
 #include "plait/model/engine_limits.h"
+#include "plait/runtime/hf_import.h"
 #include "plait/spec/model_spec_json.h"
 
 namespace plait::runtime {
@@ -42,6 +44,12 @@ TrainConfig parse_train(const JsonFields& t, const spec::ModelSpec& model) {
   c.segments = spec::read_segment_request(t, c.seq);
   c.eval_every = static_cast<int>(t.integer_in("eval_every", 0, 1 << 30, 0));
   c.eval_batches = static_cast<int>(t.integer_in("eval_batches", 1, 1 << 20, 1));
+  c.sample_every = static_cast<int>(t.integer_in("sample_every", 0, 1 << 30, 0));
+  c.sample_tokens = static_cast<int>(t.integer_in("sample_tokens", 1, 1 << 20, std::min<std::int64_t>(64, model.max_seq - 1)));
+  if (c.sample_every > 0 && c.sample_tokens + 1 > model.max_seq) {
+    t.fail("sample_tokens", "a sample is its first token and " + std::to_string(c.sample_tokens) +
+                                " new ones, more than model.max_seq " + std::to_string(model.max_seq));
+  }
   const std::string policy = t.string("on_nonfinite", "abort");
   if (policy == "abort") {
     c.on_nonfinite = TrainConfig::OnNonFinite::kAbort;
@@ -120,6 +128,18 @@ CheckpointConfig parse_checkpoint(const JsonFields& k) {
   return c;
 }
 
+InitConfig parse_init(const JsonFields& i) {
+  InitConfig c;
+  const std::string from = i.string("from");
+  if (!from.starts_with("hf:") || from.size() == 3) {
+    i.fail("from", "expected \"hf:DIR\", a Hugging Face model directory (config.json and model.safetensors), found \"" +
+                       from + "\"");
+  }
+  c.hf_dir = from.substr(3);
+  i.check_no_unknown_fields();
+  return c;
+}
+
 }  // namespace
 
 int DataConfig::vocab_size() const {
@@ -138,15 +158,22 @@ RunConfig parse_run_config(const nlohmann::json& document, const std::string& fi
   const JsonFields top(document, file);
   RunConfig c;
   c.source = file;
-  c.model = spec::read_model_spec(top.object("model"));
-  model::check_engine_limits(c.model, file);
+  if (top.has("init")) c.init = parse_init(top.object("init"));
+  if (c.init && !top.has("model")) {
+    c.model = read_hf_model(c.init->hf_dir);  // the Hugging Face model's own config.json
+  } else {
+    c.model = spec::read_model_spec(top.object("model"));
+    model::check_engine_limits(c.model, file);
+  }
   if (top.has("data")) c.data = parse_data(top.object("data"));
   if (c.model.vocab < c.data.vocab_size()) {
-    top.object("model").fail(
-        "vocab", std::string(c.data.tokenizer == "gpt2" ? "the GPT-2 tokenizer (data.tokenizer)"
-                                                         : "the byte-level tokenizer") +
-                     " needs vocab >= " + std::to_string(c.data.vocab_size()) + ", found " +
-                     std::to_string(c.model.vocab));
+    const std::string problem =
+        std::string(c.data.tokenizer == "gpt2" ? "the GPT-2 tokenizer (data.tokenizer)" : "the byte-level tokenizer") +
+        " needs vocab >= " + std::to_string(c.data.vocab_size()) + ", found " + std::to_string(c.model.vocab);
+    if (!top.has("model")) {
+      throw InputError(c.init->hf_dir + "/config.json", "vocab_size", problem + " (init.from's model)");
+    }
+    top.object("model").fail("vocab", problem);
   }
   c.train = parse_train(top.object("train"), c.model);
   if (c.train.eval_every > 0 && !c.data.uses_shards() && c.data.val_paths.empty()) {
@@ -199,6 +226,8 @@ nlohmann::json to_json(const RunConfig& c) {
         {"segments", r.explicit_lengths() ? nlohmann::json(r.lengths) : nlohmann::json(r.count)},
         {"eval_every", c.train.eval_every},
         {"eval_batches", c.train.eval_batches},
+        {"sample_every", c.train.sample_every},
+        {"sample_tokens", c.train.sample_tokens},
         {"on_nonfinite", to_string(c.train.on_nonfinite)},
         {"stall_timeout_s", c.train.stall_timeout_s},
         {"precision", std::string(spec::precision_name(c.train.precision))}}},
@@ -211,6 +240,7 @@ nlohmann::json to_json(const RunConfig& c) {
     if (!c.data.val_paths.empty()) data["val_paths"] = c.data.val_paths;
   }
   data["tokenizer"] = c.data.tokenizer;
+  if (c.init) j["init"] = {{"from", "hf:" + c.init->hf_dir}};
   if (c.checkpoint) {
     j["checkpoint"] = {{"dir", c.checkpoint->dir},
                        {"every", c.checkpoint->every},

@@ -38,6 +38,11 @@ struct TrainConfig {
   // batches of the global batch's shape (llm.c's val_num_batches).
   int eval_every = 0;
   int eval_batches = 1;
+  // A sample of sample_tokens new tokens after every sample_every steps (0: never), decoded
+  // through the pipeline (runtime/pipeline_sampler.h) from the data's document separator
+  // (GPT-2's <|endoftext|>, a newline for bytes), as llm.c prints while it trains.
+  int sample_every = 0;
+  int sample_tokens = 64;
   // A step whose loss or gradients are not finite: stop the job (kAbort), or skip its optimizer
   // update and go on (kSkip). Every rank takes the same decision (the check is reduced).
   enum class OnNonFinite { kAbort, kSkip };
@@ -92,9 +97,18 @@ struct CheckpointConfig {
 // script can tell "preempted, resume me" (75) from success (0) and failure (other values).
 inline constexpr int kPreemptedExitStatus = 75;
 
+// Where a fresh run's parameters come from instead of the seeded initialisation (fine-tuning):
+// "init": {"from": "hf:DIR"}, a Hugging Face model directory (runtime/hf_import.h). Without a
+// "model" section the model is DIR's config.json; with one, the two must agree. A resumed run
+// takes its parameters from the checkpoint and ignores it.
+struct InitConfig {
+  std::string hf_dir;
+};
+
 struct RunConfig {
   std::string source;  // the file it was read from, or "built-in default"
   spec::ModelSpec model;
+  std::optional<InitConfig> init;
   TrainConfig train;
   DataConfig data;
   std::optional<CheckpointConfig> checkpoint;

@@ -25,12 +25,6 @@ namespace plait::runtime {
 namespace fs = std::filesystem;
 namespace {
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Whether the rank writes this chunk's file: it is the stage's lowest holder.
 bool writes(const PipelinePlan& plan, int rank, int vstage) {
   return plan.holders(vstage).front() == rank;
@@ -380,6 +374,18 @@ std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communic
   return final_dir;
 }
 
+void load_chunk_parameter(DistributedTrainer& trainer, int c, const model::NamedTensor& t,
+                          std::span<const float> values) {
+  model::StageModel& m = trainer.chunk(c);
+  ShardedChunk& chunk = trainer.data_parallel().chunk(c);
+  const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
+  if (chunk.device_fp32_whole()) {
+    std::copy(values.begin(), values.end(), m.parameters().begin() + static_cast<std::ptrdiff_t>(t.offset));
+  }
+  copy_part(t, values, b, e, chunk.shard_parameters());
+  if (spec::has_compute_copy(m.precision())) restore_compute_copy(m, chunk, t, values);
+}
+
 void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::CheckpointReader& reader) {
   const std::string manifest = (fs::path(reader.dir()) / "manifest.json").string();
   std::vector<float> values, whole;
@@ -389,9 +395,7 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
     optim::AdamW& opt = trainer.optimizer(c);
     const std::span<float> first = opt.first_moment();
     const std::span<float> second = opt.second_moment();
-    // Where the rank keeps each part: the whole device buffer unless level 3 parks it, the
-    // optimizer's shard (host master, or the device buffer's own range) and the moments' shard.
-    const bool device_weights = chunk.device_fp32_whole();
+    // The moments' shard; the weights go where load_chunk_parameter puts them.
     const auto b = static_cast<std::size_t>(chunk.shard_begin()), e = static_cast<std::size_t>(chunk.shard_end());
     for (const model::NamedTensor& t : m.tensors()) {
       for (const char* suffix : {"", ".adam_m", ".adam_v"}) {
@@ -404,8 +408,8 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
         const std::vector<std::int64_t> shape = reader.shape(name);
         if (shape != t.full_shape) {
           throw InputError(reader.dir(), "tensor \"" + name + "\"",
-                           "expected shape " + shape_text(t.full_shape) + " (this run's model), found " +
-                               shape_text(shape));
+                           "expected shape " + checkpoint::shape_text(t.full_shape) + " (this run's model), found " +
+                               checkpoint::shape_text(shape));
         }
       }
       // The whole tensor, cut to the rank's part under tensor parallelism (any degree reads any
@@ -422,9 +426,7 @@ void restore_training_checkpoint(DistributedTrainer& trainer, const checkpoint::
         model::copy_shard_out(whole, t, values);
       };
       read(t.name);
-      if (device_weights) std::copy(values.begin(), values.end(), m.parameters().begin() + static_cast<std::ptrdiff_t>(t.offset));
-      copy_part(t, values, b, e, chunk.shard_parameters());
-      if (spec::has_compute_copy(m.precision())) restore_compute_copy(m, chunk, t, values);
+      load_chunk_parameter(trainer, c, t, values);
       read(t.name + ".adam_m");
       copy_part(t, values, b, e, first);
       read(t.name + ".adam_v");

@@ -16,6 +16,7 @@
 // interleaved chunks, explicit heterogeneous plans).
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -52,6 +53,12 @@ std::string stage_file_name(int vstage);
 std::string save_training_checkpoint(DistributedTrainer& trainer, comm::Communicator& world,
                                      const CheckpointConfig& where, const TrainingState& state,
                                      const FailureInjection& failure = {});
+
+// Sets parameter tensor `t` of the rank's chunk `c` to `values` (its full fp32 values) wherever
+// the rank keeps it: the device weights where they are whole there, the optimizer's shard of the
+// master, the bf16 compute copy. Not collective (each holder sets its own part).
+void load_chunk_parameter(DistributedTrainer& trainer, int c, const model::NamedTensor& t,
+                          std::span<const float> values);
 
 // Loads the rank's chunks (parameters, AdamW moments by global name) and the optimizer step count
 // from a verified checkpoint. Not collective. Errors name the checkpoint and the tensor (absent,

@@ -8,7 +8,12 @@
 #include "plait/checkpoint/checkpoint_store.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/core/progress.h"
 #include "plait/checkpoint/checkpoint_scan.h"
+#include "plait/core/splitmix64.h"
+#include "plait/model/tensor_shard_copy.h"
+#include "plait/runtime/hf_import.h"
+#include "plait/runtime/pipeline_sampler.h"
 #include "plait/runtime/resume_recipe.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_resume.h"
@@ -18,6 +23,34 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string manifest_path(const std::string& dir) { return (fs::path(dir) / "manifest.json").string(); }
+
+// init.from: every chunk's parameters from the Hugging Face model (each rank reads the tensors
+// of its own chunks); the AdamW state stays zero, as at step 0 of any run.
+std::string initialise_from_hf(DistributedTrainer& trainer, const RunConfig& run) {
+  // The model first (config.json alone), then the weights.
+  check_same_model(run.model, read_hf_model(run.init->hf_dir), run.init->hf_dir, run.source);
+  const HfModel hf(run.init->hf_dir);
+  std::vector<float> values, whole;
+  for (int c = 0; c < trainer.num_chunks(); ++c) {
+    for (const model::NamedTensor& t : trainer.chunk(c).tensors()) {
+      note_progress("init: reading " + t.name + " from " + hf.dir());
+      values.resize(t.numel);
+      if (t.shard.dim < 0) {
+        hf.read(t, values);
+      } else {
+        // A tensor-parallel rank's part of the whole tensor (model/tensor_shard_copy.h).
+        model::NamedTensor all = t;
+        all.shape = t.full_shape;
+        all.numel = t.full_numel();
+        whole.resize(all.numel);
+        hf.read(all, whole);
+        model::copy_shard_out(whole, t, values);
+      }
+      load_chunk_parameter(trainer, c, t, values);
+    }
+  }
+  return "the Hugging Face model in " + hf.dir() + " (" + hf.describe() + ")";
+}
 
 }  // namespace
 
@@ -31,7 +64,7 @@ nlohmann::json TrainingRun::config_json(const JobConfig& job) {
 
 TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::Communicator& world,
                          MemoryTracker& tracker, TrainingRunOptions options)
-    : job_(job), global_(job.global_train()), world_(world), options_(std::move(options)) {
+    : job_(job), global_(job.global_train()), world_(world), tracker_(tracker), options_(std::move(options)) {
   const std::optional<CheckpointConfig>& ckpt = job.run.checkpoint;
   std::error_code ec;
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
@@ -74,7 +107,11 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   world.barrier();
   if (ckpt && world.rank() == 0) prepare_checkpoint_root(newer);
   trainer_ = std::make_unique<DistributedTrainer>(plan, global_, world, tracker, options_.trainer);
-  if (reader) restore_training_checkpoint(*trainer_, *reader);
+  if (reader) {
+    restore_training_checkpoint(*trainer_, *reader);
+  } else if (job.run.init) {
+    initialised_from_ = initialise_from_hf(*trainer_, job.run);
+  }
   next_ = start_;
   final_validation_ = stop_ == global_.steps && data_->validation() != nullptr;
   finished_ = next_ == stop_ && !final_validation_;
@@ -200,6 +237,13 @@ TrainingStep TrainingRun::next() {
     const double start = monotonic_seconds();
     rec.checkpoint = save(next_);
     rec.save_seconds = monotonic_seconds() - start;
+  }
+  if (global_.sample_every > 0 && next_ % global_.sample_every == 0) {
+    // From the data's document separator; the draws' seed depends on the run's and the step.
+    rec.sample_prompt = {job_.run.data.tokenizer == "gpt2" ? kGpt2VocabSize - 1 : '\n'};
+    SamplingOptions sampling;
+    sampling.seed = splitmix64(global_.seed) ^ static_cast<std::uint64_t>(next_);
+    rec.sample = sample_through_pipeline(*trainer_, world_, tracker_, rec.sample_prompt, global_.sample_tokens, sampling);
   }
   stopped_ = rec.stopped;
   finished_ = stopped_ || (next_ == stop_ && !final_validation_);

@@ -57,6 +57,8 @@ struct TrainingStep {
   std::string checkpoint;                       // the checkpoint saved after this step, or ""
   double save_seconds = 0;                      // how long saving it took
   int stop_requests = 0;                        // ranks asked to stop (DistributedStepResult)
+  // train.sample_every: the sample's prompt and new tokens after this step (every rank), or empty.
+  std::vector<std::int32_t> sample_prompt, sample;
   bool stopped = false;  // the run stops after this step because of them (see above)
 };
 
@@ -83,6 +85,9 @@ class TrainingRun {
   const std::vector<std::string>& resume_notes() const { return notes_; }
   // Rank 0: why checkpoint.dir could not be locked (its file system lacks flock), or "".
   std::string lock_warning() const { return lock_ ? lock_->warning() : ""; }
+  // Where a fresh run's parameters came from when not from the seed (init.from): "the Hugging
+  // Face model in DIR (...)", or "".
+  const std::string& initialised_from() const { return initialised_from_; }
   // The step-0 checkpoint of checkpoint.save_initial, or "".
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }
   bool done() const { return finished_; }
@@ -112,10 +117,11 @@ class TrainingRun {
   JobConfig job_;
   TrainConfig global_;
   comm::Communicator& world_;
+  MemoryTracker& tracker_;
   TrainingRunOptions options_;
   std::unique_ptr<TrainingData> data_;
   std::unique_ptr<DistributedTrainer> trainer_;
-  std::string resumed_from_, initial_checkpoint_;
+  std::string resumed_from_, initial_checkpoint_, initialised_from_;
   std::vector<std::string> notes_;
   std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;

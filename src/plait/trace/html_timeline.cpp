@@ -11,6 +11,7 @@
 
 #include "plait/core/atomic_file.h"
 #include "plait/core/error.h"
+#include "plait/trace/html_text.h"
 
 namespace plait::trace {
 
@@ -34,20 +35,6 @@ std::string shade(EventKind kind, int segment, int segments) {
   return buf;
 }
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
-
 // Time in a readable unit.
 std::string format_time(double seconds) {
   char buf[32];
@@ -56,16 +43,6 @@ std::string format_time(double seconds) {
   else if (a >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
   else std::snprintf(buf, sizeof buf, "%.1f us", seconds * 1e6);
   return buf;
-}
-
-// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `target` ticks.
-double tick_step(double span, int target) {
-  const double raw = span / target;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double f : {1.0, 2.0, 5.0, 10.0}) {
-    if (raw <= f * mag) return f * mag;
-  }
-  return 10.0 * mag;
 }
 
 struct Geometry {
@@ -81,7 +58,7 @@ struct Geometry {
 
 // Ticks in one unit for the whole axis (s, ms or us), with as many decimals as the step needs.
 void write_axis(std::ostream& out, const Geometry& g, int ranks) {
-  const double step = tick_step(g.end, 10);
+  const double step = nice_tick_step(g.end, 10);
   const double scale = g.end >= 1.0 ? 1.0 : g.end >= 1e-3 ? 1e3 : 1e6;
   const char* unit = g.end >= 1.0 ? "s" : g.end >= 1e-3 ? "ms" : "us";
   const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step * scale) + 1e-9)));
@@ -125,7 +102,7 @@ void write_boxes(std::ostream& out, const Timeline& tl, const Geometry& g) {
                   "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>"
                   "%s: %s (micro-batch %d, segment %d, chunk %d) %s to %s, %s</title></rect>",
                   x0, y, w, g.row - 4, shade(e.kind, e.segment, tl.num_segments).c_str(),
-                  escape(tl.rank_label(e.rank)).c_str(), name, e.microbatch, e.segment, e.chunk,
+                  escape_html(tl.rank_label(e.rank)).c_str(), name, e.microbatch, e.segment, e.chunk,
                   format_time(e.start).c_str(), format_time(e.end).c_str(),
                   format_time(e.end - e.start).c_str());
     out << buf;
@@ -225,7 +202,7 @@ void write_aggregated(std::ostream& out, const Timeline& tl, const Geometry& g) 
                       "<rect%s x=\"%.2f\" y=\"%.2f\" width=\"%d\" height=\"%.2f\" fill=\"%s\"><title>%s, "
                       "%s to %s: F %.0f%%, B %.0f%%, W %.0f%%, BW %.0f%%, idle %.0f%%</title></rect>",
                       k == kIdle ? " class=\"idlebin\"" : "", g.left + c * kBinPixels, y, (c_end - c) * kBinPixels, h,
-                      fill.c_str(), escape(tl.rank_label(r)).c_str(), format_time(c * col_time).c_str(),
+                      fill.c_str(), escape_html(tl.rank_label(r)).c_str(), format_time(c * col_time).c_str(),
                       format_time(c_end * col_time).c_str(), 100 * sum[0] / span, 100 * sum[1] / span,
                       100 * sum[2] / span, 100 * sum[3] / span,
                       100 * std::max(0.0, 1 - (sum[0] + sum[1] + sum[2] + sum[3]) / span));
@@ -281,7 +258,7 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
   }
 
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-      << escape(tl.title) << "</title>\n<style>\n"
+      << escape_html(tl.title) << "</title>\n<style>\n"
          "body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222}\n"
          "h1{font-size:18px;margin:0 0 6px}\n"
          "table.summary{border-collapse:collapse;margin:0 0 8px}\n"
@@ -307,9 +284,9 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
          "rect:hover{stroke:#000;stroke-width:1}\n"
          ".note{color:#666;margin:4px 0}\n"
          "</style></head><body>\n";
-  out << "<h1>" << escape(tl.title) << "</h1>\n<table class=\"summary\">";
+  out << "<h1>" << escape_html(tl.title) << "</h1>\n<table class=\"summary\">";
   for (const auto& [key, value] : tl.summary) {
-    out << "<tr><td>" << escape(key) << "</td><td>" << escape(value) << "</td></tr>";
+    out << "<tr><td>" << escape_html(key) << "</td><td>" << escape_html(value) << "</td></tr>";
   }
   out << "</table>\n";
   write_legend(out, tl, aggregated);
@@ -336,11 +313,11 @@ void write_html_timeline(const Timeline& tl, std::ostream& out, const HtmlOption
     std::snprintf(buf, sizeof buf,
                   "<rect class=\"%s\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"><title>%s: "
                   "idle %s of %s</title></rect>",
-                  aggregated ? "rowbg" : "idle", g.left, g.y(r), g.width, g.row - 4, escape(tl.rank_label(r)).c_str(),
+                  aggregated ? "rowbg" : "idle", g.left, g.y(r), g.width, g.row - 4, escape_html(tl.rank_label(r)).c_str(),
                   format_time(g.end - busy[r]).c_str(), format_time(g.end).c_str());
     out << buf;
     std::snprintf(buf, sizeof buf, "<text class=\"rank\" x=\"%.2f\" y=\"%.2f\">%s</text>",
-                  g.left - 8, g.y(r) + (g.row - 4) / 2 + 4, escape(tl.rank_label(r)).c_str());
+                  g.left - 8, g.y(r) + (g.row - 4) / 2 + 4, escape_html(tl.rank_label(r)).c_str());
     out << buf;
     std::snprintf(buf, sizeof buf, "<text class=\"busy\" x=\"%.2f\" y=\"%.2f\">%.0f%% busy</text>\n",
                   g.left + g.width + 6, g.y(r) + (g.row - 4) / 2 + 4, 100 * busy[r] / g.end);

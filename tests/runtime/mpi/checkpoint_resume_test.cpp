@@ -45,6 +45,7 @@
 #include "plait/runtime/collective_error.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_run.h"
+#include "shared_dir.h"
 #include "tiny_job.h"
 
 namespace plait::runtime {
@@ -54,31 +55,7 @@ namespace fs = std::filesystem;
 
 comm::Communicator& world() { return plait::test::mpi_session().world(); }
 
-// A directory shared by the job's ranks (all on this machine): named after mpirun's pid, which
-// is every rank's parent; rank 0 creates it afresh and removes it at the end.
-class SharedDir {
- public:
-  explicit SharedDir(const std::string& what) {
-    path_ = fs::temp_directory_path() /
-            ("plait_ckpt_" + what + "_" + std::to_string(::getppid()) + "_" + std::to_string(world().size()));
-    if (world().rank() == 0) {
-      fs::remove_all(path_);
-      fs::create_directories(path_);
-    }
-    world().barrier();
-  }
-  ~SharedDir() {
-    // After a failure the job is about to abort (mpi_gtest_main.cpp); a barrier here could wait
-    // for ranks that never come.
-    if (std::uncaught_exceptions() > 0 || ::testing::Test::HasFailure()) return;
-    world().barrier();
-    if (world().rank() == 0) fs::remove_all(path_);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using test::SharedDir;
 
 // Token shards of random byte tokens: a train and a validation split.
 void write_shards(const SharedDir& dir) {
