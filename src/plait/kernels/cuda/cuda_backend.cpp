@@ -1,6 +1,7 @@
 #include "plait/kernels/cuda/cuda_backend.h"
 
 #include <new>
+#include <type_traits>
 
 #include "plait/kernels/cuda/adamw.h"
 #include "plait/kernels/cuda/attention.h"
@@ -29,11 +30,27 @@ cudaMemcpyKind memcpy_kind(CopyKind kind) {
   return cudaMemcpyDefault;
 }
 
-// The engine's K/V blocks as the CUDA kernels' (the same fields; in fp32 dkv is float* in both).
-std::vector<KVBlock<float>> device_blocks(std::span<const kernels::KVBlock<float>> blocks) {
-  std::vector<KVBlock<float>> out;
+// The engine's bf16 (core/bf16.h) and CUDA's __nv_bfloat16 are both the upper 16 bits of an
+// fp32 value, stored alone: a buffer of one is a buffer of the other.
+static_assert(sizeof(plait::bf16) == sizeof(bf16) && alignof(plait::bf16) == alignof(bf16));
+
+// The kernels' storage type for the engine's: float stays float, bf16 becomes cuda::bf16.
+template <typename T>
+using Device = std::conditional_t<std::is_same_v<std::remove_const_t<T>, plait::bf16>,
+                                  std::conditional_t<std::is_const_v<T>, const bf16, bf16>, T>;
+
+template <typename T>
+Device<T>* device(T* p) {
+  return reinterpret_cast<Device<T>*>(p);
+}
+
+// The engine's K/V blocks as the CUDA kernels' (the same fields; dkv is float* in both, the
+// fp32 accumulator of either precision).
+template <typename T>
+std::vector<KVBlock<Device<T>>> device_blocks(std::span<const kernels::KVBlock<T>> blocks) {
+  std::vector<KVBlock<Device<T>>> out;
   out.reserve(blocks.size());
-  for (const auto& b : blocks) out.push_back(KVBlock<float>{b.kv, b.dkv, b.length});
+  for (const auto& b : blocks) out.push_back(KVBlock<Device<T>>{device(b.kv), b.dkv, b.length});
   return out;
 }
 
@@ -220,8 +237,8 @@ void CudaBackend::rotary_backward(float* dx, int batch, int s, int heads, int he
 void CudaBackend::attention_forward(float* out, float* lse, const float* q,
                                     std::span<const kernels::KVBlock<float>> blocks, int batch,
                                     int s, int c, int heads, int kv_heads) {
-  const auto device = device_blocks(blocks);
-  cuda::attention_forward<float>(out, lse, q, std::span<const KVBlock<float>>(device), batch, s,
+  const auto kv = device_blocks(blocks);
+  cuda::attention_forward<float>(out, lse, q, std::span<const KVBlock<float>>(kv), batch, s,
                                  c, heads, kv_heads, ctx_);
 }
 
@@ -229,8 +246,8 @@ void CudaBackend::attention_backward(float* dq, std::span<const kernels::KVBlock
                                      const float* dout, const float* q, const float* out,
                                      const float* lse, int batch, int s, int c, int heads,
                                      int kv_heads, float* workspace) {
-  const auto device = device_blocks(blocks);
-  cuda::attention_backward<float>(dq, std::span<const KVBlock<float>>(device), dout, q, out, lse,
+  const auto kv = device_blocks(blocks);
+  cuda::attention_backward<float>(dq, std::span<const KVBlock<float>>(kv), dout, q, out, lse,
                                   batch, s, c, heads, kv_heads, workspace, ctx_);
 }
 
@@ -246,15 +263,14 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout
   cuda::embedding_backward<float>(dwte, dwpe, dout, tokens, batch, s, c, pos0, vocab, ctx_);
 }
 
-double CudaBackend::cross_entropy_forward_backward(float* logits, float* losses,
-                                                   const std::int32_t* targets, int n, int v,
-                                                   double loss_scale) {
+template <typename T>
+double CudaBackend::cross_entropy(T* logits, float* losses, const std::int32_t* targets, int n,
+                                  int v, double loss_scale) {
   const std::size_t rows = static_cast<std::size_t>(n);
   auto* device_targets =
       static_cast<std::int32_t*>(staging(targets_, rows * sizeof(std::int32_t)));
   copy(device_targets, targets, rows * sizeof(std::int32_t), CopyKind::kHostToDevice);
-  cuda::cross_entropy_forward_backward<float>(logits, losses, device_targets, n, v, loss_scale,
-                                              ctx_);
+  cuda::cross_entropy_forward_backward<T>(logits, losses, device_targets, n, v, loss_scale, ctx_);
   host_losses_.resize(rows);
   copy(host_losses_.data(), losses, rows * sizeof(float), CopyKind::kDeviceToHost);
   // The CPU kernel's total: the rows' losses added in double, times the scale (the CPU adds them
@@ -262,6 +278,12 @@ double CudaBackend::cross_entropy_forward_backward(float* logits, float* losses,
   double total = 0;
   for (float loss : host_losses_) total += static_cast<double>(loss);
   return total * loss_scale;
+}
+
+double CudaBackend::cross_entropy_forward_backward(float* logits, float* losses,
+                                                   const std::int32_t* targets, int n, int v,
+                                                   double loss_scale) {
+  return cross_entropy(logits, losses, targets, n, v, loss_scale);
 }
 
 void CudaBackend::adamw_update(float* params, const float* grads, float* m, float* v,
@@ -286,6 +308,147 @@ void CudaBackend::accumulate(float* dst, const float* src, std::size_t n) {
 
 void CudaBackend::normal_init(float* values, std::size_t n, double std, std::uint64_t key) {
   cuda::normal_init(values, n, std, key, ctx_);
+}
+
+// ---- bf16 mixed precision. `bf16` below is the engine's (CudaBackend::bf16); device() hands the
+// same memory to the launchers as cuda::bf16.
+
+void CudaBackend::convert(bf16* dst, const float* src, std::size_t n) {
+  cuda::convert(device(dst), src, n, ctx_);
+}
+
+void CudaBackend::convert(float* dst, const bf16* src, std::size_t n) {
+  cuda::convert(dst, device(src), n, ctx_);
+}
+
+void CudaBackend::matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
+                                 const bf16* residual, int n, int c, int oc) {
+  cuda::matmul_forward<cuda::bf16>(device(out), device(inp), device(weight), device(bias),
+                                   device(residual), n, c, oc, ctx_);
+}
+
+void CudaBackend::matmul_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, int n,
+                                        int c, int oc, bool accumulate) {
+  cuda::matmul_backward_input<cuda::bf16>(device(dinp), device(dout), device(weight), n, c, oc,
+                                          accumulate, ctx_);
+}
+
+void CudaBackend::matmul_backward_weight(float* dweight, float* dbias, const bf16* dout,
+                                         const bf16* inp, int n, int c, int oc) {
+  cuda::matmul_backward_weight<cuda::bf16>(dweight, dbias, device(dout), device(inp), n, c, oc,
+                                           ctx_);
+}
+
+void CudaBackend::layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp,
+                                    const bf16* weight, const bf16* bias, int n, int c,
+                                    double eps) {
+  cuda::layernorm_forward<cuda::bf16>(device(out), mean, rstd, device(inp), device(weight),
+                                      device(bias), n, c, eps, ctx_);
+}
+
+void CudaBackend::layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                           const bf16* inp, const bf16* weight, const float* mean,
+                                           const float* rstd, int n, int c) {
+  cuda::layernorm_backward_input<cuda::bf16>(device(dinp), device(dresidual), device(dout),
+                                             device(inp), device(weight), mean, rstd, n, c, ctx_);
+}
+
+void CudaBackend::layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout,
+                                            const bf16* inp, const float* mean, const float* rstd,
+                                            int n, int c) {
+  cuda::layernorm_backward_weight<cuda::bf16>(dweight, dbias, device(dout), device(inp), mean,
+                                              rstd, n, c, ctx_);
+}
+
+void CudaBackend::rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight,
+                                  int n, int c, double eps) {
+  cuda::rmsnorm_forward<cuda::bf16>(device(out), rstd, device(inp), device(weight), n, c, eps,
+                                    ctx_);
+}
+
+void CudaBackend::rmsnorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                         const bf16* inp, const bf16* weight, const float* rstd,
+                                         int n, int c) {
+  cuda::rmsnorm_backward_input<cuda::bf16>(device(dinp), device(dresidual), device(dout),
+                                           device(inp), device(weight), rstd, n, c, ctx_);
+}
+
+void CudaBackend::rmsnorm_backward_weight(float* dweight, const bf16* dout, const bf16* inp,
+                                          const float* rstd, int n, int c) {
+  cuda::rmsnorm_backward_weight<cuda::bf16>(dweight, device(dout), device(inp), rstd, n, c, ctx_);
+}
+
+void CudaBackend::gelu_forward(bf16* out, const bf16* inp, std::size_t n) {
+  cuda::gelu_forward<cuda::bf16>(device(out), device(inp), n, ctx_);
+}
+
+void CudaBackend::gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, std::size_t n) {
+  cuda::gelu_backward<cuda::bf16>(device(dinp), device(inp), device(dout), n, ctx_);
+}
+
+void CudaBackend::swiglu_forward(bf16* out, const bf16* gate_up, int n, int f) {
+  cuda::swiglu_forward<cuda::bf16>(device(out), device(gate_up), n, f, ctx_);
+}
+
+void CudaBackend::swiglu_backward(bf16* dgate_up, const bf16* dout, const bf16* gate_up, int n,
+                                  int f) {
+  cuda::swiglu_backward<cuda::bf16>(device(dgate_up), device(dout), device(gate_up), n, f, ctx_);
+}
+
+void CudaBackend::rotary_forward(bf16* x, int batch, int s, int heads, int head_dim,
+                                 int row_stride, int pos0, double theta) {
+  cuda::rotary_forward<cuda::bf16>(device(x), batch, s, heads, head_dim, row_stride, pos0, theta,
+                                   ctx_);
+}
+
+void CudaBackend::rotary_backward(bf16* dx, int batch, int s, int heads, int head_dim,
+                                  int row_stride, int pos0, double theta) {
+  cuda::rotary_backward<cuda::bf16>(device(dx), batch, s, heads, head_dim, row_stride, pos0, theta,
+                                    ctx_);
+}
+
+void CudaBackend::attention_forward(bf16* out, float* lse, const bf16* q,
+                                    std::span<const kernels::KVBlock<bf16>> blocks, int batch,
+                                    int s, int c, int heads, int kv_heads) {
+  const auto kv = device_blocks(blocks);
+  cuda::attention_forward<cuda::bf16>(device(out), lse, device(q),
+                                      std::span<const KVBlock<cuda::bf16>>(kv), batch, s, c, heads,
+                                      kv_heads, ctx_);
+}
+
+void CudaBackend::attention_backward(bf16* dq, std::span<const kernels::KVBlock<bf16>> blocks,
+                                     const bf16* dout, const bf16* q, const bf16* out,
+                                     const float* lse, int batch, int s, int c, int heads,
+                                     int kv_heads, float* workspace) {
+  const auto kv = device_blocks(blocks);
+  cuda::attention_backward<cuda::bf16>(device(dq), std::span<const KVBlock<cuda::bf16>>(kv),
+                                       device(dout), device(q), device(out), lse, batch, s, c,
+                                       heads, kv_heads, workspace, ctx_);
+}
+
+void CudaBackend::embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,
+                                    const bf16* wpe, int batch, int s, int c, int pos0,
+                                    int vocab) {
+  cuda::embedding_forward<cuda::bf16>(device(out), tokens, device(wte), device(wpe), batch, s, c,
+                                      pos0, vocab, ctx_);
+}
+
+void CudaBackend::embedding_backward(float* dwte, float* dwpe, const bf16* dout,
+                                     const std::int32_t* tokens, int batch, int s, int c, int pos0,
+                                     int vocab) {
+  cuda::embedding_backward<cuda::bf16>(dwte, dwpe, device(dout), tokens, batch, s, c, pos0, vocab,
+                                       ctx_);
+}
+
+double CudaBackend::cross_entropy_forward_backward(bf16* logits, float* losses,
+                                                   const std::int32_t* targets, int n, int v,
+                                                   double loss_scale) {
+  return cross_entropy(device(logits), losses, targets, n, v, loss_scale);
+}
+
+void CudaBackend::adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
+                               std::size_t n, const AdamWHyper& hyper) {
+  cuda::adamw_update(params, device(copy), grads, m, v, n, hyper, ctx_);
 }
 
 }  // namespace plait::kernels::cuda

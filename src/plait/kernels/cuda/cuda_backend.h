@@ -102,6 +102,57 @@ class CudaBackend final : public Backend {
   void accumulate(float* dst, const float* src, std::size_t n) override;
   void normal_init(float* values, std::size_t n, double std, std::uint64_t key) override;
 
+  // ---- bf16 mixed precision: the bf16 instantiations of the same launchers. Inside the class
+  // bf16 is the engine's (core/bf16.h, as in backend.h); the kernels' is cuda::bf16
+  // (__nv_bfloat16), the same 16 bits, which the definitions pass on.
+  using bf16 = plait::bf16;
+  bool supports_bf16() const override { return true; }
+  void convert(bf16* dst, const float* src, std::size_t n) override;
+  void convert(float* dst, const bf16* src, std::size_t n) override;
+  void matmul_forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
+                      const bf16* residual, int n, int c, int oc) override;
+  void matmul_backward_input(bf16* dinp, const bf16* dout, const bf16* weight, int n, int c,
+                             int oc, bool accumulate) override;
+  void matmul_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                              int n, int c, int oc) override;
+  void layernorm_forward(bf16* out, float* mean, float* rstd, const bf16* inp, const bf16* weight,
+                         const bf16* bias, int n, int c, double eps) override;
+  void layernorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                                const bf16* inp, const bf16* weight, const float* mean,
+                                const float* rstd, int n, int c) override;
+  void layernorm_backward_weight(float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                                 const float* mean, const float* rstd, int n, int c) override;
+  void rmsnorm_forward(bf16* out, float* rstd, const bf16* inp, const bf16* weight, int n, int c,
+                       double eps) override;
+  void rmsnorm_backward_input(bf16* dinp, const bf16* dresidual, const bf16* dout,
+                              const bf16* inp, const bf16* weight, const float* rstd, int n,
+                              int c) override;
+  void rmsnorm_backward_weight(float* dweight, const bf16* dout, const bf16* inp,
+                               const float* rstd, int n, int c) override;
+  void gelu_forward(bf16* out, const bf16* inp, std::size_t n) override;
+  void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, std::size_t n) override;
+  void swiglu_forward(bf16* out, const bf16* gate_up, int n, int f) override;
+  void swiglu_backward(bf16* dgate_up, const bf16* dout, const bf16* gate_up, int n,
+                       int f) override;
+  void rotary_forward(bf16* x, int batch, int s, int heads, int head_dim, int row_stride,
+                      int pos0, double theta) override;
+  void rotary_backward(bf16* dx, int batch, int s, int heads, int head_dim, int row_stride,
+                       int pos0, double theta) override;
+  void attention_forward(bf16* out, float* lse, const bf16* q,
+                         std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
+                         int heads, int kv_heads) override;
+  void attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks, const bf16* dout,
+                          const bf16* q, const bf16* out, const float* lse, int batch, int s,
+                          int c, int heads, int kv_heads, float* workspace) override;
+  void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte, const bf16* wpe,
+                         int batch, int s, int c, int pos0, int vocab) override;
+  void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const std::int32_t* tokens,
+                          int batch, int s, int c, int pos0, int vocab) override;
+  double cross_entropy_forward_backward(bf16* logits, float* losses, const std::int32_t* targets,
+                                        int n, int v, double loss_scale) override;
+  void adamw_update(float* params, bf16* copy, const float* grads, float* m, float* v,
+                    std::size_t n, const AdamWHyper& hyper) override;
+
  private:
   // Device scratch of at least `bytes`, grown (never shrunk) on demand. Reused across calls:
   // the stream runs them in order, so a later call's writes come after an earlier one's reads.
@@ -110,6 +161,11 @@ class CudaBackend final : public Backend {
     std::size_t bytes = 0;
   };
   void* staging(Staging& s, std::size_t bytes);
+  // Either precision's cross-entropy (T: float or cuda::bf16): the host targets uploaded, the
+  // launcher, the per-row losses copied back and added in double.
+  template <typename T>
+  double cross_entropy(T* logits, float* losses, const std::int32_t* targets, int n, int v,
+                       double loss_scale);
 
   Context ctx_;
   Staging targets_, sum_workspace_, sum_result_;
