@@ -11,7 +11,8 @@ namespace {
 // rather than computing in a type the precision policy did not choose.
 [[noreturn]] void no_bf16(const Backend& backend, const char* op) {
   throw Error("the " + std::string(backend.name()) + " backend has no bf16 " + op +
-              " (bf16 mixed precision runs on the CPU backend; use \"precision\": \"fp32\")");
+              " (bf16 mixed precision runs on the CPU and CUDA backends; use \"precision\": "
+              "\"fp32\")");
 }
 
 // Tensor parallelism's kernels beyond the fp32 GEMMs are the CPU backend's so far.

@@ -130,7 +130,7 @@ class Backend : public MemorySpace {
   // activations, K/V and compute weights, fp32 statistics, weight gradients, dK/dV
   // accumulators and losses, fp32 arithmetic inside. Overloads of the fp32 forms, so a block
   // templated on its activation type calls the right one. A backend without them throws
-  // (backend.cpp): the CUDA backend is fp32 for now.
+  // (backend.cpp); the CPU and CUDA backends have them all.
   virtual bool supports_bf16() const { return false; }
   // dst = round(src) and dst = widen(src), n elements.
   virtual void convert(bf16* dst, const float* src, std::size_t n);

@@ -58,7 +58,8 @@ StageModel::StageModel(const spec::ModelSpec& model, StageSpec spec, MemoryTrack
   if (spec::has_compute_copy(spec.precision)) {
     if (!backend_.supports_bf16()) {
       throw Error("the " + std::string(backend_.name()) +
-                  " backend has no bf16 kernels (bf16 mixed precision runs on the CPU backend)");
+                  " backend has no bf16 kernels (bf16 mixed precision runs on the CPU and CUDA "
+                  "backends)");
     }
     compute_copy_ = ReservedBuffer<bf16>(tracker, MemoryCategory::kParameters, layout_size(tensors_));
   }

@@ -4,7 +4,10 @@
 // first layer recomputed), the gradient norm's sum of squares and the clipping factor, then
 // AdamW, everything through kernels::Backend. The loss, the sum of squares, every gradient and
 // every parameter after the step must agree within the kernels tests' fp32 bound, 1e-5 in
-// max|cuda - cpu| / max|cpu| per tensor.
+// max|cuda - cpu| / max|cpu| per tensor. The same step in bf16 mixed precision
+// (spec/precision_policy.h: bf16 activations, K/V and compute copy of the weights, fp32 master,
+// gradients, dK/dV accumulators, statistics and loss) on both backends, within the bound
+// derived at kBf16 below; the bf16 compute copy must be the master rounded, bitwise, on both.
 //
 // On the CPU emulation of CUDA (emulated.*) device memory is host memory, so the parameters and
 // gradients, which StageModel still keeps in core's host-only ReservedBuffer (docs/engine.md,
@@ -30,7 +33,28 @@ namespace {
 
 using namespace plait::model::testing;
 
-constexpr double kBound = 1e-5;
+// fp32: the kernels tests' bound (both backends round every operation to fp32; sums reorder).
+constexpr double kFp32Bound = 1e-5;
+
+// bf16: every bf16 tensor is, on both backends, the same fp32 formula rounded once to bf16
+// (round to nearest even, u = 2^-8). The fp32 values before the rounding differ only by
+// reassociated sums, within the fp32 bound above; two such values round to the same bf16 unless
+// a rounding boundary lies between them, and then to neighbours one bf16 ulp apart, at most 2u =
+// 2^-7 of the element. So the backends' bf16 tensors agree element by element up to one ulp,
+// at the few elements (about 1e-5 / 2^-7, a thousandth) whose fp32 values straddle a boundary,
+// and everything downstream sees those elements perturbed by at most 2^-7 of themselves. A
+// result computed from them (fp32: the loss, every weight gradient, the sum of squares) moves by
+// at most 2^-7 of the magnitude of its terms if every term were perturbed; allowing a factor 2
+// for the propagation through the backward (a perturbed activation perturbs its gradient too,
+// and the two add) gives 2 · 2^-7 = 1.6e-2 in max|cuda - cpu| / max|cpu| per tensor, the
+// worst case when every term flips. The parameters after the step inherit the gradients'
+// difference amplified by at most lr / eps = 10 in absolute terms (step_config below), on
+// parameters whose largest element is 1 (the norms' gains): within the same figure.
+constexpr double kBf16Bound = 2 * 0x1p-7;
+
+double bound_for(spec::Precision p) {
+  return p == spec::Precision::bf16 ? kBf16Bound : kFp32Bound;
+}
 
 // gpt2: 2 layers of 32 with 2 heads of 16, tied embedding; llama: 2 layers of 32 with 4 query
 // heads of 8 sharing 2 K/V heads, SwiGLU of 48, untied head. Small enough for the emulation (every
@@ -64,6 +88,9 @@ AdamWConfig step_config() {
 struct Step {
   double loss = 0, sum_of_squares = 0;
   std::vector<float> initial, gradients, parameters;  // as read back from the backend
+  // bf16: whether the compute copy was the master rounded (bitwise) after the initialisation
+  // and after the step's update and refresh.
+  bool copy_rounded_initially = true, copy_rounded_after_step = true;
 };
 
 std::vector<float> read_back(kernels::Backend& backend, std::span<const float> device) {
@@ -72,34 +99,53 @@ std::vector<float> read_back(kernels::Backend& backend, std::span<const float> d
   return host;
 }
 
+// Whether the stage's bf16 compute copy is its master rounded to bf16, bit for bit (trivially
+// true in fp32, where there is no copy).
+bool copy_is_master_rounded(kernels::Backend& backend, model::StageModel& m) {
+  if (m.precision() != spec::Precision::bf16) return true;
+  const std::vector<float> master = read_back(backend, m.parameters());
+  std::vector<bf16> copy(master.size());
+  backend.copy(copy.data(), m.compute_weights().as<bf16>(), copy.size() * sizeof(bf16),
+               CopyKind::kDeviceToHost);
+  for (std::size_t i = 0; i < master.size(); ++i) {
+    if (copy[i].bits != bf16(master[i]).bits) return false;
+  }
+  return true;
+}
+
 // mode: the backward's form; recompute: layers rebuilt in B (StageSpec::recompute_layers).
-Step run_step(const spec::ModelSpec& config, kernels::Backend& backend, Backward mode,
-              int recompute) {
+Step run_step(const spec::ModelSpec& config, kernels::Backend& backend, spec::Precision precision,
+              Backward mode, int recompute) {
   const int rows = 2, seq = 12;
   const Batch batch = random_batch(rows, seq, config.vocab, 17);
   const auto segments = segments_from_lengths(seq, {5, 7});
   MemoryTracker tracker;
   model::StageSpec stage = model::StageSpec::whole_model(config);
   stage.recompute_layers = recompute;
+  stage.precision = precision;
   model::StageModel m(config, stage, tracker, backend);
   m.init_parameters(23);
   AdamW adamw(m.parameters(), param_ranges(m.tensors()), step_config(), tracker, backend);
   Step r;
   r.initial = read_back(backend, m.parameters());
+  r.copy_rounded_initially = copy_is_master_rounded(backend, m);
   r.loss = run_whole_model(m, 0, batch, segments, 1.0 / (rows * seq), mode);
   r.sum_of_squares = backend.sum_of_squares(m.gradients().data(), m.gradients().size());
   r.gradients = read_back(backend, m.gradients());
   // A max norm below the gradient's norm, so that the clipping factor is in play.
   const double factor = kernels::clip_factor(std::sqrt(r.sum_of_squares), 0.5);
   adamw.step(m.gradients(), 1e-2, factor);
+  m.refresh_compute_weights();  // bf16: the copy of the updated master (LocalTrainer's order)
   r.parameters = read_back(backend, m.parameters());
+  r.copy_rounded_after_step = copy_is_master_rounded(backend, m);
   backend.synchronize();
   return r;
 }
 
 // Every tensor of the stage within the bound, each error printed like the kernels tests'.
 void expect_tensors_close(const std::string& what, const std::vector<model::NamedTensor>& tensors,
-                          const std::vector<float>& cuda, const std::vector<float>& cpu) {
+                          const std::vector<float>& cuda, const std::vector<float>& cpu,
+                          double bound) {
   ASSERT_EQ(cuda.size(), cpu.size());
   double worst = 0;
   for (const auto& t : tensors) {
@@ -108,10 +154,10 @@ void expect_tensors_close(const std::string& what, const std::vector<model::Name
     for (float x : a) ASSERT_TRUE(std::isfinite(x)) << what << " " << t.name << " not finite";
     const double err = scaled_max_error(a, b);
     worst = std::max(worst, err);
-    EXPECT_LE(err, kBound) << what << " " << t.name;
+    EXPECT_LE(err, bound) << what << " " << t.name;
   }
   std::printf("[ measured ] %s: worst tensor's scaled error %.3g (bound %.3g)\n", what.c_str(),
-              worst, kBound);
+              worst, bound);
 }
 
 class CudaBackendStep : public ::testing::TestWithParam<spec::Family> {
@@ -126,13 +172,15 @@ class CudaBackendStep : public ::testing::TestWithParam<spec::Family> {
   }
 };
 
-// Both steps on the same model, backward form and recomputation; the errors printed and checked.
-void expect_step_matches(spec::Family family, Backward mode, int recompute,
-                         const std::string& label) {
+// Both steps on the same model, precision, backward form and recomputation; the errors printed
+// and checked.
+void expect_step_matches(spec::Family family, spec::Precision precision, Backward mode,
+                         int recompute, const std::string& label) {
   const spec::ModelSpec config = step_model(family);
-  Step cpu = run_step(config, kernels::cpu_backend(), mode, recompute);
+  const double bound = bound_for(precision);
+  Step cpu = run_step(config, kernels::cpu_backend(), precision, mode, recompute);
   kernels::cuda::CudaBackend backend;
-  Step cuda = run_step(config, backend, mode, recompute);
+  Step cuda = run_step(config, backend, precision, mode, recompute);
 
   MemoryTracker tracker;
   const model::StageModel layout(config, model::StageSpec::whole_model(config), tracker);
@@ -142,28 +190,96 @@ void expect_step_matches(spec::Family family, Backward mode, int recompute,
   const double sq_err =
       std::abs(cuda.sum_of_squares - cpu.sum_of_squares) / std::abs(cpu.sum_of_squares);
   std::printf("[ measured ] %s loss %.9g vs %.9g: relative error %.3g (bound %.3g)\n",
-              label.c_str(), cuda.loss, cpu.loss, loss_err, kBound);
+              label.c_str(), cuda.loss, cpu.loss, loss_err, bound);
   std::printf("[ measured ] %s sum of squares: relative error %.3g (bound %.3g)\n", label.c_str(),
-              sq_err, kBound);
-  EXPECT_LE(loss_err, kBound);
-  EXPECT_LE(sq_err, kBound);
-  expect_tensors_close(label + " gradients", layout.tensors(), cuda.gradients, cpu.gradients);
+              sq_err, bound);
+  EXPECT_LE(loss_err, bound);
+  EXPECT_LE(sq_err, bound);
+  expect_tensors_close(label + " gradients", layout.tensors(), cuda.gradients, cpu.gradients,
+                       bound);
   expect_tensors_close(label + " parameters after the step", layout.tensors(), cuda.parameters,
-                       cpu.parameters);
+                       cpu.parameters, bound);
+  for (const Step* step : {&cpu, &cuda}) {
+    const char* which = step == &cpu ? "cpu" : "cuda";
+    EXPECT_TRUE(step->copy_rounded_initially) << label << " " << which << ": initial bf16 copy";
+    EXPECT_TRUE(step->copy_rounded_after_step) << label << " " << which << ": bf16 copy after step";
+  }
   // The step moved the parameters (a comparison of two unchanged copies would pass vacuously).
   EXPECT_FALSE(bitwise_equal(cpu.parameters, cpu.initial));
 }
 
 // B of every unit, then W of every unit (the split backward of zero-bubble schedules).
 TEST_P(CudaBackendStep, MatchesTheCpuBackend) {
-  expect_step_matches(GetParam(), Backward::kSplitDeferred, 0,
+  expect_step_matches(GetParam(), spec::Precision::fp32, Backward::kSplitDeferred, 0,
                       std::string(spec::family_name(GetParam())));
 }
 
 // B and W fused layer by layer, the first layer recomputed in B (Block::recompute on the device).
 TEST_P(CudaBackendStep, MatchesTheCpuBackendFusedWithRecomputation) {
-  expect_step_matches(GetParam(), Backward::kFused, 1,
+  expect_step_matches(GetParam(), spec::Precision::fp32, Backward::kFused, 1,
                       std::string(spec::family_name(GetParam())) + " fused+recompute");
+}
+
+// The same two steps in bf16 mixed precision: every bf16 kernel of the CUDA backend (the GEMMs
+// through cuBLASLt's bf16 path, the element-wise kernels, attention with fp32 lse and dK/dV
+// accumulators across the two segments, cross-entropy, the conversions of the compute copy and
+// of the kept dK/dV) against the CPU backend's.
+TEST_P(CudaBackendStep, MatchesTheCpuBackendInBf16) {
+  expect_step_matches(GetParam(), spec::Precision::bf16, Backward::kSplitDeferred, 0,
+                      std::string(spec::family_name(GetParam())) + " bf16");
+}
+
+TEST_P(CudaBackendStep, MatchesTheCpuBackendInBf16FusedWithRecomputation) {
+  expect_step_matches(GetParam(), spec::Precision::bf16, Backward::kFused, 1,
+                      std::string(spec::family_name(GetParam())) + " bf16 fused+recompute");
+}
+
+// The backend's AdamW that also writes the bf16 copy (kernels/backend.h), through the CUDA
+// backend's memory and copies, against the CPU backend's: three steps with clipping folded in;
+// master and moments within the fp32 bound (the same formula with the same host-computed
+// constants; the GPU's sqrtf and division may differ in the last bit), the copy the CUDA
+// master rounded, bitwise.
+TEST(CudaBackendAdamW, WritesTheBf16CopyOfTheUpdatedMaster) {
+  const std::string why = kernels::cuda::cuda_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
+  const std::size_t n = 1031;
+  std::vector<float> p(n), g(n), m(n, 0.0f), v(n, 0.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = 0.02f * std::sin(0.37f * static_cast<float>(i));
+    g[i] = 0.1f * std::cos(1.3f * static_cast<float>(i));
+  }
+  kernels::cuda::CudaBackend backend;
+  const std::size_t bytes = n * sizeof(float);
+  auto upload = [&](const std::vector<float>& host) {
+    auto* d = static_cast<float*>(backend.allocate(bytes));
+    backend.copy(d, host.data(), bytes, CopyKind::kHostToDevice);
+    return d;
+  };
+  float *dp = upload(p), *dg = upload(g), *dm = upload(m), *dv = upload(v);
+  auto* dcopy = static_cast<bf16*>(backend.allocate(n * sizeof(bf16)));
+  std::vector<bf16> copy(n);
+  for (int step = 1; step <= 3; ++step) {
+    const kernels::AdamWHyper h{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, step, 0.5f};
+    kernels::cpu_backend().adamw_update(p.data(), copy.data(), g.data(), m.data(), v.data(), n, h);
+    backend.adamw_update(dp, dcopy, dg, dm, dv, n, h);
+  }
+  const auto cuda_p = read_back(backend, {dp, n});
+  std::vector<bf16> cuda_copy(n);
+  backend.copy(cuda_copy.data(), dcopy, n * sizeof(bf16), CopyKind::kDeviceToHost);
+  const double err = scaled_max_error(cuda_p, p);
+  const double m_err = scaled_max_error(read_back(backend, {dm, n}), m);
+  const double v_err = scaled_max_error(read_back(backend, {dv, n}), v);
+  std::printf("[ measured ] adamw with bf16 copy: params %.3g, m %.3g, v %.3g (bound %.3g)\n",
+              err, m_err, v_err, kFp32Bound);
+  EXPECT_LE(err, kFp32Bound);
+  EXPECT_LE(m_err, kFp32Bound);
+  EXPECT_LE(v_err, kFp32Bound);
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(cuda_copy[i].bits, bf16(cuda_p[i]).bits) << i;
+    ASSERT_EQ(copy[i].bits, bf16(p[i]).bits) << i;
+  }
+  for (float* d : {dp, dg, dm, dv}) backend.deallocate(d, bytes);
+  backend.deallocate(dcopy, n * sizeof(bf16));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaBackendStep,

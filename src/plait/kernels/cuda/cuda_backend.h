@@ -1,7 +1,14 @@
 #pragma once
-// The CUDA backend (kernels/backend.h) in fp32: device memory from cudaMalloc, copies and zeroing
-// as asynchronous operations on its one stream (its Context's), events as cudaEvents recorded on
-// it, and every kernel entry point a launcher of this directory on that stream.
+// The CUDA backend (kernels/backend.h) in both precisions, fp32 and bf16 mixed precision
+// (spec/precision_policy.h): device memory from cudaMalloc, copies and zeroing as asynchronous
+// operations on its one stream (its Context's), events as cudaEvents recorded on it, and every
+// kernel entry point a launcher of this directory on that stream — in bf16 the launchers' bf16
+// instantiations (GEMMs through cuBLASLt with bf16 operands and fp32 accumulation, weight and
+// bias gradients accumulated into fp32; attention with fp32 lse and dK/dV accumulators; norms'
+// statistics, losses and AdamW's master and moments fp32), plus the fp32 <-> bf16 conversions
+// of vector_ops.h. The tensor-parallel operations (backend.h's last section) are not
+// overridden: in either precision beyond the fp32 partial GEMMs they throw, as tensor
+// parallelism runs on the CPU backend only.
 //
 // What differs from the CPU backend behind the same interface:
 //   - attention's backward workspace is B·H·s floats (D = rowsum(dout * out), one per query row
@@ -14,9 +21,11 @@
 //   - a device-to-host copy synchronises before returning, so the host may read what it asked for
 //     (a pinned destination would otherwise still be in flight).
 //
-// Status: run only on the CPU emulation of CUDA (kernels/cuda/emulation/), never on a GPU. On a
-// GPU the engine's parameters and gradients are still host memory (core's ReservedBuffer,
-// docs/engine.md "The backend seam"), which these kernels cannot read.
+// Status: both precisions run only on the CPU emulation of CUDA (kernels/cuda/emulation/), never
+// on a GPU: a whole StageModel step of both families, fp32 and bf16, against the CPU backend's
+// (tests/optim/cuda/cuda_backend_step_test.cpp). On a GPU the engine's parameters, gradients and
+// bf16 compute copy are still host memory (core's ReservedBuffer, docs/engine.md "The backend
+// seam"), which these kernels cannot read.
 #include <cstdint>
 #include <deque>
 #include <utility>
