@@ -37,20 +37,23 @@ using namespace plait::model::testing;
 constexpr double kFp32Bound = 1e-5;
 
 // bf16: every bf16 tensor is, on both backends, the same fp32 formula rounded once to bf16
-// (round to nearest even, u = 2^-8). The fp32 values before the rounding differ only by
-// reassociated sums, within the fp32 bound above; two such values round to the same bf16 unless
-// a rounding boundary lies between them, and then to neighbours one bf16 ulp apart, at most 2u =
-// 2^-7 of the element. So the backends' bf16 tensors agree element by element up to one ulp,
-// at the few elements (about 1e-5 / 2^-7, a thousandth) whose fp32 values straddle a boundary,
-// and everything downstream sees those elements perturbed by at most 2^-7 of themselves. A
-// result computed from them (fp32: the loss, every weight gradient, the sum of squares) moves by
-// at most 2^-7 of the magnitude of its terms if every term were perturbed; allowing a factor 2
-// for the propagation through the backward (a perturbed activation perturbs its gradient too,
-// and the two add) gives 2 · 2^-7 = 1.6e-2 in max|cuda - cpu| / max|cpu| per tensor, the
-// worst case when every term flips. The parameters after the step inherit the gradients'
-// difference amplified by at most lr / eps = 10 in absolute terms (step_config below), on
-// parameters whose largest element is 1 (the norms' gains): within the same figure.
-constexpr double kBf16Bound = 2 * 0x1p-7;
+// (round to nearest even; 8 significant bits, so one ulp of x is between 2^-8 and 2^-7 of |x|).
+// The fp32 values before a rounding differ only by reassociated sums, by at most ε = 1e-5 of
+// the value (the fp32 bound above). Two such values round to the same bf16 unless a rounding
+// boundary (boundaries are one ulp apart) lies between them, which happens with probability
+// ε|x| / ulp(x) <= p = ε · 2^8 = 2.6e-3; then they round to neighbours, one ulp, at most 2^-7 of
+// the element, apart. Worst case, every term of a result flips and the result moves by 2^-7 of
+// its terms' magnitude; but flips are rare and of either sign, so a result of K terms (a GEMM's
+// dot product, a weight gradient's sum over rows, the loss's mean over tokens) gathers about
+// p K of them, a random walk of sqrt(p K) steps of 2^-7 of a term, against the result's own
+// sqrt(K) terms of random sign: 2^-7 sqrt(p) = 4e-4 of its scale, doubled for the
+// propagation through the backward (a perturbed activation perturbs its gradient too, and the
+// two add): 2^-6 sqrt(ε 2^8) = 7.9e-4 in max|cuda - cpu| / max|cpu| per tensor, for the loss,
+// the sum of squares, every gradient and, through AdamW (eps 1e-3, so a gradient difference
+// moves a parameter by at most lr / eps = 10 times it, on parameters whose largest element is
+// 1, the norms' gains), every parameter after the step. A bug that rounds differently (twice,
+// or by truncation) errs by about 2^-8 = 3.9e-3 on most elements and fails it.
+const double kBf16Bound = 0x1p-6 * std::sqrt(kFp32Bound * 0x1p8);
 
 double bound_for(spec::Precision p) {
   return p == spec::Precision::bf16 ? kBf16Bound : kFp32Bound;
