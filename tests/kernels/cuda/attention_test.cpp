@@ -120,12 +120,18 @@ TEST_F(CudaAttention, SegmentWithPrefixBlocksGqaMatchesCpuBf16) {
   check_attention<bf16>(ctx(), kSegmentGqa);
 }
 TEST_F(CudaAttention, HeadDim72MatchesCpuBf16) { check_attention<bf16>(ctx(), kWideHeads); }
+TEST_F(CudaAttention, MultiQueryMatchesCpuBf16) { check_attention<bf16>(ctx(), kMultiQuery); }
+TEST_F(CudaAttention, ManyTilesMatchesCpuBf16) { check_attention<bf16>(ctx(), kManyTiles); }
 
 // GPT-2 small's and TinyLlama's head shapes at a full tile count (d = 64, 12 heads; d = 64,
 // 32 heads sharing 4 K/V heads), two segments of 128.
 TEST_F(CudaAttention, ModelShapesMatchCpuFp32) {
   check_attention<float>(ctx(), Case{1, 12, 12, 64, {128, 128}});
   check_attention<float>(ctx(), Case{1, 32, 4, 64, {128, 128}});
+}
+TEST_F(CudaAttention, ModelShapesMatchCpuBf16) {
+  check_attention<bf16>(ctx(), Case{1, 12, 12, 64, {128, 128}});
+  check_attention<bf16>(ctx(), Case{1, 32, 4, 64, {128, 128}});
 }
 
 TEST_F(CudaAttention, RejectsHeadDimAbove128) {
