@@ -154,14 +154,16 @@ else
   step "GPU tests (ctest -L gpu)" 150 \
     bash -c "cd '$build' && ctest -L gpu --no-tests=error --output-on-failure --timeout 120"
   cp "$build/Testing/Temporary/LastTest.log" "$results/gpu-tests.log" 2>/dev/null || true
-  step "emulated kernel tests (ctest -R emulated)" 90 \
-    bash -c "cd '$build' && ctest -R '^emulated\\.' --no-tests=error -j '$(nproc)' --timeout 80 >'$results/emulated-tests.txt' 2>&1 || { tail -30 '$results/emulated-tests.txt'; exit 1; }"
+  # The longest are the whole-step tests on the emulated CudaBackend (the bf16 ones about 55 s on
+  # a build machine's core), which run side by side.
+  step "emulated kernel tests (ctest -R emulated)" 120 \
+    bash -c "cd '$build' && ctest -R '^emulated\\.' --no-tests=error -j '$(nproc)' --timeout 110 >'$results/emulated-tests.txt' 2>&1 || { tail -30 '$results/emulated-tests.txt'; exit 1; }"
   step "GPU benchmarks (plait_cuda_bench)" 150 "$build/plait_cuda_bench" --tsv "$results/bench.tsv"
 fi
 # What needs the backend seam (issue 12, Deliver 1 and 3), not written yet: these say so rather
 # than pretend.
 skip "2-rank Seq1F1B pipeline on the GPU" "needs the backend seam (model/ on device memory)"
-skip "plait bench engine --device cuda" "needs the backend seam and bf16 in the engine"
+skip "plait bench engine --device cuda" "needs StageModel's parameters in device memory"
 skip "PyTorch eager / torch.compile peer" "needs plait bench engine --device cuda"
 skip "2-stage plan over unlike SM shares" "needs the backend seam and SM shares (Deliver 5)"
 
