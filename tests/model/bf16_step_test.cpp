@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "plait/core/memory_tracker.h"
+#include "plait/kernels/cpu_backend.h"
+#include "plait/kernels/onednn_context.h"
 #include "tiny_model.h"
 
 namespace plait::model {
@@ -123,6 +127,25 @@ TEST_P(Bf16Step, AStageRefusesInputsOfTheOtherPrecision) {
 }
 
 PLAIT_FOR_EVERY_FAMILY(Bf16Step);
+
+}  // namespace
+}  // namespace plait::model
+
+namespace plait::model {
+namespace {
+
+// Run by its own ctest entry (tests/model/CMakeLists.txt) with ONEDNN_MAX_CPU_ISA=AVX2, after
+// which every Bf16Step test above runs in that process on the widened-sgemm path, as on a CPU
+// without native bf16: the model's bf16 numerics hold on either path.
+TEST(Bf16IsaLimit, Avx2LimitPutsTheModelsGemmsOnTheFallbackPath) {
+  const char* limit = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (limit == nullptr || std::string(limit) != "AVX2") {
+    GTEST_SKIP() << "needs ONEDNN_MAX_CPU_ISA=AVX2 in the environment: ctest runs it as "
+                    "Bf16Step.IsaLimitAvx2 (tests/model/CMakeLists.txt)";
+  }
+  EXPECT_EQ(kernels::cpu_backend().onednn().path(), kernels::Bf16GemmPath::kWidenedSgemm)
+      << kernels::cpu_backend().onednn().describe();
+}
 
 }  // namespace
 }  // namespace plait::model

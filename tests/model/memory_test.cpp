@@ -36,7 +36,8 @@ void check_stage(const spec::ModelSpec& config, StageSpec spec, bool fused) {
   std::vector<::plait::spec::UnitMemory> mem;
   for (const Segment& s : segs) mem.push_back(::plait::spec::unit_memory(config, spec.part(), rows, s, spec.precision, threads));
   // bf16 rounds each layer's completed dK/dV into its kept copy before freeing the fp32
-  // accumulator: B's K/V peak is one layer's copy above its start.
+  // accumulator: B's K/V peak is one layer's copy above its start, as the unit table says
+  // (backward_peak_kv, fused_peak_kv; 0 in fp32). Derived here too, so the table is checked.
   auto kept_layer = [&](const ::plait::spec::UnitMemory& u) -> long long {
     if (u.dkv_kept == u.dkv || spec.layer_count() == 0) return 0;
     return static_cast<long long>(u.dkv_kept) / spec.layer_count();
@@ -91,6 +92,7 @@ void check_stage(const spec::ModelSpec& config, StageSpec spec, bool fused) {
     if (fused) {
       m.backward(0, segs[i], go, gi);
       EXPECT_EQ(kv_peak_over(kv_start), kept_layer(u)) << "BW " << i;
+      EXPECT_EQ(kv_peak_over(kv_start), static_cast<long long>(u.fused_peak_kv)) << "BW " << i;
       EXPECT_EQ(act() - a0, -static_cast<long long>(u.forward_activations)) << "BW " << i;
       EXPECT_EQ(kv() - k0, (i == 1 ? static_cast<long long>(all_dkv) : 0) -
                                static_cast<long long>(u.forward_kv + u.dkv))
@@ -100,6 +102,7 @@ void check_stage(const spec::ModelSpec& config, StageSpec spec, bool fused) {
     } else {
       m.backward_input(0, segs[i], go, gi);
       EXPECT_EQ(kv_peak_over(kv_start), kept_layer(u)) << "B " << i;
+      EXPECT_EQ(kv_peak_over(kv_start), static_cast<long long>(u.backward_peak_kv)) << "B " << i;
       EXPECT_EQ(act() - a0, static_cast<long long>(u.backward_kept) -
                                 static_cast<long long>(u.backward_freed))
           << "B " << i;

@@ -42,5 +42,23 @@ TEST(MemoryPolicy, WorkingBytesAreTheUnitTable) {
             MemoryPolicy({Precision::fp32, {}}).working_bytes(m, 2, p, {1, false, true, 0}));
 }
 
+// bf16 on plait's CPU engine (an emulated cluster): the engine's working set with the bf16 unit
+// table and 2-byte receive buffers, and the CPU's 10% reserve, not the 2 GiB a GPU keeps for its
+// CUDA context (which made a 1 GiB emulated rank too small for any layer).
+TEST(MemoryPolicy, Bf16OnTheCpuEngineCountsTheEnginesWorkingSetAndTheCpuReserve) {
+  const spec::ModelSpec m = spec::gpt2_model(8, 128, 4, 256, 256);
+  const spec::SequencePartition p = spec::even_partition(m, 256, 2);
+  const spec::StagePart part{1, false, true, 0};
+  const MemoryPolicy cpu{Precision::bf16, {}, true};
+  const spec::UnitMemory last = spec::unit_memory(m, part, 2, p.segment(1), Precision::bf16, 1);
+  const spec::UnitMemory first = spec::unit_memory(m, part, 2, p.segment(0), Precision::bf16, 1);
+  EXPECT_DOUBLE_EQ(cpu.working_bytes(m, 2, p, part),
+                   static_cast<double>(std::max(last.backward_peak, last.fused_peak) + first.dkv + last.dkv) +
+                       2.0 * 2 * 2 * 128 * 128);
+  EXPECT_DOUBLE_EQ(cpu.reserve_bytes(1024.0 * (1 << 20)), 0.1 * 1024.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(cpu.static_bytes(1000, 1), 18000);  // the bf16 parameter bytes all the same
+  EXPECT_NE(cpu.describe().find("CPU engine"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace plait::plan

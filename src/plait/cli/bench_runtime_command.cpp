@@ -1,10 +1,12 @@
 // `plait bench runtime memory|speed` (run under mpirun): the distributed runtime measured next to
 // the simulator's prediction for the same run (docs/runtime.md, "Benchmarks").
-//   memory: p ranks (default 4), each schedule with each --recompute value: every rank's
-//           measured bytes per category (static ones, and the peaks of activations, K/V, their
-//           sum and comm buffers) against the model description's static bytes and
-//           sim::simulate with the engine's exact unit memory (spec/unit_memory.h, fp32, action
-//           by action), and Seq1F1B's stage-0 peak against 1F1B's.
+//   memory: p ranks (default 4), each family (gpt2, llama) and precision (fp32, bf16), each
+//           schedule with each --recompute value: every rank's measured bytes per category
+//           (static ones, and the peaks of activations, K/V, their sum and comm buffers) against
+//           the model description's static bytes and sim::simulate with the engine's exact unit
+//           memory (spec/unit_memory.h in the row's precision, action by action), and Seq1F1B's
+//           stage-0 peak against 1F1B's; then shard levels 0-3 with and without offload, per
+//           family and precision, against runtime::predicted_memory.
 //   speed:  p ranks (default 2), one thread each, each schedule's measured pipeline step time
 //           against sim::simulate fed with this machine's measured per-unit engine times
 //           (runtime/profile_cost_model.h) and a measured link latency.
@@ -58,12 +60,38 @@ struct BenchRuntimeOptions {
   std::string segment_counts;
   std::string segment_family = "seq1f1b";
   std::string shard_schedule = "1f1b";  // the sharding rows' family (pp 1 x dp p)
+  // memory: one row set per family and precision; speed: the first of each.
+  std::vector<std::string> families = {"gpt2", "llama"};
+  std::vector<std::string> precisions = {"fp32", "bf16"};
 };
+
+// The benchmark's model: GPT-2 of the given sizes (vocabulary 256, byte tokens), or a LLaMA of
+// the same depth and width with grouped-query attention (half as many K/V heads, where heads is
+// even), SwiGLU of width 8/3 x hidden rounded up to a multiple of 16 (LLaMA's rule, Touvron et
+// al. 2023, sec. 2.2) and an untied head, so both families' unit tables are measured.
+spec::ModelSpec bench_model(const BenchRuntimeOptions& o, const std::string& family) {
+  spec::ModelSpec m = spec::gpt2_model(o.layers, o.hidden, o.heads, 256, o.seq);
+  if (family == "gpt2") return m;
+  if (family != "llama") throw Error("--families: expected gpt2 or llama, found '" + family + "'");
+  m.family = spec::Family::llama;
+  m.kv_heads = o.heads % 2 == 0 ? o.heads / 2 : o.heads;
+  m.ffn_hidden = (8 * o.hidden / 3 + 15) / 16 * 16;
+  m.tie_embeddings = false;
+  spec::check_model_spec(m, "plait bench runtime");
+  return m;
+}
+
+spec::Precision bench_precision(const std::string& name) {
+  if (name == "fp32") return spec::Precision::fp32;
+  if (name == "bf16") return spec::Precision::bf16;
+  throw Error("--precisions: expected fp32 or bf16, found '" + name + "'");
+}
 
 // A job of `world` pipeline ranks for one schedule family (k segments for the sequence-level
 // families, 1 for the others).
 runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& schedule, int world,
-                              int segments = 0) {
+                              int segments = 0, const std::string& model_family = "gpt2",
+                              const std::string& precision = "fp32") {
   const schedule::ScheduleFamily* family = schedule::find_schedule_family(schedule);
   if (family == nullptr) {
     throw Error("--schedules: unknown schedule '" + schedule + "'; expected one of " +
@@ -71,8 +99,9 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   }
   runtime::JobConfig job;
   job.run.source = "plait bench runtime";
-  job.run.model = spec::gpt2_model(o.layers, o.hidden, o.heads, 256, o.seq);
+  job.run.model = bench_model(o, model_family);
   runtime::TrainConfig& t = job.run.train;
+  t.precision = bench_precision(precision);
   t.steps = o.steps + 1;
   t.seq = o.seq;
   t.microbatch_size = o.microbatch_size;
@@ -94,8 +123,9 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
 
 // The sharding rows' job: --shard-schedule on one stage held by all p ranks (pp 1 x dp p) at
 // `level`, offloaded or not (every rank with a host tier of 1 TiB).
-runtime::JobConfig shard_job(const BenchRuntimeOptions& o, int p, int level, bool offload) {
-  runtime::JobConfig job = bench_job(o, o.shard_schedule, 1);
+runtime::JobConfig shard_job(const BenchRuntimeOptions& o, int p, int level, bool offload,
+                             const std::string& family, const std::string& precision) {
+  runtime::JobConfig job = bench_job(o, o.shard_schedule, 1, 0, family, precision);
   job.parallel.dp = p;
   job.parallel.shard = {level};
   job.parallel.offload = {offload};
@@ -144,6 +174,24 @@ struct MeasuredTrainer {
   }
 };
 
+struct MemoryRow {
+  std::string family, precision, schedule, recompute;
+};
+
+// The memory bench's row sets: every family, precision, schedule and recompute value, in that
+// nesting order.
+std::vector<MemoryRow> memory_rows(const BenchRuntimeOptions& o, const std::vector<std::string>& schedules) {
+  std::vector<MemoryRow> rows;
+  for (const std::string& family : o.families) {
+    for (const std::string& precision : o.precisions) {
+      for (const std::string& schedule : schedules) {
+        for (const std::string& recompute : o.recompute) rows.push_back({family, precision, schedule, recompute});
+      }
+    }
+  }
+  return rows;
+}
+
 void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const bool lead = world.rank() == 0;
@@ -162,14 +210,14 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 "units = peak of activations + K/V together; comm buffers (on their own tracker) are "
                 "not modelled\n",
                 o.steps);
-    std::printf("%-10s %-9s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "schedule", "recompute", "rank",
-                "parameters", "gradients", "optimizer_state", "activations", "kv_cache", "units",
-                "comm");
+    std::printf("%-5s %-4s %-10s %-9s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "model", "prec",
+                "schedule", "recompute", "rank", "parameters", "gradients", "optimizer_state", "activations",
+                "kv_cache", "units", "comm");
   }
   std::vector<double> stage0;  // measured stage-0 units peak per schedule, without recomputation
-  for (const std::string& name : schedules) {
-    for (const std::string& variant : o.recompute) {
-      runtime::JobConfig job = bench_job(o, name, p);
+  for (const auto& [family, precision, name, variant] : memory_rows(o, schedules)) {
+    {
+      runtime::JobConfig job = bench_job(o, name, p, 0, family, precision);
       job.parallel.recompute = parse_recompute_flag("--recompute", variant);
       const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
       const runtime::TrainConfig t = job.global_train();
@@ -195,7 +243,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
       const auto all = runtime::gather_all(world, mine);
       if (!lead) continue;
       const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
-                                    {spec::Precision::fp32, job.parallel.recompute, omp_get_max_threads()});
+                                    {t.precision, job.parallel.recompute, omp_get_max_threads()});
       const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
       const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
       const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
@@ -203,7 +251,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
         const sim::StaticMemory st = memory.static_memory(plan.schedule.layout.rank_vstages[r]);
         const sim::AllocatedPeaks& a = predicted.ranks[r].allocated;
         const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache, a.total};
-        std::printf("%-10s %-9s %4d |", name.c_str(), variant.c_str(), r);
+        std::printf("%-5s %-4s %-10s %-9s %4d |", family.c_str(), precision.c_str(), name.c_str(), variant.c_str(), r);
         for (int c = 0; c < 6; ++c) {
           const double got = all[r][c];
           std::printf(" %8.2f MiB %+5.1f%%%s", mib(got), got > 0 ? 100 * (want[c] - got) / got : 0.0,
@@ -211,7 +259,9 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
         }
         std::printf(" | %6.2f MiB\n", mib(all[r][6]));
       }
-      if (variant == "none") stage0.push_back(all[0][5]);
+      if (variant == "none" && family == o.families.front() && precision == o.precisions.front()) {
+        stage0.push_back(all[0][5]);
+      }
     }
   }
   if (!lead) return;
@@ -235,6 +285,24 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
 // with and without offload; per rank every category's measured peak during a step (device
 // tracker, its host tier) against runtime::predicted_memory (the simulator's replay of
 // spec/sharded_state.h), and the weights resident between steps.
+struct ShardRow {
+  std::string family, precision;
+  int level;
+  bool offload;
+};
+
+std::vector<ShardRow> shard_rows(const BenchRuntimeOptions& o) {
+  std::vector<ShardRow> rows;
+  for (const std::string& family : o.families) {
+    for (const std::string& precision : o.precisions) {
+      for (int level = 0; level <= 3; ++level) {
+        for (bool offload : {false, true}) rows.push_back({family, precision, level, offload});
+      }
+    }
+  }
+  return rows;
+}
+
 void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const bool lead = world.rank() == 0;
@@ -248,13 +316,13 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 "prediction (runtime::predicted_memory: the simulator's replay of spec/sharded_state.h); 'between' = "
                 "weights resident between steps\n",
                 o.shard_schedule.c_str(), p, o.layers, o.microbatches, o.steps);
-    std::printf("%-5s %-7s %4s", "level", "offload", "rank");
+    std::printf("%-5s %-4s %-5s %-7s %4s", "model", "prec", "level", "offload", "rank");
     for (const char* n : kNames) std::printf(" %16s", n);
     std::printf(" %12s\n", "between");
   }
-  for (int level = 0; level <= 3; ++level) {
-    for (bool offload : {false, true}) {
-      const runtime::JobConfig job = shard_job(o, p, level, offload);
+  for (const auto& [family, precision, level, offload] : shard_rows(o)) {
+    {
+      const runtime::JobConfig job = shard_job(o, p, level, offload, family, precision);
       MeasuredTrainer run(world, job, data, o.steps);
       const runtime::PipelinePlan& plan = run.plan;
       const MemoryTracker& tracker = run.tracker;
@@ -275,7 +343,7 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
         const sim::CategoryPeaks& q = predicted[static_cast<std::size_t>(r)];
         const double want[] = {q.parameters, q.gradients, q.optimizer, q.activations, q.kv_cache,
                                q.host_parameters, q.host_optimizer, q.host_gradients, q.total};
-        std::printf("%-5d %-7s %4d", level, offload ? "yes" : "no", r);
+        std::printf("%-5s %-4s %-5d %-7s %4d", family.c_str(), precision.c_str(), level, offload ? "yes" : "no", r);
         for (std::size_t i = 0; i < 9; ++i) {
           const double got = all[static_cast<std::size_t>(r)][i];
           if (want[i] == 0 && got == 0) {
@@ -456,7 +524,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     run.name = row.name;
     run.recompute = row.recompute;
     run.segment_row = row.segments > 0;
-    run.job = bench_job(o, row.name, p, row.segments);
+    run.job = bench_job(o, row.name, p, row.segments, o.families.front(), o.precisions.front());
     run.job.parallel.recompute = parse_recompute_flag("--recompute", row.recompute);
     recomputes = recomputes || run.job.parallel.recompute.any();
     run.plan = runtime::build_pipeline_plan(run.job, p);
@@ -571,7 +639,7 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const sim::LinkProfile link = measure_link(world, o);
   // This machine's update, copy, commit and collective rates at the stage's size, measured on
   // every rank at once (the collectives over the data-parallel group: here every rank), averaged.
-  runtime::JobConfig probe = bench_job(o, o.shard_schedule, 1);
+  runtime::JobConfig probe = bench_job(o, o.shard_schedule, 1, 0, o.families.front(), o.precisions.front());
   probe.parallel.dp = p;
   const runtime::PipelinePlan probe_plan = runtime::build_pipeline_plan(probe, p);
   const std::size_t stage_elements =
@@ -597,7 +665,7 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   std::vector<Run> runs;
   for (int level = 0; level <= 3; ++level) {
     for (bool offload : {false, true}) {
-      const runtime::JobConfig job = shard_job(o, p, level, offload);
+      const runtime::JobConfig job = shard_job(o, p, level, offload, o.families.front(), o.precisions.front());
       runs.push_back({level, offload, std::make_unique<MeasuredTrainer>(world, job, data, 1), {}, {}});
     }
   }
@@ -676,6 +744,16 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
       ->expected(1, 16)
       ->capture_default_str();
   cmd->add_option("--shard-schedule", o.shard_schedule, "Family of the sharding rows (pp 1 x dp p)")->capture_default_str();
+  cmd->add_option("--families", o.families,
+                  "Model families: gpt2 (tied head, learned positions) and/or llama (GQA, SwiGLU,\n"
+                  "untied head) of the same depth and width (speed: the first one)")
+      ->check(CLI::IsMember({"gpt2", "llama"}))
+      ->expected(1, 2)
+      ->capture_default_str();
+  cmd->add_option("--precisions", o.precisions, "Engine precisions: fp32 and/or bf16 (speed: the first one)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->expected(1, 2)
+      ->capture_default_str();
 }
 
 void register_bench_runtime(CLI::App& app) {

@@ -35,6 +35,8 @@ struct ProfileArgs {
   int in_flight = 2;
   double slowdown = 1;
   bool defer_weight = false;
+  bool merge = false;
+  std::string precision;  // empty: the config's train.precision
   ParallelFlags layout;
 };
 
@@ -76,9 +78,17 @@ void run_profile(const ProfileArgs& a) {
   options.defer_weight = a.defer_weight;
   // A config that recomputes also gets its layers' rebuild timed (recompute_ms).
   options.recompute = job.parallel.recompute.any();
+  options.precision = t.precision;
+  if (a.precision == "bf16") options.precision = spec::Precision::bf16;
+  if (a.precision == "fp32") options.precision = spec::Precision::fp32;
+  const std::string dtype = runtime::latency_dtype(options.precision);
   const std::string name = runtime::profile_model_name(m);
-  std::printf("plait profile: %s (%s), %d thread(s), median of %d runs\n", name.c_str(),
-              spec::describe(m).c_str(), a.threads, a.repeats);
+  std::printf("plait profile: %s (%s), %s, %d thread(s), median of %d runs\n", name.c_str(),
+              spec::describe(m).c_str(), std::string(spec::precision_name(options.precision)).c_str(), a.threads,
+              a.repeats);
+  // --merge reads the table first, so a malformed one stops the run before the measuring.
+  nlohmann::json table = nlohmann::json::object();
+  if (a.merge && std::filesystem::exists(a.out)) table = read_json_file(a.out);
 
   std::vector<sim::LatencyEntry> entries;
   for (int seq : seqs) {
@@ -94,12 +104,18 @@ void run_profile(const ProfileArgs& a) {
     print_row("layer", p.layer);
     print_row("embedding", p.embedding);
     print_row("head", p.head);
-    for (sim::LatencyEntry& e : runtime::latency_entries(p, name, a.device)) entries.push_back(std::move(e));
+    for (sim::LatencyEntry& e : runtime::latency_entries(p, name, a.device, options.precision)) {
+      entries.push_back(std::move(e));
+    }
   }
-  write_json_file(a.out, sim::latency_table_json(entries), 1);
-  std::printf("wrote %s (per-layer latencies in Zorse's model_latencies.json shape: %s -> %s -> seq -> "
-              "float32; embedding and head under float32+embedding and float32+head)\n",
-              a.out.c_str(), name.c_str(), a.device.c_str());
+  // Merging keeps every entry of the table that this run did not measure (other models, devices,
+  // sequence lengths and dtypes: an fp32 and a bf16 profile of one machine in one file).
+  table.merge_patch(sim::latency_table_json(entries));
+  write_json_file(a.out, table, 1);
+  std::printf("%s %s (per-layer latencies in Zorse's model_latencies.json shape: %s -> %s -> seq -> "
+              "%s; embedding and head under %s+embedding and %s+head)\n",
+              a.merge ? "merged into" : "wrote", a.out.c_str(), name.c_str(), a.device.c_str(), dtype.c_str(),
+              dtype.c_str(), dtype.c_str());
 
   const runtime::SegmentProfile sp =
       runtime::profile_segments(m, t.microbatch_size, job.run.partition(), options);
@@ -174,6 +190,14 @@ void register_profile(CLI::App& app) {
   cmd->add_flag("--defer-weight", a->defer_weight,
                 "Run each micro-batch's W after the next micro-batch's F and B, as zero-bubble\n"
                 "schedules (zb-h1, zb-v, seq-zb) do, instead of right after its own B");
+  cmd->add_option("--precision", a->precision,
+                  "Engine precision to measure in: fp32, or bf16 mixed precision (filed under dtype\n"
+                  "\"float16\", which a cluster spec of precision \"mixed16\" reads; default: the\n"
+                  "config's train.precision)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_flag("--merge", a->merge,
+                "Add this run's entries to the table in --out (replacing the same model, device,\n"
+                "sequence length and dtype) instead of overwriting the file");
   add_parallel_flags(cmd, a->layout);
   // `plait profile links` is a subcommand of its own (profile_links_command.cpp).
   cmd->callback([a, cmd] {

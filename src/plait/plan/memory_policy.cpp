@@ -31,7 +31,7 @@ double MemoryPolicy::host_bytes(std::int64_t parameters, double shard_fraction, 
 }
 
 double MemoryPolicy::reserve_bytes(double capacity) const {
-  return precision == Precision::bf16 ? 2 * kGiB : 0.10 * capacity;
+  return precision == Precision::bf16 && !cpu_engine ? 2 * kGiB : 0.10 * capacity;
 }
 
 double MemoryPolicy::sync_bytes_per_parameter() const {
@@ -54,12 +54,14 @@ double MemoryPolicy::working_bytes(const spec::ModelSpec& model, int microbatch_
   }
   const spec::UnitMemory u = spec::unit_memory(model, part, microbatch_size, partition.segment(longest),
                                                precision, 1);
-  if (precision == Precision::fp32) {
+  if (precision == Precision::fp32 || cpu_engine) {
     double dkv = 0;  // the micro-batch's accumulators, all allocated by its first B
     for (int i = 0; i < partition.count(); ++i) {
       dkv += static_cast<double>(spec::unit_memory(model, part, microbatch_size, partition.segment(i), precision, 1).dkv);
     }
-    const double receives = 2.0 * 4.0 * microbatch_size * static_cast<double>(partition.lengths[longest]) * model.hidden;
+    const double message_element = precision == Precision::bf16 ? 2.0 : 4.0;  // stage messages' type
+    const double receives =
+        2.0 * message_element * microbatch_size * static_cast<double>(partition.lengths[longest]) * model.hidden;
     return static_cast<double>(std::max(u.backward_peak, u.fused_peak)) + dkv + receives;
   }
   return part.recompute_layers > 0 ? static_cast<double>(u.recompute_layer) : 0.0;
@@ -71,6 +73,13 @@ std::string MemoryPolicy::describe() const {
                        "over a stage's group or offloaded where the plan's shard choice says (spec/sharded_state.h); "
                        "activations by the engine's unit table (spec/unit_memory.h)") +
            (recompute.any() ? ", recomputing " + recompute.describe() : "") + "; 10% reserve";
+  }
+  if (cpu_engine) {
+    return std::string("bf16 mixed precision on plait's CPU engine: 2 B weights + 4 B fp32 gradients per parameter, "
+                       "12 B optimizer state (fp32 master and moments), sharded or offloaded where the plan's shard "
+                       "choice says (spec/sharded_state.h); activations by the engine's bf16 unit table "
+                       "(spec/unit_memory.h)") +
+           (recompute.any() ? ", recomputing " + recompute.describe() : "") + "; 10% reserve (no GPU reserve)";
   }
   return std::string("bf16 mixed precision: 2 B weights + 4 B fp32 gradients per parameter, 12 B optimizer "
                      "state sharded over the stage's data-parallel group (or as the plan's shard choice says); "

@@ -22,7 +22,9 @@
 //   temporaries inside one B, a recomputed layer's rebuild included), its micro-batch's dK/dV
 //   accumulators (allocated at its first B)
 //   and two posted receive buffers; the reserve is 10% of the device's capacity for what
-//   neither models (communication buffers in flight, the pool's cached blocks).
+//   neither models (communication buffers in flight, the pool's cached blocks). A bf16 plan of
+//   an emulated cluster (CPU ranks running the bf16 engine) is counted the same way, with the
+//   bf16 unit table and 2-byte messages (cpu_engine).
 #include <cstdint>
 #include <string>
 
@@ -37,6 +39,10 @@ namespace plait::plan {
 struct MemoryPolicy {
   Precision precision = Precision::bf16;
   spec::Recompute recompute;  // the layers each virtual stage recomputes
+  // The devices are plait's CPU engine (an emulated cluster, ClusterSpec::emulated), in either
+  // precision: the engine's working set and the 10% reserve, as fp32 above, with the
+  // precision's bytes; no GPU reserve (a bf16 CPU rank has no CUDA context to hold).
+  bool cpu_engine = false;
 
   // The simulator's view of the same policy (threads: a CPU rank's attention workspace).
   // tensor_parallel: the TP degree of each virtual stage (empty: 1).

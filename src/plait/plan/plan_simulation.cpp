@@ -29,7 +29,7 @@ void check_memory(const ClusterSpec& cluster, PlanPrediction& prediction) {
 
 PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& choice,
                              const schedule::Schedule& schedule) {
-  const MemoryPolicy policy{problem.cluster.precision, choice.recompute()};
+  const MemoryPolicy policy{problem.cluster.precision, choice.recompute(), problem.cluster.emulated};
   const std::vector<int> devices = choice.rank_devices();
   sim::SimulationConfig config;
   config.model = problem.model;

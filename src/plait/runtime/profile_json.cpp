@@ -75,11 +75,16 @@ std::string profile_model_name(const spec::ModelSpec& m) {
   return name + "_v" + std::to_string(m.vocab);
 }
 
+std::string latency_dtype(spec::Precision precision) {
+  return precision == spec::Precision::bf16 ? "float16" : "float32";
+}
+
 std::vector<sim::LatencyEntry> latency_entries(const BatchProfile& p, const std::string& model,
-                                               const std::string& device) {
-  return {entry(p.layer, model, device, "float32", p.seq),
-          entry(p.embedding, model, device, "float32+embedding", p.seq),
-          entry(p.head, model, device, "float32+head", p.seq)};
+                                               const std::string& device, spec::Precision precision) {
+  const std::string dtype = latency_dtype(precision);
+  return {entry(p.layer, model, device, dtype, p.seq),
+          entry(p.embedding, model, device, dtype + "+embedding", p.seq),
+          entry(p.head, model, device, dtype + "+head", p.seq)};
 }
 
 nlohmann::json to_json(const SegmentProfile& p, int threads) {

@@ -20,6 +20,37 @@ double median(std::vector<double> v) {
 
 enum class Probe { layers, embedding, head };
 
+// `rows` activations of a stage (rows x hidden) in its activation type, host memory the CPU
+// backend reads directly.
+class ActivationBuffers {
+ public:
+  ActivationBuffers(const model::StageModel& stage, std::size_t rows)
+      : dtype_(stage.activation_dtype()), count_(rows * static_cast<std::size_t>(stage.config().hidden)) {
+    if (dtype_ == DType::bf16) {
+      bf16_.resize(count_);
+    } else {
+      f32_.resize(count_);
+    }
+  }
+  template <typename Draw>
+  void fill(Draw draw) {
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (dtype_ == DType::bf16) {
+        bf16_[i] = bf16(draw());
+      } else {
+        f32_[i] = draw();
+      }
+    }
+  }
+  TypedPtr data() { return dtype_ == DType::bf16 ? TypedPtr(bf16_.data()) : TypedPtr(f32_.data()); }
+
+ private:
+  DType dtype_;
+  std::size_t count_;
+  std::vector<float> f32_;
+  std::vector<bf16> bf16_;
+};
+
 // Times F, B and W of every segment of a stage of the given kind, `repeats` times after a
 // warm-up, and returns the medians per segment (divided by the probe's layer count).
 std::vector<UnitTimes> time_stage(const spec::ModelSpec& config, Probe probe, int layers, int batch,
@@ -30,6 +61,7 @@ std::vector<UnitTimes> time_stage(const spec::ModelSpec& config, Probe probe, in
   if (probe == Probe::layers) spec = {0, layers, false, false, recompute ? layers : 0};
   if (probe == Probe::embedding) spec = {0, 0, true, false};
   if (probe == Probe::head) spec = {config.layers, config.layers, false, true};
+  spec.precision = options.precision;
   MemoryTracker tracker;
   model::StageModel stage(config, spec, tracker);
   stage.init_parameters(1);
@@ -41,9 +73,10 @@ std::vector<UnitTimes> time_stage(const spec::ModelSpec& config, Probe probe, in
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> token(0, config.vocab - 1);
-  std::vector<float> in(rows * config.hidden), out(in.size()), grad(in.size()), grad_in(in.size());
-  for (float& x : in) x = normal(rng);
-  for (float& x : grad) x = 1e-3f * normal(rng);
+  // The stage's activations and their gradients in its activation type (bf16 in bf16 runs).
+  ActivationBuffers in(stage, rows), out(stage, rows), grad(stage, rows), grad_in(stage, rows);
+  in.fill([&] { return normal(rng); });
+  grad.fill([&] { return 1e-3f * normal(rng); });
   std::vector<std::int32_t> tokens(rows), targets(rows);
   for (auto& t : tokens) t = token(rng);
   for (auto& t : targets) t = token(rng);

@@ -15,6 +15,7 @@
 
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
+#include "plait/spec/unit_memory.h"
 
 namespace plait::runtime {
 
@@ -51,6 +52,9 @@ struct ProfileOptions {
   bool defer_weight = false;
   // Also time the layer probe with every layer recomputed (UnitTimes::recompute).
   bool recompute = false;
+  // The engine's precision (spec/precision_policy.h): in bf16 the probe stage computes in bf16
+  // mixed precision and its inputs and gradients are bf16, as in a bf16 run.
+  spec::Precision precision = spec::Precision::fp32;
 };
 
 SegmentProfile profile_segments(const spec::ModelSpec& model, int microbatch_size,

@@ -46,7 +46,8 @@ struct AllocatedLevels {
     // A micro-batch's first backward (its last segment's) allocates every unit's dK/dV.
     if (segment == memory.num_segments() - 1) kv += memory.microbatch_dkv_bytes(vstage);
     const bool fused = kind == ActionKind::BW;
-    const double held = peak_inside(p, bytes(fused ? u.fused_peak_activations : u.backward_peak_activations), 0.0,
+    const double held = peak_inside(p, bytes(fused ? u.fused_peak_activations : u.backward_peak_activations),
+                                    bytes(fused ? u.fused_peak_kv : u.backward_peak_kv),
                                     bytes(fused ? u.fused_peak : u.backward_peak));
     if (fused) {
       activations -= bytes(u.forward_activations);

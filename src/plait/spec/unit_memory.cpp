@@ -85,11 +85,12 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   // The engine's allocations in order (model/stage_model.cpp), as two levels relative to the
   // call's start, activations and K/V, with the peaks of the first and of the sum.
   struct Walk {
-    i64 act = 0, kv = 0, peak_act = 0, peak_total = 0;
+    i64 act = 0, kv = 0, peak_act = 0, peak_kv = 0, peak_total = 0;
     void add(i64 a, i64 k = 0) {
       act += a;
       kv += k;
       peak_act = std::max(peak_act, act);
+      peak_kv = std::max(peak_kv, kv);
       peak_total = std::max(peak_total, act + kv);
     }
   };
@@ -141,6 +142,8 @@ UnitMemory unit_memory(const ModelSpec& model, const StagePart& part, int batch,
   u.backward_peak_activations = static_cast<std::size_t>(split.peak_act);
   u.fused_peak = static_cast<std::size_t>(fused.peak_total);
   u.fused_peak_activations = static_cast<std::size_t>(fused.peak_act);
+  u.backward_peak_kv = static_cast<std::size_t>(split.peak_kv);
+  u.fused_peak_kv = static_cast<std::size_t>(fused.peak_kv);
   return u;
 }
 

@@ -114,11 +114,16 @@ struct UnitMemory {
   // working set of a recomputing stage).
   std::size_t recompute_layer = 0;
   // The activations category's own peaks over the same starting points as forward_peak,
-  // backward_peak and fused_peak (the memory tracker keeps a peak per category). The K/V
-  // category peaks at forward_kv in F and at its starting level in B (B only frees K/V).
+  // backward_peak and fused_peak (the memory tracker keeps a peak per category).
   std::size_t forward_peak_activations = 0;
   std::size_t backward_peak_activations = 0;
   std::size_t fused_peak_activations = 0;
+  // The K/V category's peaks over its level at the start of B and B+W (F's is forward_kv). In
+  // fp32 B only frees K/V (0); in bf16 a layer's B rounds its completed dK/dV into the bf16 copy
+  // it keeps before freeing the fp32 accumulator, so the first layer B reaches holds both for a
+  // moment: one layer's dK/dV copy above the start.
+  std::size_t backward_peak_kv = 0;
+  std::size_t fused_peak_kv = 0;
   // Tensor parallelism: the communication buffer an action of this unit holds at most, tokens x
   // C fp32 (a row-parallel output's partial sums, or a column-parallel input gradient's); 0 at
   // t = 1.
