@@ -16,7 +16,14 @@
 
 namespace plait::kernels {
 CpuBackend& cpu_backend() {
+  // The backend's oneDNN context frees its workspace through host_memory() when the backend is
+  // destroyed at exit, so host_memory()'s object must outlive it: function-local statics are
+  // destroyed in the reverse order of their construction, so construct it first. (Constructed on
+  // the context's first use instead, it was destroyed before the backend, and UBSan saw the
+  // workspace freed through a destroyed object's vtable.)
+  static MemorySpace& memory = host_memory();
   static CpuBackend backend;
+  (void)memory;
   return backend;
 }
 
