@@ -209,7 +209,8 @@ class PlanSearch {
       }
     }
     for (const schedule::ScheduleFamily& f : schedule::schedule_families()) {
-      if (has_family(f.name)) families_.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2});
+      const bool wanted = o_.families.empty() ? f.searched_by_default : has_family(f.name);
+      if (wanted) families_.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2});
     }
   }
 
