@@ -97,6 +97,20 @@ TEST(Simulation, HeterogeneousDevicesPerRank) {
   EXPECT_THROW(simulate_family(c, *schedule::find_schedule_family("1f1b")), Error);
 }
 
+// --overlap-pairs (unvalidated) reaches only the families whose pairs are meant to overlap.
+TEST(Simulation, OverlapPairsAppliesToDualPipeVOnly) {
+  SimulationConfig c = small_config();
+  c.shape.microbatches = 2 * c.shape.stages;
+  c.shape.chunks = 2;
+  c.shape.segments = 1;
+  const auto step = [&](const char* family, bool overlap) {
+    c.overlap_pairs = overlap;
+    return simulate_family(c, *schedule::find_schedule_family(family)).result.step_time;
+  };
+  EXPECT_LT(step("dualpipe-v", true), step("dualpipe-v", false));
+  EXPECT_EQ(step("zb-v", true), step("zb-v", false));
+}
+
 TEST(Simulation, CompareRunsEveryApplicableFamily) {
   SimulationConfig c = small_config();
   const auto rows = compare_schedules(c, 1, 2);
