@@ -4,7 +4,8 @@
 // so its peak activations before B stay interleaved 1F1B's, with the backward split into B
 // (input gradient) and W (weight gradient) and rank r deferring the W's of its first r
 // steady-state backwards to the drain, where interleaved 1F1B leaves it idle (ZB-H1's deferral;
-// deferring 2r or p-1 gives longer steps on p 2..8, m p..4p, and more memory). With F = B = W the
+// deferring 2r or p-1 instead gave longer or equal steps on p 2, 4, 8 x m p, 2p, 4p with v = 2, and
+// p-1 more memory). With F = B = W the
 // bubble is (p-1)/(3vkm + p - 1) of the step (tests/sim/textbook_formulas_test.cpp), against
 // interleaved 1F1B's (p-1)/(vkm + p - 1).
 // Sequence-level form: the same over (micro-batch, segment) units (Seq1F1B-I's order).

@@ -1,7 +1,8 @@
 // V-Half (Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024, arXiv
 // 2405.15362): the V building block with half 1F1B's lifespan, about 1/2 of its activation
-// memory, (p+2)//2 micro-batches, at a bubble of about p/(2m) with F = B = W; the paper expects it
-// to stay efficient under real costs when W + 2B >= 2F and W + 2F >= 2B. Offsets of rank i (the
+// memory, (p+2)//2 micro-batches, at a bubble of about p/(2m) with F = B = W; the paper finds half
+// of 1F1B's memory enough for a zero-bubble schedule under real costs when W + 2B >= 2F and
+// W + 2F >= 2B (at 32k tokens W + 2F < 2B: tests/sim/simulation_test.cpp). Offsets of rank i (the
 // authors' vshape V-Half pattern, sail-sg/zero-bubble-pipeline-parallelism): F chunk 0 at 2i,
 // F chunk 1 at 3p-2-i, B chunk 1 at 3p+d+2i-1, B chunk 0 at 6p+d-2-i, with d = 3 when p is even
 // (else two offsets would coincide mod 6) and 0 otherwise. The order is the repeated block
