@@ -268,7 +268,7 @@ TEST(TextbookFormulas, ControllableMemoryV) {
 
 // DualPipeV (DeepSeek, dualpipev.py): its phase counts hold 2p chunk units after the warm-up and
 // one more at each pair's forward, so p + 1/2 micro-batches on every rank (m >= 2p). No published
-// bubble for CPU ranks (DeepSeek's (PP/2-1)(F&B + B - 3W) assumes the overlapped pair F&B); with
+// bubble for CPU ranks (DeepSeek states it for the overlapped pair); with
 // F = B = W and the pairs run in order it stays below 1F1B's (p-1)/(m+p-1).
 TEST(TextbookFormulas, DualPipeV) {
   for (int p = 1; p <= 8; ++p) {
