@@ -8,6 +8,7 @@
 #include "plait/plan/plan_estimate.h"
 #include "plait/plan/plan_simulation.h"
 #include "plait/plan/planner.h"
+#include "plait/schedule/schedule_family.h"
 #include "plait/spec/sequence_partition.h"
 #include "test_files.h"
 
@@ -179,6 +180,33 @@ TEST(Planner, RestrictedSearches) {
   }
   o.microbatch_sizes = {4};
   for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.microbatch_size, 4);
+}
+
+// The families of issue 25 are planned when named (and only then): every plan is one of them, a
+// DualPipeV plan has M >= 2P (groupings it cannot run are ruled out, not thrown), and the default
+// search tries none of them.
+TEST(Planner, NewFamiliesOnlyWhenNamed) {
+  const PlanningProblem p = problem(write_test_file("mixed.json", kMixed), "gpt-1.3b", 64, 2048);
+  PlannerOptions o;
+  o.simulate = 4;
+  o.families = {"looped-bfs", "interleaved-zb", "dualpipe-v", "v-min", "v-half", "v-zb"};
+  const PlannerResult named = plan_cluster(p, o);
+  ASSERT_FALSE(named.plans.empty());
+  for (const Plan& plan : named.plans) {
+    EXPECT_NE(std::find(o.families.begin(), o.families.end(), plan.choice.family), o.families.end());
+  }
+  // A global batch of 4 sequences of one each: M = 4, too few for DualPipeV on 3 or 4 groups.
+  const PlanningProblem small = problem(write_test_file("mixed.json", kMixed), "gpt-1.3b", 4, 2048);
+  o.families = {"dualpipe-v"};
+  o.microbatch_sizes = {1};
+  for (const Plan& plan : plan_cluster(small, o).plans) {
+    EXPECT_GE(plan.choice.num_microbatches, 2 * static_cast<int>(plan.choice.groups.size())) << plan.choice.summary(p.cluster);
+  }
+  o.families.clear();
+  o.microbatch_sizes.clear();
+  for (const Plan& plan : plan_cluster(p, o).plans) {
+    EXPECT_TRUE(schedule::schedule_family(plan.choice.family).searched_by_default) << plan.choice.family;
+  }
 }
 
 // Segmented units are not cut below the smallest work a measured profile covers (Zorse's tables

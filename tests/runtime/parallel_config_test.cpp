@@ -126,7 +126,8 @@ TEST(ParallelConfig, BadLayoutsAreOneLineNamingFileAndField) {
             "may, holding the embedding or head)");
   EXPECT_EQ(error_of(R"({"schedule": "1f1b", "pp": 2})", 2),
             "p.json: parallel.schedule: 1f1b: schedules whole micro-batches, so segments must be 1 "
-            "(got 4); the sequence-level families are seq1f1b, seq1f1b-i and seq-zb");
+            "(got 4); the sequence-level families are seq1f1b, seq1f1b-i, seq-zb, looped-bfs, "
+            "interleaved-zb, v-min, v-half, v-zb");
   EXPECT_TRUE(error_of(R"({"schedule": "interleaved", "pp": 2, "chunks": 2})", 2)
                   .starts_with("p.json: parallel.schedule: interleaved: schedules whole micro-batches"));
   // Recompute counts are checked against each virtual stage's layers.

@@ -188,6 +188,27 @@ TEST(FamilyPolicy, OrdersBuiltForCostsKeepThePolicy) {
   EXPECT_GT(built, 0);
 }
 
+// The V block families' limits count a bounded number of micro-batches (controllable_memory_v.cpp);
+// the full order's peaks agree for every m up to 64.
+TEST(FamilyPolicy, BlockLimitsAreTheFullOrdersPeaks) {
+  for (const char* name : {"v-min", "v-half"}) {
+    const ScheduleFamily& f = *find_schedule_family(name);
+    for (int p = 1; p <= 8; ++p) {
+      for (int k = 1; k <= 4; ++k) {
+        for (int m = 1; m <= 64; m += (m < 24 ? 1 : 7)) {
+          const PipelineShape shape{p, 2, m, k};
+          const Observed o = observe(f.generate(shape));
+          for (int r = 0; r < p; ++r) {
+            ASSERT_EQ(o.peak_before_b[r], f.limit_of(shape, r)) << name << " p=" << p << " k=" << k << " m=" << m << " r=" << r;
+            ASSERT_EQ(o.peak_live[r], f.limit_of(shape, r) + f.deferred_of(shape, r))
+                << name << " p=" << p << " k=" << k << " m=" << m << " r=" << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 // The placement formulas and their inverse.
 TEST(FamilyPolicy, PlacementsAndTheirInverse) {
   for (int p = 1; p <= 6; ++p) {

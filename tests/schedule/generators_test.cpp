@@ -15,12 +15,14 @@ namespace {
 
 // Every family, on every shape it accepts in the acceptance grid p 1..8, m 1..16, k 1..4,
 // v 1..2, produces a schedule that validates (including the blocking send/recv deadlock check).
+// Every family accepts every p and m of the grid except DualPipeV, which needs m >= 2p.
 TEST(Generators, EveryFamilyValidatesOnTheGrid) {
   int generated = 0, expected = 0;
   for (const ScheduleFamily& family : schedule_families()) {
     // The grid's shapes the family accepts: every p and m, every k if sequence-level (else k = 1),
     // and one v of 1..2 (1 contiguous, 2 for the V and for interleaving, which needs v >= 2).
-    expected += 8 * 16 * (family.sequence_level ? 4 : 1);
+    const int shapes_of_p_and_m = family.name == "dualpipe-v" ? 64 : 8 * 16;  // m >= 2p: sum over p of 17 - 2p
+    expected += shapes_of_p_and_m * (family.sequence_level ? 4 : 1);
     for (int p = 1; p <= 8; ++p) {
       for (int m = 1; m <= 16; ++m) {
         for (int k = 1; k <= 4; ++k) {
@@ -141,6 +143,38 @@ TEST(Generators, GPipeRunsAllForwardsFirstAndZbVRespectsItsMemoryLimit) {
   }
 }
 
+std::string rank_text(const std::vector<Action>& actions) {
+  std::string text;
+  for (const Action& a : actions) text += (text.empty() ? "" : " ") + to_string(a, true);
+  return text;
+}
+
+// DualPipeV's eight phases for p = 2, m = 4, written out by hand from dualpipev.py's loop counts
+// (dualpipe_v.cpp): rank 0 warms up with 2(p-r-1) = 2 chunk-0 forwards, rank 1 with none; the
+// zero-bubble W's of phase 6 start at its second half (on the chunk-0 backward for even r, the
+// chunk-1 one for odd r) and run in phases 7 and 8, oldest first.
+TEST(Generators, DualPipeVFollowsTheReferencePhases) {
+  const Schedule s = gen("dualpipe-v", 2, 2, 4, 1);
+  EXPECT_EQ(s.layout, v_shape_layout(2, 4, 1));
+  EXPECT_EQ(rank_text(s.ranks[0]),
+            "F0.0c0 F1.0c0 F2.0c0 F0.0c1 B0.0c1 W0.0c1 F1.0c1 F3.0c0 B1.0c1 W1.0c1 F2.0c1 B0.0c0 W0.0c0 "
+            "B2.0c1 W2.0c1 F3.0c1 B1.0c0 W1.0c0 B3.0c1 W3.0c1 B2.0c0 W2.0c0 B3.0c0 W3.0c0");
+  EXPECT_EQ(rank_text(s.ranks[1]),
+            "F0.0c0 F0.0c1 F1.0c0 F1.0c1 F2.0c0 B0.0c1 W0.0c1 F2.0c1 B0.0c0 W0.0c0 F3.0c0 B1.0c1 W1.0c1 "
+            "F3.0c1 B1.0c0 W1.0c0 B2.0c1 W2.0c1 B2.0c0 W2.0c0 B3.0c1 B3.0c0 W3.0c1 W3.0c0");
+}
+
+// Looped BFS runs every micro-batch of chunk 0, then of chunk 1, ..., then the backwards chunk
+// v-1..0, on every rank; with segments, forwards ascend and backwards descend within a micro-batch.
+TEST(Generators, LoopedBfsIsBreadthFirst) {
+  const Schedule s = gen("looped-bfs", 2, 2, 2, 2);
+  for (const auto& actions : s.ranks) {
+    EXPECT_EQ(rank_text(actions),
+              "F0.0c0 F0.1c0 F1.0c0 F1.1c0 F0.0c1 F0.1c1 F1.0c1 F1.1c1 "
+              "BW0.1c1 BW0.0c1 BW1.1c1 BW1.0c1 BW0.1c0 BW0.0c0 BW1.1c0 BW1.0c0");
+  }
+}
+
 TEST(Generators, RejectsShapesOutsideTheirFamilyWithAReason) {
   struct Case {
     const char* name;
@@ -151,6 +185,8 @@ TEST(Generators, RejectsShapesOutsideTheirFamilyWithAReason) {
       {"1f1b", {4, 1, 8, 2}, "segments must be 1"},
       {"interleaved", {4, 1, 8, 1}, "v >= 2 chunks"},
       {"zb-v", {4, 3, 8, 1}, "exactly 2 chunk(s)"},
+      {"dualpipe-v", {4, 2, 7, 1}, "needs m >= 2p micro-batches"},
+      {"looped-bfs", {4, 1, 8, 1}, "with one chunk use gpipe"},
       {"seq1f1b", {4, 1, 0, 2}, "at least 1 micro-batch"},
       {"gpipe", {0, 1, 4, 1}, "at least 1 pipeline stage"},
   };

@@ -31,7 +31,7 @@ TEST(ActionText, FormatsAndParsesEachKind) {
 TEST(ScheduleText, RoundTripsExactly) {
   std::vector<Schedule> cases;
   for (const ScheduleFamily& f : schedule_families()) {
-    for (const PipelineShape shape : {PipelineShape{4, 2, 6, 3}, PipelineShape{3, 2, 5, 1}}) {
+    for (const PipelineShape shape : {PipelineShape{4, 2, 8, 3}, PipelineShape{3, 2, 7, 1}}) {
       PipelineShape s = shape;
       if (!f.sequence_level) s.segments = 1;
       if (f.fixed_chunks > 0) s.chunks = f.fixed_chunks;

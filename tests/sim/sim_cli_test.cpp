@@ -153,8 +153,8 @@ TEST(SimCli, SegmentLengthsAndRoundedSplits) {
   // Whole-micro-batch schedules in --compare still run one segment of the whole sequence.
   const CommandResult compare = run_plait("sim --model gpt-1.3b --pp 4 --microbatches 4 --segments 2048,1024,1024 --compare");
   ASSERT_EQ(compare.status, 0) << compare.err;
-  EXPECT_NE(compare.out.find("seq1f1b      1  3"), std::string::npos) << compare.out;
-  EXPECT_NE(compare.out.find("1f1b         1  1"), std::string::npos) << compare.out;
+  EXPECT_NE(compare.out.find("seq1f1b         1  3"), std::string::npos) << compare.out;
+  EXPECT_NE(compare.out.find("1f1b            1  1"), std::string::npos) << compare.out;
 }
 
 TEST(SimCli, ScheduleTextFiles) {
@@ -175,9 +175,11 @@ TEST(SimCli, ScheduleTextFiles) {
 TEST(SimCli, CompareWritesOneTimelinePairPerSchedule) {
   const std::string dir = testing::TempDir() + "/plait_sim_compare";
   std::filesystem::create_directories(dir);
-  const CommandResult r = run_plait("sim --compare " + kSmall + "--segments 2 --trace " + dir + "/t.json --html " + dir + "/t.html");
+  // m = 8 >= 2p, so DualPipeV runs too and every family is simulated.
+  const CommandResult r = run_plait("sim --compare --model gpt-1.3b --pp 4 --microbatches 8 --seq 4096 --segments 2 --trace " +
+                                    dir + "/t.json --html " + dir + "/t.html");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("schedule     v  k  step time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("schedule        v  k  step time    bubble  in flight"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("device     a100-80gb"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("peak memory per pipeline rank"), std::string::npos) << r.out;
   for (const schedule::ScheduleFamily& f : schedule::schedule_families()) {

@@ -12,6 +12,7 @@
 #include "plait/schedule/replicate.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/event_simulator.h"
+#include "plait/trace/event.h"
 
 namespace plait::sim {
 namespace {
@@ -20,14 +21,26 @@ struct UnitRun {
   double step = 0;
   double bubble = 0;
   double peak = 0;  // micro-batches of activations, worst rank
+  // The controllable-memory paper's bubble rate (Qi et al., arXiv 2405.15362):
+  // 1 - m(F+B+W) / (the longest time from a rank's first action's start to its last's end).
+  double paper_bubble = 0;
 };
 
 UnitRun run(const schedule::Schedule& s, int v, int k) {
   const double unit = 1.0 / (k * v);
   const UniformCostModel cost(unit, unit, unit);
-  const SimResult r = simulate(s, schedule::lower(s), cost, nullptr, {false, false});
-  UnitRun out{r.step_time, r.bubble_fraction, 0};
+  const SimResult r = simulate(s, schedule::lower(s), cost, nullptr, {true, false});
+  UnitRun out{r.step_time, r.bubble_fraction, 0, 0};
   for (const RankResult& rr : r.ranks) out.peak = std::max(out.peak, rr.peak_in_flight);
+  std::vector<double> first(s.num_ranks(), r.step_time), last(s.num_ranks(), 0.0);
+  for (const trace::Event& e : r.events) {
+    if (!trace::is_compute(e.kind)) continue;
+    first[e.rank] = std::min(first[e.rank], e.start);
+    last[e.rank] = std::max(last[e.rank], e.end);
+  }
+  double span = 0;
+  for (int rank = 0; rank < s.num_ranks(); ++rank) span = std::max(span, last[rank] - first[rank]);
+  out.paper_bubble = 1.0 - 3.0 * s.layout.num_microbatches / span;
   return out;
 }
 
@@ -160,6 +173,132 @@ TEST(TextbookFormulas, ZeroBubbleV) {
     }
   }
   EXPECT_NEAR(run("zb-v", 8, 2, 16, 1).step, 51.5, kTol);
+}
+
+// Looped BFS (Lamy-Poirier, arXiv 2211.05953): GPipe over v chunks per rank. Once m*k >= p the
+// first chunk's units come back around the ring before the next chunk needs them, and the bubble
+// is exactly (p-1)/(v*k*m + p-1) of the step, interleaved 1F1B's; every micro-batch is in flight
+// at the turn (GPipe's peak m).
+TEST(TextbookFormulas, LoopedBfs) {
+  int checked = 0;
+  for (int p = 1; p <= 8; ++p) {
+    for (int v = 2; v <= 3; ++v) {
+      for (int k = 1; k <= 4; ++k) {
+        for (int m = 1; m <= 16; ++m) {
+          const UnitRun b = run("looped-bfs", p, v, m, k);
+          EXPECT_NEAR(b.peak, m, kTol) << "p=" << p << " v=" << v << " k=" << k << " m=" << m;
+          if (m * k < p) continue;
+          EXPECT_NEAR(b.bubble, (p - 1.0) / (v * k * m + p - 1.0), kTol) << "p=" << p << " v=" << v << " k=" << k << " m=" << m;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 800);
+}
+
+// Interleaved zero bubble: interleaved 1F1B's order with B/W split and ZB-H1's deferral, so the
+// bubble time falls from (p-1)(F+B+W)/v to (p-1)(F+B-W)/v: (p-1)/(3vkm + p-1) of the step, exactly
+// once the groups are whole (G = ceil(p/k) divides m, m >= 2G); the peak stays interleaved 1F1B's.
+TEST(TextbookFormulas, InterleavedZeroBubble) {
+  int checked = 0;
+  for (int p = 1; p <= 8; ++p) {
+    for (int v = 2; v <= 3; ++v) {
+      for (int k = 1; k <= 4; ++k) {
+        const int G = (p + k - 1) / k;
+        for (int m = 2 * G; m <= 16; m += G) {
+          const UnitRun z = run("interleaved-zb", p, v, m, k);
+          EXPECT_NEAR(z.bubble, (p - 1.0) / (3.0 * v * k * m + p - 1.0), kTol) << "p=" << p << " v=" << v << " k=" << k << " m=" << m;
+          EXPECT_NEAR(z.peak, run(k == 1 ? "interleaved" : "seq1f1b-i", p, v, m, k).peak, kTol) << "p=" << p << " v=" << v << " k=" << k << " m=" << m;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+// The controllable-memory V family (Qi et al., arXiv 2405.15362, its table of V-Min, V-Half,
+// V-ZB). Peak activations in micro-batches exactly the paper's (p+4)//3, (p+2)//2 and p once the
+// block repeats (m >= 2p), and (M + k - 1)/k with k segments (controllable_memory_v.h). The paper
+// approximates the bubble by 2p/(3m) (V-Min) and p/(2m) (V-Half); plait's order, the repeated
+// block squeezed by eager execution without the authors' greedy reorder of the ends, stays within
+// 5% above that on p 2..8, m 2p..8p (worst ratio to the approximation measured: V-Min 0.82, V-Half
+// 1.015 at p = 8, m = 64: 0.0634 against 0.0625), by either definition of the bubble: the
+// simulator's idle share of ranks x step, and the paper's 1 - m(F+B+W) / longest rank span, which
+// coincide for the block orders (every rank works 3m, and a rank spanning the whole step starts
+// at 0). For V-ZB's list-scheduled order the paper's is the smaller (ranks start late), and its
+// "about 0" is ZeroBubbleV's bound above.
+TEST(TextbookFormulas, ControllableMemoryV) {
+  struct Family {
+    const char* name;
+    int (*microbatches)(int p);
+    double (*bubble)(int p, int m);
+  };
+  const Family families[] = {
+      {"v-min", [](int p) { return (p + 4) / 3; }, [](int p, int m) { return 2.0 * p / (3.0 * m); }},
+      {"v-half", [](int p) { return (p + 2) / 2; }, [](int p, int m) { return p / (2.0 * m); }},
+      {"v-zb", [](int p) { return p; }, nullptr},
+  };
+  for (const Family& f : families) {
+    double worst = 0;
+    for (int p = 1; p <= 8; ++p) {
+      for (int m = 2 * p; m <= 8 * p; m += p) {
+        for (int k = 1; k <= 3; ++k) {
+          const UnitRun r = run(f.name, p, 2, m, k);
+          EXPECT_NEAR(r.peak, (f.microbatches(p) + k - 1.0) / k, kTol) << f.name << " p=" << p << " m=" << m << " k=" << k;
+          if (f.bubble) {
+            EXPECT_NEAR(r.paper_bubble, r.bubble, kTol) << f.name << " p=" << p << " m=" << m << " k=" << k;
+          } else {
+            EXPECT_LE(r.paper_bubble, r.bubble + kTol) << f.name << " p=" << p << " m=" << m << " k=" << k;
+          }
+          if (k == 1 && f.bubble && p >= 2) {
+            EXPECT_LE(r.bubble, 1.05 * f.bubble(p, m)) << f.name << " p=" << p << " m=" << m;
+            worst = std::max(worst, r.bubble / f.bubble(p, m));
+          }
+        }
+      }
+    }
+    if (f.bubble) EXPECT_GT(worst, 0.8) << f.name;  // the approximation is close, not loose
+  }
+  // V-ZB is ZB-V: at k = 1 the same schedule (one_segment_twin), so ZeroBubbleV above is its test.
+  EXPECT_NEAR(run("v-min", 8, 2, 64, 1).bubble, 13.5 / 205.5, kTol);
+  EXPECT_NEAR(run("v-half", 8, 2, 64, 1).bubble, 13.0 / 205.0, kTol);
+}
+
+// DualPipeV (DeepSeek, dualpipev.py): its phase counts hold 2p chunk units after the warm-up and
+// one more at each pair's forward, so p + 1/2 micro-batches on every rank (m >= 2p). No published
+// bubble for CPU ranks (DeepSeek states it for the overlapped pair); with
+// F = B = W and the pairs run in order it stays below 1F1B's (p-1)/(m+p-1).
+TEST(TextbookFormulas, DualPipeV) {
+  for (int p = 1; p <= 8; ++p) {
+    for (int m = 2 * p; m <= 4 * p; ++m) {
+      const UnitRun d = run("dualpipe-v", p, 2, m, 1);
+      EXPECT_NEAR(d.peak, p + 0.5, kTol) << "p=" << p << " m=" << m;
+      EXPECT_LE(d.bubble, (p - 1.0) / (m + p - 1.0) + kTol) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+// The simulator's unvalidated model of DualPipe's overlap (SimOptions::overlap_pairs): each pair's
+// backward may run alongside its forward, so the step only shortens, the same work is done, and a
+// rank is never busier than the step; off, the pairs run in order (the CPU runtime's behaviour).
+TEST(TextbookFormulas, DualPipeVOverlapOnlyShortensTheStep) {
+  const UniformCostModel cost(0.5, 0.5, 0.5);
+  for (int p = 2; p <= 8; p += 2) {
+    const schedule::Schedule s = schedule::generate_schedule("dualpipe-v", {p, 2, 3 * p, 1});
+    const schedule::LoweredSchedule lowered = schedule::lower(s);
+    SimOptions options{false, false};
+    const SimResult in_order = simulate(s, lowered, cost, nullptr, options);
+    options.overlap_pairs = true;
+    const SimResult overlapped = simulate(s, lowered, cost, nullptr, options);
+    EXPECT_LT(overlapped.step_time, in_order.step_time - 0.5) << "p=" << p;
+    EXPECT_GE(overlapped.bubble_fraction, 0.0);
+    for (int r = 0; r < p; ++r) {
+      EXPECT_LE(overlapped.ranks[r].busy, overlapped.step_time + kTol);
+      EXPECT_LE(overlapped.ranks[r].busy, in_order.ranks[r].busy + kTol);
+    }
+  }
 }
 
 // Data parallelism: d independent replicas take exactly as long as one.

@@ -38,6 +38,7 @@ struct SimOptions {
   std::string recompute = "none";
   std::string tp = "1";
   bool compare = false;
+  bool overlap_pairs = false;
   std::string trace, html;
   SearchFlags search;
 };
@@ -143,6 +144,7 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
       o.device, config.model.model,
       {o.profile_model.empty() ? config.model.profile_model : o.profile_model, config.seq});
   config.record_events = !o.trace.empty() || !o.html.empty();
+  config.overlap_pairs = o.overlap_pairs;
   config.memory.recompute = parse_recompute_flag("--recompute", o.recompute);
   read_tensor_parallel(o, config);
   ProgressLine progress(parse_progress_flag(o.search.progress));
@@ -283,6 +285,10 @@ void register_sim(CLI::App& app) {
   cmd->add_flag("--compare", o->compare,
                 "Simulate every schedule and print a table (step time, bubble, throughput relative\n"
                 "to 1f1b, peak memory per rank); skips those whose constraints fail, with the reason");
+  cmd->add_flag("--overlap-pairs", o->overlap_pairs,
+                "Model DualPipe's overlap of a forward with the next backward of another chunk\n"
+                "(dualpipe-v's pairs; any such pair of a --schedule file): the best case, UNVALIDATED\n"
+                "until a GPU backend runs it. CPU ranks run the pair in order (the default)");
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome trace event JSON file (Perfetto); with --compare one file per\n"
                   "schedule, named <file stem>.<schedule>.<extension>")

@@ -209,7 +209,8 @@ class PlanSearch {
       }
     }
     for (const schedule::ScheduleFamily& f : schedule::schedule_families()) {
-      if (has_family(f.name)) families_.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2});
+      const bool wanted = o_.families.empty() ? f.searched_by_default : has_family(f.name);
+      if (wanted) families_.push_back({&f, f.fixed_chunks > 0 ? f.fixed_chunks : 2});
     }
   }
 
@@ -536,6 +537,8 @@ class PlanSearch {
     // Fused-backward families get twice that off lock-step (heterogeneous_pipeline.h).
     const double slack = f.split_backward || gc.lockstep ? 1.0 : 2.0;
     const schedule::PipelineShape homogeneous{P, v, M, so.k};
+    // A family's own constraint on the shape (DualPipeV: M >= 2P) rules the option out.
+    if (!schedule::unsupported_reason(f, homogeneous).empty()) return;
     auto in_flight = [&](int g, int most) {
       if (!f.in_flight_limit) return static_cast<double>(most) * so.k * v;
       return slack * f.in_flight_limit(homogeneous, g);

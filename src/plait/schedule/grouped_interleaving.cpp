@@ -20,6 +20,11 @@ int grouped_interleaving_in_flight(const PipelineShape& shape, int rank) {
 }
 
 Schedule grouped_interleaving(const PipelineShape& shape) {
+  return grouped_interleaving(shape, BackwardStyle{}, nullptr);
+}
+
+Schedule grouped_interleaving(const PipelineShape& shape, const BackwardStyle& style,
+                              int (*w_lag_of_rank)(const PipelineShape& shape, int rank)) {
   const int p = shape.stages, v = shape.chunks, m = shape.microbatches, k = shape.segments;
   Schedule schedule = empty_schedule(interleaved_layout(p, v, m, k));
   const int min_group = (p + k - 1) / k;
@@ -43,7 +48,9 @@ Schedule grouped_interleaving(const PipelineShape& shape) {
   }
   for (int r = 0; r < p; ++r) {
     const int warmup = grouped_interleaving_in_flight(shape, r) - 1;
-    schedule.ranks[r] = one_f_one_b_pattern(forwards, backwards, warmup, BackwardStyle{});
+    BackwardStyle rank_style = style;
+    if (w_lag_of_rank) rank_style.w_lag = w_lag_of_rank(shape, r);
+    schedule.ranks[r] = one_f_one_b_pattern(forwards, backwards, warmup, rank_style);
   }
   return schedule;
 }

@@ -14,11 +14,17 @@
 // thunlp/Seq1F1B's (v - 1) * p + 2 * (p - r - 1) + (k - 1) when k divides p.
 #include <vector>
 
+#include "plait/schedule/one_f_one_b_pattern.h"
 #include "plait/schedule/schedule_family.h"
 
 namespace plait::schedule {
 
 Schedule grouped_interleaving(const PipelineShape& shape);
+
+// The same order with backwards emitted per `style` (split B/W for interleaved zero bubble) and,
+// when given, rank r's W deferral from w_lag_of_rank (style.w_lag otherwise).
+Schedule grouped_interleaving(const PipelineShape& shape, const BackwardStyle& style,
+                              int (*w_lag_of_rank)(const PipelineShape& shape, int rank));
 
 // The in-flight limit of rank r: its warm-up above plus the steady phase's first forward.
 int grouped_interleaving_in_flight(const PipelineShape& shape, int rank);

@@ -9,6 +9,8 @@ const std::vector<ScheduleFamily>& schedule_families() {
   static const std::vector<ScheduleFamily> families = {
       gpipe_family(),   one_f_one_b_family(),         interleaved_family(), seq1f1b_family(),
       seq1f1b_interleaved_family(), zb_h1_family(), zb_v_family(),        seq1f1b_zb_family(),
+      looped_bfs_family(), interleaved_zb_family(), dualpipe_v_family(), v_min_family(),
+      v_half_family(), v_zb_family(),
   };
   return families;
 }
@@ -45,9 +47,12 @@ std::string unsupported_reason(const ScheduleFamily& family, const PipelineShape
   }
   if (shape.segments < 1) return who + "expected at least 1 segment, got " + std::to_string(shape.segments);
   if (!family.sequence_level && shape.segments != 1) {
+    std::string sequence_level;
+    for (const ScheduleFamily& f : schedule_families()) {
+      if (f.sequence_level) sequence_level += (sequence_level.empty() ? "" : ", ") + f.name;
+    }
     return who + "schedules whole micro-batches, so segments must be 1 (got " +
-           std::to_string(shape.segments) + "); the sequence-level families are seq1f1b, "
-           "seq1f1b-i and seq-zb";
+           std::to_string(shape.segments) + "); the sequence-level families are " + sequence_level;
   }
   if (family.fixed_chunks > 0 && shape.chunks != family.fixed_chunks) {
     return who + "uses exactly " + std::to_string(family.fixed_chunks) + " chunk(s) per rank (got " +
@@ -55,7 +60,8 @@ std::string unsupported_reason(const ScheduleFamily& family, const PipelineShape
   }
   if (family.fixed_chunks == 0 && shape.chunks < 2) {
     return who + "interleaves v >= 2 chunks per rank (got " + std::to_string(shape.chunks) +
-           "); with one chunk use " + (family.sequence_level ? "seq1f1b" : "1f1b");
+           "); with one chunk use " +
+           (family.forwards_first ? "gpipe" : family.sequence_level ? "seq1f1b" : "1f1b");
   }
   if (family.unsupported) {
     std::string reason = family.unsupported(shape);

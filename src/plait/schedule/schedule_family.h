@@ -56,6 +56,13 @@ struct ScheduleFamily {
   UnitsOfRank deferred_weights = nullptr;
   // The family this one is, action for action, with one segment ("" if none): seq1f1b -> 1f1b.
   std::string one_segment_twin = {};
+  // An F immediately followed by a backward of the rank's other chunk is one pair that a GPU
+  // overlaps (DualPipe: one chunk's forward with another's backward); CPU ranks run the two in
+  // order. Read by the simulator's overlap option (SimOptions::overlap_pairs).
+  bool overlapped_pairs = false;
+  // Whether `plait plan` searches the family when --schedule does not name families (the families
+  // of issue 25 are not yet in its default search: its pruning and time budget are not settled).
+  bool searched_by_default = true;
 
   // Why the family cannot produce `shape` beyond the common checks, or "" if it can; may be null.
   std::string (*unsupported)(const PipelineShape&) = nullptr;

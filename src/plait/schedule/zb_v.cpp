@@ -8,31 +8,32 @@
 // order `plait train` runs) or under given costs (generate_for_costs; the simulator keeps the
 // faster of the two, docs/simulator.md). With F = B = W the exact makespan is within a few units
 // of the lower bound 3m + (p-1)/2 (rank p-1 cannot start before the first forward reaches it);
-// see docs/schedules.md for the pinned values.
+// see docs/schedules.md for the pinned values. V-ZB of the controllable-memory paper (Qi et al.,
+// arXiv 2405.15362) is this schedule; its sequence-level form is v-zb (v_zb.cpp), which shares
+// this generator.
+#include "plait/schedule/controllable_memory_v.h"
 #include "plait/schedule/generators.h"
 #include "plait/schedule/layout.h"
 #include "plait/schedule/list_scheduler.h"
 
 namespace plait::schedule {
 
-namespace {
+// 1F1B's p micro-batches, in half-model chunk units (with k segments, k - 1 more per chunk).
+int zero_bubble_v_in_flight(const PipelineShape& shape, int /*rank*/) {
+  return 2 * (shape.stages + shape.segments - 1);
+}
 
-// 1F1B's p micro-batches, in half-model chunk units.
-int zb_v_in_flight(const PipelineShape& shape, int /*rank*/) { return 2 * shape.stages; }
-
-Schedule generate_zb_v_for_costs(const PipelineShape& shape, const UnitCosts& costs) {
+Schedule zero_bubble_v_for_costs(const PipelineShape& shape, const UnitCosts& costs) {
   ListSchedulerOptions options;
   options.split_backward = true;
-  options.max_in_flight = zb_v_in_flight(shape, 0);
+  options.max_in_flight = zero_bubble_v_in_flight(shape, 0);
   options.unit_seconds = costs.unit_seconds;
   options.transfer_seconds = costs.transfer_seconds;
   options.reserve_whole_microbatches = static_cast<bool>(costs.unit_seconds);
-  return list_schedule(v_shape_layout(shape.stages, shape.microbatches, 1), options);
+  return list_schedule(v_shape_layout(shape.stages, shape.microbatches, shape.segments), options);
 }
 
-Schedule generate_zb_v(const PipelineShape& shape) { return generate_zb_v_for_costs(shape, UnitCosts{}); }
-
-}  // namespace
+Schedule zero_bubble_v(const PipelineShape& shape) { return zero_bubble_v_for_costs(shape, UnitCosts{}); }
 
 ScheduleFamily zb_v_family() {
   return {
@@ -42,9 +43,9 @@ ScheduleFamily zb_v_family() {
       .fixed_chunks = 2,
       .split_backward = true,
       .placement = StagePlacement::v_shape,
-      .in_flight_limit = zb_v_in_flight,
-      .generate = generate_zb_v,
-      .generate_for_costs = generate_zb_v_for_costs,
+      .in_flight_limit = zero_bubble_v_in_flight,
+      .generate = zero_bubble_v,
+      .generate_for_costs = zero_bubble_v_for_costs,
   };
 }
 

@@ -77,6 +77,10 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
   std::unique_ptr<StaticReplay> replay;
   if (memory && options.chunk_states) replay = std::make_unique<StaticReplay>(schedule, lowered, *options.chunk_states);
   std::vector<std::int32_t> pc(ranks, 0), waiting(ranks, -1);
+  // With overlap_pairs: the start of the rank's last compute if it was an F (else -1), its chunk,
+  // and the latest input that arrived since (a pair's backward waits for that, not for the F).
+  std::vector<double> forward_start(ranks, -1.0), arrived_since(ranks, 0.0);
+  std::vector<std::int32_t> forward_chunk(ranks, -1);
   std::vector<double> arrival(lowered.messages.size(), -1.0);
   if (options.record_events) {
     result.events.reserve(static_cast<std::size_t>(schedule.num_actions()) +
@@ -110,8 +114,15 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
       if (op.kind == OpKind::compute) {
         const schedule::Action& a = actions[op.index];
         const std::int32_t s = layout.vstage(r, a.chunk);
-        const double start = now[r];
+        const bool paired = options.overlap_pairs && forward_start[r] >= 0 && schedule::is_backward_input(a.kind) &&
+                            a.chunk != forward_chunk[r];
+        const double start = paired ? std::max(forward_start[r], arrived_since[r]) : now[r];
         const double end = start + cost.compute_seconds(r, a.kind, a.microbatch, a.segment, s);
+        if (options.overlap_pairs) {
+          forward_start[r] = a.kind == ActionKind::F ? start : -1.0;
+          forward_chunk[r] = a.chunk;
+          arrived_since[r] = 0.0;
+        }
         if (memory) {
           const double held = allocated[r].run(rr.allocated, *memory, a.kind, s, a.segment);
           if (replay) {
@@ -143,8 +154,10 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
           }
           in_flight[r] -= share[a.segment] / chunks;
         }
-        rr.busy += end - start;
-        now[r] = end;
+        // A pair's backward adds only what it runs past the F's end.
+        const double busy_from = paired ? std::max(start, now[r]) : start;
+        rr.busy += std::max(0.0, end - busy_from);
+        now[r] = paired ? std::max(now[r], end) : end;
         if (gates) gates->start_after(r, pc[r], end);
         if (options.record_events) {
           trace::Event e;
@@ -187,6 +200,7 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
           break;
         }
         now[r] = std::max(now[r], arrival[op.index]);
+        arrived_since[r] = std::max(arrived_since[r], arrival[op.index]);
       }
       ++pc[r];
     }

@@ -35,6 +35,13 @@ struct SimOptions {
   // gate each holder's first use of its stage, and SimResult::synchronized_step_time ends the
   // step after the reductions, the update and the weights' all-gathers.
   const DataParallelModel* data_parallel = nullptr;
+  // DualPipe's overlap (DeepSeek-V3 report, arXiv 2412.19437 sec. 3.2.1), UNVALIDATED until a GPU
+  // backend runs it: an F immediately followed on its rank by a backward (B or BW) of another chunk
+  // is a pair whose backward may start as soon as the F starts and its own input has arrived, the
+  // two sharing the device at full speed (the pair ends at the later of the two ends). That is the
+  // best case of the overlap, an upper bound on what it gains; CPU ranks run the pair in order
+  // (the default). Busy time counts the pair's span once.
+  bool overlap_pairs = false;
 };
 
 // A rank's activations and K/V as the engine allocates them, action by action from the exact

@@ -136,29 +136,33 @@ std::string format_comparison(const SimulationConfig& config, const std::vector<
   for (const ComparisonRow& row : rows) {
     if (row.family == "1f1b" && row.report) reference = row.report->result.step_time;
   }
-  out += "schedule     v  k  step time    bubble   tokens/s   TFLOP/s   vs 1f1b  peak act  peak total  fits\n";
+  // Names up to 14 characters (interleaved-zb); "in flight" is the worst rank's peak micro-batches
+  // of activations, the figure the schedules' memory formulas give (docs/schedules.md).
+  out += "schedule        v  k  step time    bubble  in flight   tokens/s   TFLOP/s   vs 1f1b  peak act  peak total  fits\n";
   for (const ComparisonRow& row : rows) {
     if (!row.report) continue;
     const SimulationReport& r = *row.report;
     const double step = r.result.step_time;
     const int devices = r.devices_used > 0 ? r.devices_used : r.schedule.num_ranks();
-    out += format("%-11s %2d %2d  %-11s %6.2f%%  %9.0f  %8.1f  %7s  %5.1f GiB %6.1f GiB  %s\n", row.family.c_str(),
+    double in_flight = 0;
+    for (const RankResult& rank : r.result.ranks) in_flight = std::max(in_flight, rank.peak_in_flight);
+    out += format("%-14s %2d %2d  %-11s %6.2f%%  %9.2f  %9.0f  %8.1f  %7s  %5.1f GiB %6.1f GiB  %s\n", row.family.c_str(),
                   row.shape.chunks, row.shape.segments, seconds_text(step).c_str(),
-                  100 * r.result.bubble_fraction, r.tokens_per_step / step, r.model_flops_per_step / step / devices / 1e12,
+                  100 * r.result.bubble_fraction, in_flight, r.tokens_per_step / step, r.model_flops_per_step / step / devices / 1e12,
                   reference > 0 ? format("%.3fx", reference / step).c_str() : "n/a",
                   max_peak_activation(r) / kGiB, max_peak_total(r) / kGiB, fits(r).c_str());
   }
   for (const ComparisonRow& row : rows) {
     if (!row.report) out += "skipped    " + row.skipped + "\n";
   }
-  out += "\npeak memory per pipeline rank, GiB (static + activations)\nschedule   ";
+  out += "\npeak memory per pipeline rank, GiB (static + activations)\nschedule      ";
   const int ranks = config.shape.stages;
   const int shown = std::min(ranks, 16);
   for (int i = 0; i < shown; ++i) out += format(" %6d", i);
   out += ranks > shown ? "  ... (max over all ranks)\n" : "\n";
   for (const ComparisonRow& row : rows) {
     if (!row.report) continue;
-    out += format("%-11s", row.family.c_str());
+    out += format("%-14s", row.family.c_str());
     for (int i = 0; i < shown; ++i) out += format(" %6.1f", row.report->peak_total_bytes(i) / kGiB);
     if (ranks > shown) out += format("  ... %.1f", max_peak_total(*row.report) / kGiB);
     out += "\n";

@@ -90,7 +90,9 @@ std::vector<int> vstage_tensor_parallel(const SimulationConfig& config, const sc
 
 }  // namespace
 
-SimulationReport simulate_family(const SimulationConfig& config, const schedule::ScheduleFamily& family) {
+SimulationReport simulate_family(const SimulationConfig& family_config, const schedule::ScheduleFamily& family) {
+  SimulationConfig config = family_config;
+  config.overlap_pairs = family_config.overlap_pairs && family.overlapped_pairs;
   const auto start = monotonic_seconds();
   plait::report(config.progress, family.name + ": generating the schedule", 0, kPhases);
   schedule::Schedule s = schedule::generate_schedule(family, config.shape);
@@ -202,7 +204,9 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
                            memory_options);
   phase("timing", 3);
   clock = monotonic_seconds();
-  report.result = simulate(s, lowered, cost, &memory, SimOptions{config.record_events, config.record_events});
+  SimOptions options{config.record_events, config.record_events};
+  options.overlap_pairs = config.overlap_pairs;
+  report.result = simulate(s, lowered, cost, &memory, options);
   report.seconds.simulate = seconds_since(clock);
 
   for (int r = 0; r < s.num_ranks(); ++r) {

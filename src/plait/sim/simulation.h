@@ -38,6 +38,10 @@ struct SimulationConfig {
   // rank's threads.
   MemoryOptions memory;
   bool record_events = true;
+  // Model DualPipe's overlap of a pair's forward and backward (SimOptions::overlap_pairs,
+  // unvalidated): simulate_family applies it only to families whose pairs are meant to overlap
+  // (ScheduleFamily::overlapped_pairs, DualPipeV); simulate_schedule to any schedule.
+  bool overlap_pairs = false;
   // Heterogeneous clusters (all optional): layers of each virtual stage (empty: as even as
   // possible, split_layers) and per-pair links (empty: each sender's device link).
   std::vector<int> vstage_layers;

@@ -170,6 +170,23 @@ std::vector<Case> all_cases() {
     c.precision = spec::Precision::bf16;
     tensor_parallel(c, 2);
   }
+  // The families of issue 25 (fp32, both model families): looped BFS and interleaved zero bubble
+  // with 2 chunks, DualPipeV (m >= 2p), the controllable-memory V family; sequence-level forms
+  // with 2 segments; V-Half also with data parallelism.
+  for (int pp : {2, 4}) {
+    cases.push_back(make("looped-bfs", pp, 1, 2));
+    cases.push_back(make("looped-bfs", pp, 1, 2, 2));
+    cases.push_back(make("interleaved-zb", pp, 1, 2));
+    cases.push_back(make("interleaved-zb", pp, 1, 2, 2));
+    cases.push_back(make("dualpipe-v", pp, 1));
+    cases.back().microbatches = 2 * pp;
+    cases.push_back(make("v-min", pp, 1));
+    cases.push_back(make("v-min", pp, 1, 0, 2));
+    cases.push_back(make("v-half", pp, 1));
+    cases.push_back(make("v-half", pp, 1, 0, 2));
+    cases.push_back(make("v-zb", pp, 1, 0, 2));
+  }
+  cases.push_back(make("v-half", 2, 2, 0, 2));  // with data parallelism
   const std::size_t per_family = cases.size();
   for (std::size_t i = 0; i < per_family; ++i) {
     cases.push_back(cases[i]);
@@ -266,7 +283,7 @@ INSTANTIATE_TEST_SUITE_P(Families, ExplicitLayout, ::testing::Values("gpt2", "ll
 // Every family's heterogeneous schedule as the planner builds it (schedule/heterogeneous_pipeline.h:
 // Zorse-style stage groups of widths 2, 1, 1, rank 1 twice as slow and running 2 of the 5
 // micro-batches, routing many-to-many), written as the explicit form's text and run by the
-// runtime: the same parameters as one process.
+// runtime: the same parameters as one process. (DualPipeV needs m >= 2 x 3 groups; this job has 5.)
 class HeterogeneousEquivalence
     : public ::testing::TestWithParam<std::tuple<std::string, spec::Family>> {};
 
@@ -280,7 +297,9 @@ TEST_P(HeterogeneousEquivalence, PlannerScheduleTrainsExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HeterogeneousEquivalence,
                          ::testing::Combine(::testing::Values("gpipe", "1f1b", "interleaved", "seq1f1b",
-                                                              "seq1f1b-i", "zb-h1", "zb-v", "seq-zb"),
+                                                              "seq1f1b-i", "zb-h1", "zb-v", "seq-zb",
+                                                              "looped-bfs", "interleaved-zb", "v-min",
+                                                              "v-half", "v-zb"),
                                             ::testing::Values(spec::Family::gpt2, spec::Family::llama)),
                          [](const auto& info) {
                            std::string n = std::string(spec::family_name(std::get<1>(info.param))) + "_" +
