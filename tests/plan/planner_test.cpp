@@ -6,6 +6,7 @@
 #include "plait/core/error.h"
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/plan_estimate.h"
+#include "plait/plan/plan_report.h"
 #include "plait/plan/plan_simulation.h"
 #include "plait/plan/planner.h"
 #include "plait/schedule/schedule_family.h"
@@ -182,10 +183,12 @@ TEST(Planner, RestrictedSearches) {
   for (const Plan& plan : plan_cluster(p, o).plans) EXPECT_EQ(plan.choice.microbatch_size, 4);
 }
 
-// The families of issue 25 are planned when named (and only then): every plan is one of them, a
-// DualPipeV plan has M >= 2P (groupings it cannot run are ruled out, not thrown), and the default
-// search tries none of them.
-TEST(Planner, NewFamiliesOnlyWhenNamed) {
+// The families of issue 25: named, every plan is one of them and a DualPipeV plan has M >= 2P
+// (groupings it cannot run are ruled out, not thrown). In the default search they take their
+// own simulation slots: the eight families' shortlist is exactly that of a search naming only
+// the eight (so the newer ones never displace a better layout), and each family's best
+// simulated step is reported.
+TEST(Planner, NewFamiliesSearchedInTheirOwnSimulationSlots) {
   const PlanningProblem p = problem(write_test_file("mixed.json", kMixed), "gpt-1.3b", 64, 2048);
   PlannerOptions o;
   o.simulate = 4;
@@ -202,11 +205,41 @@ TEST(Planner, NewFamiliesOnlyWhenNamed) {
   for (const Plan& plan : plan_cluster(small, o).plans) {
     EXPECT_GE(plan.choice.num_microbatches, 2 * static_cast<int>(plan.choice.groups.size())) << plan.choice.summary(p.cluster);
   }
-  o.families.clear();
   o.microbatch_sizes.clear();
-  for (const Plan& plan : plan_cluster(p, o).plans) {
-    EXPECT_TRUE(schedule::schedule_family(plan.choice.family).searched_by_default) << plan.choice.family;
+  o.families = {"gpipe", "1f1b", "interleaved", "seq1f1b", "seq1f1b-i", "zb-h1", "zb-v", "seq-zb"};
+  const PlannerResult eight = plan_cluster(p, o);
+  o.families.clear();
+  const PlannerResult all = plan_cluster(p, o);
+  EXPECT_GT(all.estimated, eight.estimated);
+  EXPECT_GT(all.simulated, eight.simulated);
+  EXPECT_LE(all.simulated, eight.simulated + static_cast<std::size_t>(o.simulate_newer));
+  // The eight's simulations are the same layouts, in the same order, with the same results.
+  std::vector<PlannerResult::Shortlisted> of_the_eight;
+  for (const auto& s : all.shortlist) {
+    if (!schedule::schedule_family(s.summary.substr(0, s.summary.find(' '))).own_simulation_slots) of_the_eight.push_back(s);
   }
+  ASSERT_EQ(of_the_eight.size(), eight.shortlist.size());
+  for (std::size_t i = 0; i < eight.shortlist.size(); ++i) {
+    EXPECT_EQ(of_the_eight[i].summary, eight.shortlist[i].summary);
+    EXPECT_EQ(of_the_eight[i].simulated_step, eight.shortlist[i].simulated_step);
+  }
+  EXPECT_LE(all.plans[0].prediction.step_seconds, eight.plans[0].prediction.step_seconds);
+  // Each family's best, best first; the newer ones marked, and some of them simulated.
+  ASSERT_FALSE(all.family_best.empty());
+  EXPECT_EQ(all.family_best.front().family, all.plans[0].choice.family);
+  EXPECT_EQ(all.family_best.front().step_seconds, all.plans[0].prediction.step_seconds);
+  bool newer = false;
+  for (std::size_t i = 0; i < all.family_best.size(); ++i) {
+    const auto& f = all.family_best[i];
+    EXPECT_EQ(f.newer, schedule::schedule_family(f.family).own_simulation_slots) << f.family;
+    if (i > 0) {
+      EXPECT_GE(f.step_seconds, all.family_best[i - 1].step_seconds);
+    }
+    newer = newer || f.newer;
+  }
+  EXPECT_TRUE(newer) << "no newer family has a simulated plan within memory";
+  const std::string report = format_result(p, all, false);
+  EXPECT_NE(report.find("families   best simulated step of each: "), std::string::npos) << report;
 }
 
 // Segmented units are not cut below the smallest work a measured profile covers (Zorse's tables

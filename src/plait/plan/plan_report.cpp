@@ -1,6 +1,7 @@
 #include "plait/plan/plan_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -158,6 +159,26 @@ std::string format_result(const PlanningProblem& problem, const PlannerResult& r
   if (result.min_unit_tokens > 0) {
     out += line("segments   units of at least %lld tokens (micro-batch size x shortest segment; %s)",
                 static_cast<long long>(result.min_unit_tokens), result.min_unit_source.c_str());
+  }
+  if (result.family_best.size() > 1) {
+    // Which family won and by how much: each family's best simulated step against the winner's,
+    // and the newer families' best against the eight's (their own simulation slots: planner.cpp).
+    const double best = result.family_best.front().step_seconds;
+    std::string families;
+    const PlannerResult::FamilyBest *best_newer = nullptr, *best_classic = nullptr;
+    for (const auto& f : result.family_best) {  // best first
+      char gap[32] = "";
+      if (&f != &result.family_best.front()) std::snprintf(gap, sizeof gap, " (%+.1f%%)", 100.0 * (f.step_seconds / best - 1.0));
+      families += (families.empty() ? "" : ", ") + f.family + (f.newer ? "*" : "") + " " + seconds(f.step_seconds) + gap;
+      const PlannerResult::FamilyBest*& first = f.newer ? best_newer : best_classic;
+      if (!first) first = &f;
+    }
+    out += "families   best simulated step of each: " + families + "\n";
+    if (best_newer && best_classic) {
+      const double gain = 100.0 * (1.0 - best_newer->step_seconds / best_classic->step_seconds);
+      out += line("           * newer families (issue 25): the best, %s, is %.1f%% %s than the best of the eight, %s",
+                  best_newer->family.c_str(), std::abs(gain), gain >= 0 ? "faster" : "slower", best_classic->family.c_str());
+    }
   }
   if (!result.reference.empty()) {
     out += "even       planned as if every device were " + result.reference +

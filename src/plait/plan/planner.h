@@ -46,6 +46,9 @@ struct PlannerOptions {
   int tp_grouping_shortlist = 12;         // ... for the search with TP (planner.cpp, "Pruning")
   int simulate_tp = 6;                    // estimated plans with TP re-ranked by simulation, besides
   int simulate = 16;                      // estimated plans re-ranked by simulation
+  // ... besides, of the newer families (ScheduleFamily::own_simulation_slots) in a search that
+  // does not name families (planner.cpp, "shortlist")
+  int simulate_newer = 4;
   int top = 5;                            // plans returned
   // Told how far each pass has got: the coarse pass over the groupings of each micro-batch size,
   // the fine pass over the shortlisted groupings, the simulation of the best estimates.
@@ -76,6 +79,14 @@ struct PlannerResult {
   };
   std::vector<Shortlisted> shortlist;
   std::string reference;      // with options.even: the profile every device was taken to have
+  // The best simulated step of each family that has a plan within memory, best first (which
+  // family won, and by how much over the others).
+  struct FamilyBest {
+    std::string family;
+    double step_seconds = 0;
+    bool newer = false;  // one of the families with their own simulation slots
+  };
+  std::vector<FamilyBest> family_best;
   std::int64_t min_unit_tokens = 0;  // the limit on segmented units applied (0: none)
   std::string min_unit_source;       // where it came from
 };

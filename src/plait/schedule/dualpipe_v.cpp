@@ -109,7 +109,7 @@ ScheduleFamily dualpipe_v_family() {
       .placement = StagePlacement::v_shape,
       .in_flight_limit = dualpipe_v_in_flight,
       .overlapped_pairs = true,
-      .searched_by_default = false,
+      .own_simulation_slots = true,
       .unsupported = dualpipe_v_unsupported,
       .generate = generate_dualpipe_v,
   };

@@ -34,7 +34,7 @@ ScheduleFamily interleaved_zb_family() {
       .placement = StagePlacement::interleaved,
       .in_flight_limit = grouped_interleaving_in_flight,
       .deferred_weights = zero_bubble_deferred_weights,
-      .searched_by_default = false,
+      .own_simulation_slots = true,
       .generate = generate_interleaved_zb,
   };
 }

@@ -42,7 +42,7 @@ ScheduleFamily looped_bfs_family() {
       .fixed_chunks = 0,
       .placement = StagePlacement::interleaved,
       .forwards_first = true,
-      .searched_by_default = false,
+      .own_simulation_slots = true,
       .generate = generate_looped_bfs,
   };
 }

@@ -60,9 +60,11 @@ struct ScheduleFamily {
   // overlaps (DualPipe: one chunk's forward with another's backward); CPU ranks run the two in
   // order. Read by the simulator's overlap option (SimOptions::overlap_pairs).
   bool overlapped_pairs = false;
-  // Whether `plait plan` searches the family when --schedule does not name families (the families
-  // of issue 25 are not yet in its default search: its pruning and time budget are not settled).
-  bool searched_by_default = true;
+  // The families added after the first eight (issue 25): `plait plan` searches them by default,
+  // but their estimates compete for simulation slots of their own (PlannerOptions::
+  // simulate_newer) instead of the eight's (simulate), so that adding them never pushes out a
+  // layout the eight would have simulated (planner.cpp, "shortlist").
+  bool own_simulation_slots = false;
 
   // Why the family cannot produce `shape` beyond the common checks, or "" if it can; may be null.
   std::string (*unsupported)(const PipelineShape&) = nullptr;

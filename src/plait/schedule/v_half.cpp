@@ -46,7 +46,7 @@ ScheduleFamily v_half_family() {
       .placement = StagePlacement::v_shape,
       .in_flight_limit = v_half_in_flight,
       .deferred_weights = v_half_deferred,
-      .searched_by_default = false,
+      .own_simulation_slots = true,
       .generate = generate_v_half,
       .generate_for_costs = generate_v_half_for_costs,
   };

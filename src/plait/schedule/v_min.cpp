@@ -44,7 +44,7 @@ ScheduleFamily v_min_family() {
       .placement = StagePlacement::v_shape,
       .in_flight_limit = v_min_in_flight,
       .deferred_weights = v_min_deferred,
-      .searched_by_default = false,
+      .own_simulation_slots = true,
       .generate = generate_v_min,
       .generate_for_costs = generate_v_min_for_costs,
   };

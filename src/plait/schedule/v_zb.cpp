@@ -19,7 +19,7 @@ ScheduleFamily v_zb_family() {
       .placement = StagePlacement::v_shape,
       .in_flight_limit = zero_bubble_v_in_flight,
       .one_segment_twin = "zb-v",
-      .searched_by_default = false,
+      .own_simulation_slots = true,
       .generate = zero_bubble_v,
       .generate_for_costs = zero_bubble_v_for_costs,
   };
