@@ -29,10 +29,9 @@ std::vector<std::string> DocumentLengths::lines() const {
     std::snprintf(range, sizeof range, "%lld-%lld", static_cast<long long>(lo), static_cast<long long>(2 * lo - 1));
     // A bar of up to 40 marks, one at least for a bucket that is not empty.
     const auto marks = static_cast<std::size_t>(buckets[k] == 0 ? 0 : std::max<std::int64_t>(1, 40 * buckets[k] / most));
-    char line[160];
-    std::snprintf(line, sizeof line, "%23s  %12lld  %s", range, static_cast<long long>(buckets[k]),
-                  std::string(marks, '#').c_str());
-    out.emplace_back(line);
+    char line[96];
+    std::snprintf(line, sizeof line, "%15s %10lld", range, static_cast<long long>(buckets[k]));
+    out.push_back(std::string(line) + (marks ? "  " + std::string(marks, '#') : ""));
   }
   return out;
 }

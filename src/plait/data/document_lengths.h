@@ -18,7 +18,8 @@ struct DocumentLengths {
 
   // A document of `length` >= 1 tokens.
   void add(std::int64_t length);
-  // One line per bucket from the first non-empty one to the last: "     64-127  1,234  ####".
+  // One line per bucket from the first non-empty one to the last: "         64-127       1234  ####"
+  // (a bar of up to 40 marks, scaled to the fullest bucket).
   std::vector<std::string> lines() const;
 };
 
