@@ -82,11 +82,12 @@ void register_data_prepare(CLI::App& app) {
   auto* cmd = group->add_subcommand(
       "prepare",
       "Tokenize text files into llm.c token shards (256-int32 header, uint16 tokens): a train\n"
-      "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ..., and\n"
-      "<name>.shards.json beside them: each shard's CRC-32C and the tokenizer, which plait train\n"
-      "checks as it reads the shards. One run at a time per --out (a second is refused, naming\n"
-      "the first); shards appear there only once all are written, and a failed run leaves\n"
-      "nothing behind (docs/data.md)");
+      "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ..., each\n"
+      "with its document boundary index (<...>.docs: where documents start; a file is a\n"
+      "document), and <name>.shards.json beside them: each shard's and index's CRC-32C and the\n"
+      "tokenizer, which plait train checks as it reads them. One run at a time per --out (a\n"
+      "second is refused, naming the first); shards appear there only once all are written, and\n"
+      "a failed run leaves nothing behind (docs/data.md)");
   struct Args {
     data::PrepareOptions options;
     std::vector<std::string> inputs;
