@@ -23,6 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           a.crc32c != b.crc32c || m.find(a.file) != &m.shards[i] || a.bytes != 1024 + 2 * static_cast<std::uint64_t>(a.tokens)) {
         __builtin_trap();
       }
+      // A version 2 record's document index: named after the shard, its size from its count.
+      if (a.documents.has_value() != b.documents.has_value()) __builtin_trap();
+      if (a.documents && (a.documents->file != b.documents->file || a.documents->count != b.documents->count ||
+                          a.documents->bytes != b.documents->bytes || a.documents->crc32c != b.documents->crc32c ||
+                          a.documents->bytes != 16 + 4 * static_cast<std::uint64_t>(a.documents->count) ||
+                          a.documents->count > a.tokens)) {
+        __builtin_trap();
+      }
     }
   } catch (const plait::Error&) {
   }

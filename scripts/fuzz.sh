@@ -24,7 +24,7 @@ cmake --build "$build" -j "$(nproc)" --target plait_fuzz
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=($(sed -n '/^set(PLAIT_FUZZ_TARGETS/,/)/p' "$root/fuzz/CMakeLists.txt" |
-             tr -d '()' | sed 's/set PLAIT_FUZZ_TARGETS//' | tr -s ' \n' ' '))
+             tr '()' '  ' | sed 's/set PLAIT_FUZZ_TARGETS//' | tr -s ' \n' ' '))
 fi
 status=0
 for t in "${targets[@]}"; do

@@ -28,6 +28,12 @@ TEST_F(DataPrepareCommand, WritesShardsAndASummaryAndFailsClearlyOnBadInput) {
   EXPECT_NE(ok.out.find("1 file(s)"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("train 23 tokens in 1 shard(s)"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("val   11 tokens in 1 shard(s)"), std::string::npos) << ok.out;
+  // The file is one document, cut by the validation split: 23 tokens in train, 11 in val.
+  EXPECT_NE(ok.out.find("  documents: 1 train (mean 23.0 tokens, longest 23), 1 val\n"
+                        "  train document lengths (tokens, log2 buckets):\n"
+                        "            16-31          1  ########################################\n"),
+            std::string::npos)
+      << ok.out;
   ShardSetSource train(find_token_shards((dir / "out").string(), "train"), 256);
   EXPECT_EQ(train.size(), 23);
 

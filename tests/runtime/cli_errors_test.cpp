@@ -159,7 +159,7 @@ TEST_F(CliErrors, ShardsAreVerifiedAsTheyAreRead) {
   const Result prep = run("data prepare --tokenizer byte --quiet --val-fraction 0 --shard-tokens 1000 --out " + (dir_ / "shards").string() +
                           " " + (dir_ / "corpus.txt").string());
   ASSERT_EQ(prep.status, 0) << prep.err;
-  EXPECT_NE(prep.out.find("checksums and tokenizer: " + (dir_ / "shards" / "corpus.shards.json").string()), std::string::npos)
+  EXPECT_NE(prep.out.find("checksums, document indexes and tokenizer: " + (dir_ / "shards" / "corpus.shards.json").string()), std::string::npos)
       << prep.out;
   const auto shards_config = [&](const std::string& tokenizer, const std::string& vocab) {
     return "{\"model\": {\"layers\": 1, \"hidden\": 16, \"heads\": 2, \"vocab\": " + vocab +

@@ -61,10 +61,11 @@ TEST(TrainConfig, DataShardsCheckpointsValidationAndNonFiniteSteps) {
       "model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 50304, "max_seq": 64},
       "train": {"steps": 10, "seq": 64, "microbatch_size": 2, "eval_every": 5, "eval_batches": 3,
                 "on_nonfinite": "skip"},
-      "data": {"shards": "data/fineweb", "tokenizer": "gpt2"},
+      "data": {"shards": "data/fineweb", "tokenizer": "gpt2", "packing": "documents"},
       "checkpoint": {"dir": "ckpt", "every": 5, "keep_last": 2}})"),
                                        "cfg.json");
   EXPECT_TRUE(c.data.uses_shards());
+  EXPECT_TRUE(c.data.packs_documents());
   EXPECT_EQ(c.data.vocab_size(), 50257);
   EXPECT_TRUE(c.data.paths.empty());
   EXPECT_EQ(c.train.eval_every, 5);
@@ -76,6 +77,7 @@ TEST(TrainConfig, DataShardsCheckpointsValidationAndNonFiniteSteps) {
   EXPECT_EQ(c.checkpoint->keep_last, 2);
   // The JSON form reads back to the same config.
   EXPECT_EQ(to_json(parse_run_config(to_json(c), "again.json")), to_json(c));
+  EXPECT_EQ(to_json(c)["data"]["packing"], "documents");
   const RunConfig d = parse_run_config(nlohmann::json::parse(std::string("{") + kModel +
       R"(, "train": {"steps": 1, "seq": 8, "microbatch_size": 1}})"), "cfg.json");
   EXPECT_FALSE(d.checkpoint);
@@ -98,6 +100,11 @@ TEST(TrainConfig, DataAndCheckpointErrorsNameTheFieldAndTheExpectedValue) {
             "cfg.json: data.tokenizer: text paths are tokenized byte ");
   EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d", "tokenizer": "byte", "val_paths": ["v"]}})").substr(0, 43),
             "cfg.json: data.val_paths: applies to text p");
+  EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d", "tokenizer": "byte", "packing": "docs"}})"),
+            "cfg.json: data.packing: expected \"stream\" or \"documents\", found \"docs\"");
+  EXPECT_EQ(error_of(m + R"(, "data": {"paths": ["a"], "packing": "documents"}})"),
+            "cfg.json: data.packing: \"documents\" packs the documents of token shards (plait data prepare records "
+            "them); give data.shards, or use \"stream\"");
   EXPECT_EQ(error_of(std::string("{") + kModel +
                      R"(, "train": {"steps": 4, "seq": 8, "microbatch_size": 1, "eval_every": 2}})"),
             "cfg.json: train.eval_every: validation needs held-out data: data.val_paths (text) or "

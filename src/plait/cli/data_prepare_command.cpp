@@ -15,6 +15,17 @@ namespace {
 
 double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
+// The documents of each split (a file is a document; one the validation split cuts counts in
+// both) and the training split's lengths in log2 buckets (docs/data.md, "Documents").
+void print_documents(const data::PrepareSummary& s) {
+  const data::DocumentLengths& t = s.train_documents;
+  std::printf("  documents: %lld train (mean %.1f tokens, longest %lld), %lld val\n", static_cast<long long>(t.count),
+              t.count ? static_cast<double>(t.tokens) / static_cast<double>(t.count) : 0.0,
+              static_cast<long long>(t.longest), static_cast<long long>(s.val_documents.count));
+  std::printf("  train document lengths (tokens, log2 buckets):\n");
+  for (const std::string& line : t.lines()) std::printf("  %s\n", line.c_str());
+}
+
 void run_prepare(const data::PrepareOptions& base, const std::vector<std::string>& inputs,
                  bool quiet) {
   using Clock = std::chrono::steady_clock;
@@ -61,7 +72,8 @@ void run_prepare(const data::PrepareOptions& base, const std::vector<std::string
   };
   split("train", s.train_tokens, s.train_shards);
   split("val", s.val_tokens, s.val_shards);
-  std::printf("  checksums and tokenizer: %s\n", s.manifest.c_str());
+  print_documents(s);
+  std::printf("  checksums, document indexes and tokenizer: %s\n", s.manifest.c_str());
   std::printf("  %.2f s (%.2f MiB/s)\n", secs, secs > 0 ? mib(s.input_bytes) / secs : 0.0);
 }
 
@@ -70,11 +82,12 @@ void register_data_prepare(CLI::App& app) {
   auto* cmd = group->add_subcommand(
       "prepare",
       "Tokenize text files into llm.c token shards (256-int32 header, uint16 tokens): a train\n"
-      "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ..., and\n"
-      "<name>.shards.json beside them: each shard's CRC-32C and the tokenizer, which plait train\n"
-      "checks as it reads the shards. One run at a time per --out (a second is refused, naming\n"
-      "the first); shards appear there only once all are written, and a failed run leaves\n"
-      "nothing behind (docs/data.md)");
+      "and a validation split, named <name>_train_000000.bin, <name>_val_000000.bin, ..., each\n"
+      "with its document boundary index (<...>.docs: where documents start; a file is a\n"
+      "document), and <name>.shards.json beside them: each shard's and index's CRC-32C and the\n"
+      "tokenizer, which plait train checks as it reads them. One run at a time per --out (a\n"
+      "second is refused, naming the first); shards appear there only once all are written, and\n"
+      "a failed run leaves nothing behind (docs/data.md)");
   struct Args {
     data::PrepareOptions options;
     std::vector<std::string> inputs;

@@ -5,6 +5,9 @@
 // resumable). Both are pure functions of (step, microbatch), so any rank can fill any
 // micro-batch without talking to the others.
 #include <cstdint>
+#include <vector>
+
+#include "plait/data/sequence_documents.h"
 
 namespace plait::data {
 
@@ -17,6 +20,12 @@ class BatchSource {
   virtual int seq() const = 0;
   virtual int microbatch_size() const = 0;
   virtual int microbatches_per_step() const = 0;
+  // The documents inside each row of that micro-batch (microbatch_size() of them). A source
+  // that does not pack documents reports each row as one document of seq() tokens: that is what
+  // its rows are trained as (attention across the whole row).
+  virtual std::vector<SequenceDocuments> documents(std::int64_t step, int microbatch) const {
+    return std::vector<SequenceDocuments>(static_cast<std::size_t>(microbatch_size()), SequenceDocuments{{0}, seq(), false});
+  }
 };
 
 }  // namespace plait::data

@@ -18,6 +18,9 @@ class FixedStepSource : public BatchSource {
   int seq() const override { return source_.seq(); }
   int microbatch_size() const override { return source_.microbatch_size(); }
   int microbatches_per_step() const override { return source_.microbatches_per_step(); }
+  std::vector<SequenceDocuments> documents(std::int64_t, int microbatch) const override {
+    return source_.documents(step_, microbatch);
+  }
 
  private:
   const BatchSource& source_;

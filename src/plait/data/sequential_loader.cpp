@@ -3,17 +3,39 @@
 #include <vector>
 
 #include "plait/core/error.h"
+#include "plait/core/crc32c.h"
 #include "plait/core/json_fields.h"
+#include "plait/core/printable_text.h"
 
 namespace plait::data {
+namespace {
+
+// A packed run's state names its layout; the resuming run's must be the same one.
+void check_packing(const JsonFields& f, const PackedSequences& packing) {
+  const std::int64_t documents = f.integer("documents");
+  const std::int64_t sequences = f.integer("sequences");
+  const std::string crc = f.string("layout_crc32c");
+  const std::string crc_now = crc32c_text(packing.layout_crc32c());
+  if (documents != packing.document_count() || sequences != packing.size() || crc != crc_now) {
+    f.fail("layout_crc32c", "the checkpoint's run packed " + std::to_string(documents) + " documents into " +
+                                std::to_string(sequences) + " sequences (layout " + printable_text(crc, 12) +
+                                "), this run packs " + std::to_string(packing.document_count()) + " into " +
+                                std::to_string(packing.size()) + " (layout " + crc_now +
+                                "); resuming would read other sequences");
+  }
+}
+
+}  // namespace
 
 SequentialLoader::SequentialLoader(const TokenSource& source, int seq, int microbatch_size,
-                                   MicrobatchShares shares, DataPosition start)
+                                   MicrobatchShares shares, DataPosition start,
+                                   const PackedSequences* packing)
     : source_(&source),
       seq_(seq),
       microbatch_size_(microbatch_size),
       shares_(std::move(shares)),
-      start_(start) {
+      start_(start),
+      packing_(packing) {
   if (seq <= 0 || microbatch_size <= 0) {
     throw Error("sequential loader: seq and micro-batch size must be positive, found " +
                 std::to_string(seq) + " and " + std::to_string(microbatch_size));
@@ -27,6 +49,14 @@ SequentialLoader::SequentialLoader(const TokenSource& source, int seq, int micro
                 std::to_string(seq + 1) + " tokens");
   }
   samples_per_epoch_ = (source.size() - 1) / seq;
+  if (packing) {
+    if (packing->seq() != seq || packing->stream_tokens() != source.size()) {
+      throw Error("sequential loader: sequences packed for seq " + std::to_string(packing->seq()) + " over " +
+                  std::to_string(packing->stream_tokens()) + " tokens, but the loader has seq " + std::to_string(seq) +
+                  " over " + source.describe());
+    }
+    samples_per_epoch_ = packing->size();
+  }
 }
 
 std::int64_t SequentialLoader::sample_index(std::int64_t step, int microbatch, int row) const {
@@ -45,17 +75,34 @@ std::int64_t SequentialLoader::sample_index(std::int64_t step, int microbatch, i
 }
 
 std::int64_t SequentialLoader::window_start(std::int64_t sample) const {
+  if (packing_) return packing_->at(sample % samples_per_epoch_).start;
   return (sample % samples_per_epoch_) * seq_;
 }
 
 void SequentialLoader::fill_sample(std::int64_t sample, std::int32_t* inputs,
                                    std::int32_t* targets) const {
-  std::vector<std::uint16_t> window(static_cast<std::size_t>(seq_) + 1);
+  const int tokens = packing_ ? packing_->at(sample % samples_per_epoch_).tokens : seq_;
+  std::vector<std::uint16_t> window(static_cast<std::size_t>(tokens) + 1);
   source_->read(window_start(sample), window);
-  for (int t = 0; t < seq_; ++t) {
+  for (int t = 0; t < tokens; ++t) {
     inputs[t] = window[t];
     targets[t] = window[t + 1];
   }
+  for (int t = tokens; t < seq_; ++t) {
+    inputs[t] = kPaddingInput;
+    targets[t] = kPaddingTarget;
+  }
+}
+
+SequenceDocuments SequentialLoader::sample_documents(std::int64_t sample) const {
+  if (!packing_) return {{0}, seq_, false};
+  return packing_->documents(sample % samples_per_epoch_);
+}
+
+std::vector<SequenceDocuments> SequentialLoader::documents(std::int64_t step, int microbatch) const {
+  std::vector<SequenceDocuments> out;
+  for (int b = 0; b < microbatch_size_; ++b) out.push_back(sample_documents(sample_index(step, microbatch, b)));
+  return out;
 }
 
 void SequentialLoader::fill(std::int64_t step, int microbatch, std::int32_t* inputs,
@@ -80,19 +127,30 @@ DataPosition SequentialLoader::position(std::int64_t step) const {
 
 nlohmann::json SequentialLoader::state(std::int64_t step) const {
   const DataPosition p = position(step);
-  return {{"step", p.step},
-          {"sample", p.sample},
-          {"seq", seq_},
-          {"stream_tokens", source_->size()}};
+  nlohmann::json s = {{"step", p.step}, {"sample", p.sample}, {"seq", seq_}, {"stream_tokens", source_->size()}};
+  if (packing_) {
+    s["packing"] = "documents";
+    s["documents"] = packing_->document_count();
+    s["sequences"] = packing_->size();
+    s["layout_crc32c"] = crc32c_text(packing_->layout_crc32c());
+  }
+  return s;
 }
 
 DataPosition SequentialLoader::position_from_state(const nlohmann::json& state,
                                                    const TokenSource& source, int seq_now,
-                                                   const std::string& file) {
+                                                   const std::string& file, const PackedSequences* packing) {
   const JsonFields f(state, file, "data_position");
   const DataPosition p{f.integer_in("step", 0, INT64_MAX), f.integer_in("sample", 0, INT64_MAX)};
   const std::int64_t seq = f.integer("seq");
   const std::int64_t tokens = f.integer("stream_tokens");
+  const std::string packed = f.string("packing", "stream");
+  const std::string mode_now = packing ? "documents" : "stream";
+  if (packed != mode_now) {
+    f.fail("packing", "the checkpoint's run read \"" + printable_text(packed, 20) + "\" sequences, this run reads \"" +
+                          mode_now + "\" (data.packing); resuming would read other sequences");
+  }
+  if (packing) check_packing(f, *packing);
   f.check_no_unknown_fields();
   if (seq != seq_now) {
     f.fail("seq", "the checkpoint was taken with seq " + std::to_string(seq) +
@@ -108,8 +166,8 @@ DataPosition SequentialLoader::position_from_state(const nlohmann::json& state,
 }
 
 ValidationSet::ValidationSet(const TokenSource& held_out, int seq, int microbatch_size,
-                             MicrobatchShares shares, int every_steps)
-    : loader_(held_out, seq, microbatch_size, std::move(shares)), every_steps_(every_steps) {
+                             MicrobatchShares shares, int every_steps, const PackedSequences* packing)
+    : loader_(held_out, seq, microbatch_size, std::move(shares), {}, packing), every_steps_(every_steps) {
   if (every_steps <= 0) {
     throw Error("validation: expected a positive interval in steps, found " +
                 std::to_string(every_steps));

@@ -14,6 +14,10 @@
 //   n0 + ((s - s0) * M + g) * B + b,
 // so the position is all there is to save, and a run resumed with other replica shares or
 // another micro-batch count continues the stream exactly where it stopped.
+//
+// With `packing` (data.packing "documents", packed_sequences.h), sample n is packed sequence
+// n mod S instead, S the number of packed sequences: its document tokens, then padding
+// (kPaddingInput, with target kPaddingTarget); documents() tells where its documents start.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +26,7 @@
 
 #include "plait/data/batch_source.h"
 #include "plait/data/microbatch_shares.h"
+#include "plait/data/packed_sequences.h"
 #include "plait/data/token_source.h"
 
 namespace plait::data {
@@ -35,9 +40,11 @@ struct DataPosition {
 
 class SequentialLoader : public BatchSource {
  public:
-  // source must outlive the loader and hold at least seq + 1 tokens.
+  // source (and packing, if given: its sequences of this seq, over this source) must outlive
+  // the loader; the source holds at least seq + 1 tokens.
   SequentialLoader(const TokenSource& source, int seq, int microbatch_size,
-                   MicrobatchShares shares, DataPosition start = {});
+                   MicrobatchShares shares, DataPosition start = {},
+                   const PackedSequences* packing = nullptr);
 
   // BatchSource: `microbatch` is the global index in [0, shares().total()); step >= start step.
   void fill(std::int64_t step, int microbatch, std::int32_t* inputs,
@@ -45,6 +52,7 @@ class SequentialLoader : public BatchSource {
   int seq() const override { return seq_; }
   int microbatch_size() const override { return microbatch_size_; }
   int microbatches_per_step() const override { return shares_.total(); }
+  std::vector<SequenceDocuments> documents(std::int64_t step, int microbatch) const override;
 
   // Replica r's local micro-batch `local` of step `step` (= fill with the global index).
   void fill_local(std::int64_t step, int replica, int local, std::int32_t* inputs,
@@ -54,20 +62,25 @@ class SequentialLoader : public BatchSource {
 
   std::int64_t sample_index(std::int64_t step, int microbatch, int row) const;
   std::int64_t window_start(std::int64_t sample) const;  // first token of sample's window
+  // The documents of sample n (one of seq tokens without packing).
+  SequenceDocuments sample_documents(std::int64_t sample) const;
   std::int64_t samples_per_epoch() const { return samples_per_epoch_; }
   const MicrobatchShares& shares() const { return shares_; }
 
   // The position at the start of `step` (what a checkpoint taken before `step` records).
   DataPosition position(std::int64_t step) const;
 
-  // A checkpointable state: the position plus what it assumes (seq, stream length), so a
-  // resume against other data or another sequence length fails clearly instead of silently
-  // reading different windows.
+  // A checkpointable state: the position plus what it assumes (seq, stream length; with
+  // packing, "packing": "documents" and the layout: documents, sequences, layout_crc32c), so a
+  // resume against other data, another sequence length or another packing fails clearly
+  // instead of silently reading different windows.
   nlohmann::json state(std::int64_t step) const;
-  // Parses a state written by state() and checks it against the seq and stream of the run that
-  // resumes; errors name `file` and the field. Returns the position to start the loader at.
+  // Parses a state written by state() and checks it against the seq, stream and packing of the
+  // run that resumes; errors name `file` and the field. Returns the position to start the loader
+  // at.
   static DataPosition position_from_state(const nlohmann::json& state, const TokenSource& source,
-                                          int seq, const std::string& file);
+                                          int seq, const std::string& file,
+                                          const PackedSequences* packing = nullptr);
 
  private:
   const TokenSource* source_;
@@ -75,6 +88,7 @@ class SequentialLoader : public BatchSource {
   int microbatch_size_;
   MicrobatchShares shares_;
   DataPosition start_;
+  const PackedSequences* packing_;
   std::int64_t samples_per_epoch_;
 };
 
@@ -85,7 +99,7 @@ class SequentialLoader : public BatchSource {
 class ValidationSet {
  public:
   ValidationSet(const TokenSource& held_out, int seq, int microbatch_size,
-                MicrobatchShares shares, int every_steps);
+                MicrobatchShares shares, int every_steps, const PackedSequences* packing = nullptr);
   // Whether validation runs at step `step` (before its update) of a run whose last step is
   // `last_step`: step 0, every every_steps-th step and the last, as llm.c does.
   bool due(std::int64_t step, std::int64_t last_step) const;

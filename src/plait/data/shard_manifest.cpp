@@ -17,6 +17,7 @@
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
 #include "plait/core/printable_text.h"
+#include "plait/data/document_index.h"
 
 namespace plait::data {
 namespace fs = std::filesystem;
@@ -30,6 +31,35 @@ std::string what_holds(const std::string& tokenizer) {
                              : "byte tokens (plait data prepare --tokenizer byte)";
 }
 
+std::uint32_t checksum_field(const JsonFields& e) {
+  std::uint32_t crc = 0;
+  const std::string text = e.string("crc32c");
+  if (!parse_crc32c_text(text, crc)) {
+    e.fail("crc32c", "expected \"0x\" and 8 lower-case hex digits, found \"" + printable_text(text) + "\"");
+  }
+  return crc;
+}
+
+// A version 2 shard record's "documents": its index, named after the shard.
+DocumentIndexRecord parse_index_record(const JsonFields& shard, const ShardRecord& r) {
+  if (!shard.has("documents")) shard.fail("documents", "a version 2 manifest records each shard's document index");
+  const JsonFields d = shard.object("documents");
+  DocumentIndexRecord x;
+  x.file = d.string("file");
+  if (x.file != document_index_name(r.file)) {
+    d.fail("file", "expected \"" + printable_text(document_index_name(r.file)) + "\" (the shard's index), found \"" +
+                       printable_text(x.file) + "\"");
+  }
+  x.count = d.integer_in("count", 0, r.tokens);
+  x.bytes = static_cast<std::uint64_t>(d.integer_in("bytes", 16, INT64_MAX));
+  if (x.bytes != 16 + 4 * static_cast<std::uint64_t>(x.count)) {
+    d.fail("bytes", "expected 16 + 4 x count = " + std::to_string(16 + 4 * x.count) + ", found " + std::to_string(x.bytes));
+  }
+  x.crc32c = checksum_field(d);
+  d.check_no_unknown_fields();
+  return x;
+}
+
 }  // namespace
 
 const ShardRecord* ShardManifest::find(const std::string& file) const {
@@ -41,13 +71,24 @@ const ShardRecord* ShardManifest::find(const std::string& file) const {
 
 std::string shard_manifest_to_text(const ShardManifest& m) {
   nlohmann::ordered_json shards = nlohmann::ordered_json::array();
+  std::size_t indexed = 0;
   for (const ShardRecord& r : m.shards) {
-    shards.push_back({{"file", r.file}, {"split", r.split}, {"tokens", r.tokens}, {"bytes", r.bytes},
-                      {"crc32c", crc32c_text(r.crc32c)}});
+    nlohmann::ordered_json e = {{"file", r.file}, {"split", r.split}, {"tokens", r.tokens}, {"bytes", r.bytes},
+                                {"crc32c", crc32c_text(r.crc32c)}};
+    if (r.documents) {
+      ++indexed;
+      e["documents"] = {{"file", r.documents->file}, {"count", r.documents->count}, {"bytes", r.documents->bytes},
+                        {"crc32c", crc32c_text(r.documents->crc32c)}};
+    }
+    shards.push_back(std::move(e));
+  }
+  if (indexed != 0 && indexed != m.shards.size()) {
+    throw Error("shard manifest: " + std::to_string(indexed) + " of " + std::to_string(m.shards.size()) +
+                " shards have a document index; version 2 records one for every shard");
   }
   nlohmann::ordered_json j;
   j["format"] = kFormat;
-  j["version"] = 1;
+  j["version"] = indexed != 0 ? 2 : 1;
   j["tokenizer"] = m.tokenizer;
   j["vocab_size"] = m.vocab_size;
   j["shards"] = shards;
@@ -60,7 +101,7 @@ ShardManifest parse_shard_manifest(std::string_view text, const std::string& fil
   if (const std::string format = f.string("format"); format != kFormat) {
     f.fail("format", "expected \"plait-token-shards\", found \"" + printable_text(format) + "\"");
   }
-  f.integer_in("version", 1, 1);
+  const std::int64_t version = f.integer_in("version", 1, 2);
   ShardManifest m;
   m.tokenizer = f.string("tokenizer");
   if (m.tokenizer != "byte" && m.tokenizer != "gpt2") {
@@ -89,10 +130,8 @@ ShardManifest parse_shard_manifest(std::string_view text, const std::string& fil
       e.fail("bytes", "expected 1024 + 2 x tokens = " + std::to_string(1024 + 2 * r.tokens) + ", found " +
                           std::to_string(r.bytes));
     }
-    const std::string crc = e.string("crc32c");
-    if (!parse_crc32c_text(crc, r.crc32c)) {
-      e.fail("crc32c", "expected \"0x\" and 8 lower-case hex digits, found \"" + printable_text(crc) + "\"");
-    }
+    r.crc32c = checksum_field(e);
+    if (version == 2) r.documents = parse_index_record(e, r);
     e.check_no_unknown_fields();
     m.shards.push_back(std::move(r));
   }
@@ -132,7 +171,7 @@ std::vector<ShardSetSource::File> shards_to_read(const std::string& path, const 
   std::map<std::string, std::optional<ShardManifest>> manifests;  // by manifest path
   std::vector<ShardSetSource::File> out;
   for (const std::string& f : files) {
-    ShardSetSource::File s{f, std::nullopt};
+    ShardSetSource::File s{f, std::nullopt, std::nullopt};
     const std::string mpath = shard_manifest_path(f);
     if (!mpath.empty()) {
       auto [it, fresh] = manifests.try_emplace(mpath);
@@ -165,6 +204,10 @@ std::vector<ShardSetSource::File> shards_to_read(const std::string& path, const 
                                             "prepare the corpus again or move the stray file");
         }
         s.checksum = ShardChecksum{r->crc32c, mpath};
+        if (r->documents) {
+          s.documents = DocumentIndexFile{(fs::path(mpath).parent_path() / r->documents->file).string(),
+                                          r->documents->crc32c, mpath};
+        }
       }
     }
     out.push_back(std::move(s));

@@ -12,6 +12,7 @@
 #include "plait/core/directory_lock.h"
 #include "plait/core/error.h"
 #include "plait/core/unique_name.h"
+#include "plait/data/document_index.h"
 #include "plait/data/gpt2_tokenizer.h"
 #include "plait/data/input_files.h"
 #include "plait/data/shard_manifest.h"
@@ -25,13 +26,19 @@ constexpr std::size_t kBlockBytes = 1 << 20;
 constexpr std::size_t kBinarySniffBytes = 8000;  // git's buffer_is_binary() looks this far
 
 // One split's shards, written as tokens arrive into the run's staging directory: a shard is
-// committed (renamed into the staging directory) each time shard_tokens have gathered.
+// committed (renamed into the staging directory) each time shard_tokens have gathered, with its
+// document boundary index beside it (document_index.h). Documents start where start_document()
+// says (before the first token of a file) and may run across shards; the split's first document
+// may be the rest of one the validation split cut.
 class ShardSink {
  public:
   ShardSink(const Directory& staging, std::string prefix, std::string split, std::int64_t shard_tokens,
             std::vector<std::string>& written, ShardManifest& manifest)
       : staging_(staging), prefix_(std::move(prefix)), split_(std::move(split)), shard_tokens_(shard_tokens),
         written_(written), manifest_(manifest) {}
+
+  // The next token added starts a document.
+  void start_document() { document_pending_ = true; }
 
   void add(std::span<const std::uint16_t> tokens) {
     total_ += static_cast<std::int64_t>(tokens.size());
@@ -42,24 +49,49 @@ class ShardSink {
         name_ = prefix_ + split_ + "_" + index + ".bin";
         shard_ = std::make_unique<TokenShardWriter>(staging_, name_);
       }
+      if (document_pending_) {
+        starts_.push_back(static_cast<std::uint32_t>(shard_->tokens()));
+        if (document_tokens_ > 0) lengths_.add(document_tokens_);
+        document_tokens_ = 0;
+        document_pending_ = false;
+      }
       const auto room = static_cast<std::size_t>(shard_tokens_ - shard_->tokens());
       const std::size_t n = std::min(room, tokens.size());
       shard_->add(tokens.first(n));
+      document_tokens_ += static_cast<std::int64_t>(n);
       tokens = tokens.subspan(n);
-      if (shard_->tokens() == shard_tokens_) finish();
+      if (shard_->tokens() == shard_tokens_) finish_shard();
     }
   }
+  // The split's end: its last shard and last document.
   void finish() {
+    finish_shard();
+    if (document_tokens_ > 0) lengths_.add(document_tokens_);
+    document_tokens_ = 0;
+  }
+  std::int64_t total() const { return total_; }
+  const std::vector<std::string>& indexes() const { return indexes_; }
+  const DocumentLengths& lengths() const { return lengths_; }
+
+ private:
+  void finish_shard() {
     if (!shard_) return;
     const std::int64_t n = shard_->tokens();
+    const DocumentIndex index{n, std::move(starts_)};
+    starts_.clear();
+    const std::string index_name = document_index_name(name_);
+    const std::uint32_t index_crc = write_document_index(staging_, index_name, index);
+    indexes_.push_back(index_name);
     const std::uint32_t crc = shard_->commit();
     shard_.reset();
     written_.push_back(name_);
-    manifest_.shards.push_back({name_, split_, n, kShardHeaderBytes + 2 * static_cast<std::uint64_t>(n), crc});
+    const auto documents = static_cast<std::int64_t>(index.starts.size());
+    manifest_.shards.push_back({name_, split_, n, kShardHeaderBytes + 2 * static_cast<std::uint64_t>(n), crc,
+                                DocumentIndexRecord{index_name, documents,
+                                                    kDocumentIndexHeaderBytes + 4 * static_cast<std::uint64_t>(documents),
+                                                    index_crc}});
   }
-  std::int64_t total() const { return total_; }
 
- private:
   const Directory& staging_;
   std::string prefix_, split_;
   std::int64_t shard_tokens_;
@@ -68,6 +100,11 @@ class ShardSink {
   std::unique_ptr<TokenShardWriter> shard_;
   std::string name_;
   std::int64_t total_ = 0;
+  std::vector<std::uint32_t> starts_;  // of the shard being written
+  std::vector<std::string> indexes_;   // index file names, in the staging directory until published
+  bool document_pending_ = false;
+  std::int64_t document_tokens_ = 0;  // of the document being written
+  DocumentLengths lengths_;
 };
 
 bool looks_binary(const std::string& file) {
@@ -102,7 +139,8 @@ void check_options(const PrepareOptions& o) {
 std::vector<std::string> old_shards(const Directory& out, const PrepareOptions& o) {
   std::vector<std::string> old;
   for (const std::string& n : out.names()) {
-    if ((n.starts_with(o.name + "_train_") || n.starts_with(o.name + "_val_")) && n.ends_with(".bin")) {
+    if ((n.starts_with(o.name + "_train_") || n.starts_with(o.name + "_val_")) &&
+        (n.ends_with(".bin") || n.ends_with(".docs"))) {
       old.push_back(n);
     }
   }
@@ -170,6 +208,7 @@ void stream_files(const std::vector<std::string>& files, const PrepareOptions& o
     std::ifstream in(file, std::ios::binary);
     if (!in) throw InputError(file, "(file)", "cannot open the file");
     summary.files.push_back(file);
+    (in_val ? val : train).start_document();
     if (gpt2 && gpt2->end_of_text()) tokens.push_back(*gpt2->end_of_text());
     carry.clear();
     for (;;) {
@@ -278,6 +317,8 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
     stream_files(files, options, gpt2, train, val, summary);
     summary.train_tokens = train.total();
     summary.val_tokens = val.total();
+    summary.train_documents = train.lengths();
+    summary.val_documents = val.lengths();
     if (summary.train_tokens == 0) {
       // (The validation split is never empty: a fraction > 0 of any text is at least a byte.)
       char f[32];
@@ -290,6 +331,8 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
     }
     std::vector<std::string> shards = val_names;
     shards.insert(shards.end(), train_names.begin(), train_names.end());
+    shards.insert(shards.end(), val.indexes().begin(), val.indexes().end());
+    shards.insert(shards.end(), train.indexes().begin(), train.indexes().end());
     summary.manifest = out.path_of(options.name + ".shards.json");
     publish(out, staging, old, shards, manifest, options.name + ".shards.json");
     out.remove_tree(staging_name);

@@ -11,8 +11,9 @@
 // of the line holding the last of them (as llm.c's tinyshakespeare.py takes the first tokens for
 // validation); the rest is the training split, which must not be empty (InputError naming
 // --val-fraction). Shards hold shard_tokens tokens each (the last one fewer) and are named
-// <name>_<split>_<index:06d>.bin; <name>.shards.json beside them records each one's size and
-// CRC-32C and the tokenizer (shard_manifest.h), written last.
+// <name>_<split>_<index:06d>.bin, each with its document boundary index <...>.docs beside it
+// (document_index.h: where the documents start; a file is a document); <name>.shards.json records
+// each shard's and index's size and CRC-32C and the tokenizer (shard_manifest.h), written last.
 //
 // One run at a time per out_dir (DirectoryLock; a second is refused naming the first). Shards
 // are written as tokens arrive (memory: the tokenizer's, gpt2_tokenizer.h, plus constant
@@ -25,6 +26,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "plait/data/document_lengths.h"
 
 namespace plait::data {
 
@@ -51,6 +54,10 @@ struct PrepareSummary {
   std::uint64_t input_bytes = 0;
   std::int64_t train_tokens = 0;
   std::int64_t val_tokens = 0;
+  // Each split's documents as the loaders see them: a file cut by the validation split is one
+  // document in each.
+  DocumentLengths train_documents;
+  DocumentLengths val_documents;
   std::vector<std::string> train_shards;
   std::vector<std::string> val_shards;
   std::string manifest;  // <out>/<name>.shards.json: each shard's CRC-32C and the tokenizer

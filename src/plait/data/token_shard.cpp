@@ -17,21 +17,11 @@
 #include "plait/core/crc32c.h"
 #include "plait/core/error.h"
 #include "plait/core/progress.h"
+#include "plait/data/little_endian.h"
 
 namespace plait::data {
 namespace fs = std::filesystem;
 namespace {
-
-std::int32_t read_le_int32(std::span<const std::byte> bytes, std::size_t offset) {
-  std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(bytes[offset + i]);
-  return static_cast<std::int32_t>(v);
-}
-
-void write_le_int32(std::span<std::byte> bytes, std::size_t offset, std::int32_t value) {
-  const auto v = static_cast<std::uint32_t>(value);
-  for (int i = 0; i < 4; ++i) bytes[offset + i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
-}
 
 std::string system_error(const std::string& what) { return what + ": " + std::strerror(errno); }
 

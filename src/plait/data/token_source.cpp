@@ -25,7 +25,7 @@ namespace {
 
 std::vector<ShardSetSource::File> unchecked(const std::vector<std::string>& files) {
   std::vector<ShardSetSource::File> out;
-  for (const std::string& f : files) out.push_back({f, std::nullopt});
+  for (const std::string& f : files) out.push_back({f, std::nullopt, std::nullopt});
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "plait/data/document_index.h"
 #include "plait/data/token_shard.h"
 
 namespace plait::data {
@@ -42,6 +43,7 @@ class ShardSetSource : public TokenSource {
   struct File {
     std::string path;
     std::optional<ShardChecksum> checksum;
+    std::optional<DocumentIndexFile> documents;  // its boundary index, when a manifest records one
   };
   explicit ShardSetSource(const std::vector<std::string>& files,
                           std::optional<int> vocab_size = std::nullopt);

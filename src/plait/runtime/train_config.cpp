@@ -4,6 +4,7 @@
 #include <string>
 
 #include "plait/core/json_fields.h"
+#include "plait/core/printable_text.h"
 #include "plait/data/byte_tokenizer.h"
 #include "plait/model/engine_limits.h"
 #include "plait/runtime/hf_import.h"
@@ -111,6 +112,14 @@ DataConfig parse_data(const JsonFields& d) {
   if (!c.uses_shards() && c.tokenizer != "byte") {
     d.fail("tokenizer", "text paths are tokenized byte by byte; for GPT-2 tokens prepare shards "
                         "(plait data prepare --tokenizer gpt2) and give data.shards");
+  }
+  c.packing = d.string("packing", c.packing);
+  if (c.packing != "stream" && c.packing != "documents") {
+    d.fail("packing", "expected \"stream\" or \"documents\", found \"" + printable_text(c.packing, 40) + "\"");
+  }
+  if (c.packs_documents() && !c.uses_shards()) {
+    d.fail("packing", "\"documents\" packs the documents of token shards (plait data prepare records them); "
+                      "give data.shards, or use \"stream\"");
   }
   d.check_no_unknown_fields();
   return c;
@@ -240,6 +249,7 @@ nlohmann::json to_json(const RunConfig& c) {
     if (!c.data.val_paths.empty()) data["val_paths"] = c.data.val_paths;
   }
   data["tokenizer"] = c.data.tokenizer;
+  if (c.data.packs_documents()) data["packing"] = c.data.packing;
   if (c.init) j["init"] = {{"from", "hf:" + c.init->hf_dir}};
   if (c.checkpoint) {
     j["checkpoint"] = {{"dir", c.checkpoint->dir},

@@ -73,8 +73,13 @@ struct DataConfig {
   // What the shards hold: "byte" (vocabulary 256) or "gpt2" (50257); model.vocab must be at
   // least that (llm.c pads GPT-2's to 50304).
   std::string tokenizer = "byte";
+  // How sequences are cut from the shards (docs/data.md, "Packing"): "stream", windows of the
+  // concatenated stream (llm.c's); "documents", whole documents packed into each sequence,
+  // padded (data/packed_sequences.h). Shards only.
+  std::string packing = "stream";
 
   bool uses_shards() const { return !shards.empty(); }
+  bool packs_documents() const { return packing == "documents"; }
   // The tokenizer's vocabulary size (the token ids the data may hold).
   int vocab_size() const;
 };

@@ -10,6 +10,7 @@
 #include "plait/core/printable_text.h"
 #include "plait/data/batch_loader.h"
 #include "plait/data/byte_tokenizer.h"
+#include "plait/data/document_starts.h"
 #include "plait/data/microbatch_shares.h"
 #include "plait/data/shard_manifest.h"
 #include "plait/data/text_corpus.h"
@@ -98,6 +99,26 @@ bool same_source(const nlohmann::json& theirs, const nlohmann::json& ours) {
   return tokens && crc && *tokens == ours.at("tokens") && *crc == ours.at("crc32c");
 }
 
+// The split's sequences packed from whole documents (data.packing "documents"), or null.
+std::unique_ptr<data::PackedSequences> pack_documents(const RunConfig& run, const std::vector<data::ShardSetSource::File>& files,
+                                                      const data::TokenSource& source, int seq) {
+  if (!run.data.packs_documents()) return nullptr;
+  const auto& shards = static_cast<const data::ShardSetSource&>(source);
+  const std::optional<std::uint16_t> eot =
+      run.data.tokenizer == "gpt2" ? std::optional<std::uint16_t>(data::kGpt2EndOfText) : std::nullopt;
+  return std::make_unique<data::PackedSequences>(data::document_starts(files, shards, eot), source.size(), seq);
+}
+
+// ", packed from 1,234 whole documents into 567 sequences (3.2% padding)".
+std::string packing_text(const data::PackedSequences* p) {
+  if (!p) return "";
+  char padding[32];
+  std::snprintf(padding, sizeof padding, "%.1f%%",
+                100.0 * static_cast<double>(p->padding_tokens()) / (static_cast<double>(p->size()) * p->seq()));
+  return ", packed from " + thousands(p->document_count()) + " whole documents into " + thousands(p->size()) +
+         " sequences (" + padding + " padding)";
+}
+
 }  // namespace
 
 std::string data_sources_difference(const nlohmann::json& data_position, const nlohmann::json& sources,
@@ -169,19 +190,22 @@ TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
                                      static_cast<std::int64_t>(shards[i].tokens().size()), crc));
     }
     data::DataPosition start;
+    if (position) check_sources(run, *resume, "data.shards");
+    train_packing_ = pack_documents(run, files, *train_tokens_, global.seq);
     if (position) {
-      check_sources(run, *resume, "data.shards");
       nlohmann::json state = resume->data_position;
       state.erase("loader");
       state.erase("sources");
-      start = data::SequentialLoader::position_from_state(state, *train_tokens_, global.seq, resume->file);
+      start = data::SequentialLoader::position_from_state(state, *train_tokens_, global.seq, resume->file,
+                                                          train_packing_.get());
     }
     auto loader = std::make_unique<data::SequentialLoader>(
         *train_tokens_, global.seq, global.microbatch_size,
-        data::MicrobatchShares({global.microbatches}), start);
+        data::MicrobatchShares({global.microbatches}), start, train_packing_.get());
     sequential_ = loader.get();
     train_ = std::move(loader);
-    description_ = train_tokens_->describe() + ", " + d.tokenizer + " tokens, read in order";
+    description_ = train_tokens_->describe() + ", " + d.tokenizer + " tokens, read in order" +
+                   packing_text(train_packing_.get());
   } else {
     const data::TextCorpus corpus = data::read_text_corpus(d.paths);
     text_tokens_ = data::ByteTokenizer::encode(corpus.text);
@@ -224,7 +248,9 @@ TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
                              "; prepare them with plait data prepare --val-fraction > 0, or set "
                              "train.eval_every to 0");
       }
-      val_tokens_ = open_shards(run, shard_files(run, "val"));
+      const std::vector<data::ShardSetSource::File> val_files = shard_files(run, "val");
+      val_tokens_ = open_shards(run, val_files);
+      val_packing_ = pack_documents(run, val_files, *val_tokens_, global.seq);
     } else {
       const data::TextCorpus held_out = data::read_text_corpus(d.val_paths);
       val_text_tokens_ = data::ByteTokenizer::encode(held_out.text);
@@ -232,7 +258,7 @@ TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
     }
     validation_ = std::make_unique<data::ValidationSet>(
         *val_tokens_, global.seq, global.microbatch_size,
-        data::MicrobatchShares({global.microbatches}), global.eval_every);
+        data::MicrobatchShares({global.microbatches}), global.eval_every, val_packing_.get());
     const std::int64_t samples = std::int64_t{global.eval_batches} * global.microbatches *
                                  global.microbatch_size;
     const std::int64_t windows = validation_->loader().samples_per_epoch();

@@ -5,7 +5,9 @@
 //                             position to keep; optional held-out text in data.val_paths
 //   token shards              data::SequentialLoader over the directory's *_train_* shards,
 //                             llm.c-style sequential windows from a resumable position; the
-//                             *_val_* shards are the held-out split
+//                             *_val_* shards are the held-out split. With data.packing
+//                             "documents", both splits are packed from whole documents
+//                             (data/packed_sequences.h) and the state records the layout
 //
 // Either way global micro-batch g of step s is a pure function of (s, g), so whichever rank runs
 // it fills it. state(s) is the data position a checkpoint taken before step s records; a resumed
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/data/batch_source.h"
+#include "plait/data/packed_sequences.h"
 #include "plait/data/sequential_loader.h"
 #include "plait/data/token_source.h"
 #include "plait/runtime/train_config.h"
@@ -82,6 +85,7 @@ class TrainingData {
   std::uint64_t seed_ = 0;
   std::vector<std::uint16_t> text_tokens_, val_text_tokens_;
   std::unique_ptr<data::TokenSource> train_tokens_, val_tokens_;
+  std::unique_ptr<data::PackedSequences> train_packing_, val_packing_;  // data.packing "documents"
   std::unique_ptr<data::BatchSource> train_;
   const data::SequentialLoader* sequential_ = nullptr;  // train_ when it is one
   std::unique_ptr<data::ValidationSet> validation_;
