@@ -39,7 +39,10 @@ struct StageSync {
   std::vector<int> holders;    // ascending ranks
   double elements = 0;         // the stage's buffer
   std::vector<double> shard;   // elements each holder updates (holders order; all of them at level 0)
-  double bytes_per_element = 4;  // of the weights and the gradients as the collectives move them
+  // Bytes per element as the collectives move them: the gradients (spec::dp_gradient_bytes: 4,
+  // or 2 under train.grad_reduce "bf16") and the weights (spec::dp_weight_bytes: the compute copy).
+  double gradient_bytes_per_element = 4;
+  double weight_bytes_per_element = 4;
 };
 
 struct DataParallelModel {
