@@ -40,7 +40,8 @@ double MemoryPolicy::sync_bytes_per_parameter() const {
 
 double MemoryPolicy::sync_bytes_per_parameter(const spec::ShardPolicy& shard) const {
   const spec::ParameterBytes bytes = spec::parameter_bytes(precision);
-  return shard.level == 0 ? 2 * bytes.gradients : bytes.gradients + bytes.parameters;
+  const auto gradients = static_cast<double>(spec::dp_gradient_bytes(precision, grad_reduce));
+  return shard.level == 0 ? 2 * gradients : gradients + bytes.parameters;
 }
 
 double MemoryPolicy::working_bytes(const spec::ModelSpec& model, int microbatch_size,
