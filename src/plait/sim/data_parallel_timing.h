@@ -13,6 +13,9 @@
 //             offloaded), the offloaded shard's copies (gradients to the host, weights back),
 //             then at levels 1-2 the updated weights all-gathered (completion = the latest
 //             holder's update end + the all-gather's time).
+// Bytes: the gradients' collectives move elements x StageSync::gradient_bytes_per_element (4, or 2
+// under train.grad_reduce "bf16"), the weights' all-gathers elements x weight_bytes_per_element
+// (the compute copy: 4 fp32, 2 bf16).
 // Collectives are rings over the holders (ring_collective_seconds): reduce-scatter and
 // all-gather n-1 steps of S/n bytes each at the slowest neighbouring link, all-reduce 2(n-1).
 #include <cstdint>
