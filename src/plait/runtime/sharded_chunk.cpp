@@ -234,7 +234,9 @@ void ShardedChunk::start_reduction() {
   if (s_.group != nullptr) {
     float* g = model_.gradients().data();
     if (bf16_wire_) {
-      wire_ = Buffer<bf16>(*buffers_, MemoryCategory::kCommBuffers, model_.parameters().size() - s_.tied_count);
+      // Beside the gradients, in the backend's memory (a device buffer NCCL reduces on a GPU).
+      wire_ = Buffer<bf16>(*buffers_, MemoryCategory::kCommBuffers, model_.parameters().size() - s_.tied_count,
+                           model_.backend());
     }
     for (const Bucket& b : gradient_buckets_) {
       const std::size_t n = b.end - b.begin;

@@ -75,7 +75,7 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
     tied_group_ = tied_list >= 0 ? groups_[static_cast<std::size_t>(tied_list)].get() : nullptr;
     // The sum goes on the wire in the reduction's type (a rank holding every copy sums in fp32).
     if (tied_group_ != nullptr && spec::dp_gradient_dtype(plan.precision, plan.grad_reduce) == DType::bf16) {
-      tied_wire_ = Buffer<bf16>(buffers, MemoryCategory::kCommBuffers, tied_elements);
+      tied_wire_ = Buffer<bf16>(buffers, MemoryCategory::kCommBuffers, tied_elements, chunks.front()->backend());
     } else {
       tied_sum_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers, tied_elements);
     }
