@@ -34,9 +34,12 @@
 //   sum rounded to bf16 (comm/bf16_sum.h), the result widened back into the fp32 gradient before
 //   the optimizer: 2 bytes per parameter on the wire, a bf16 wire copy of the stage's gradients
 //   (comm_buffers) while the reduction is in flight, and an error of one rounding per rank's
-//   gradient plus one per partial sum, relative 2^-8 each (Megatron-LM's grad reduce in bf16,
-//   `--accumulate-allreduce-grads-in-fp32` off; Megatron also accumulates in that bf16 buffer,
-//   plait keeps fp32 accumulation over micro-batches and rounds only for the wire).
+//   gradient plus one per partial sum, relative 2^-8 each. Megatron-LM's analogue is
+//   `--grad-reduce-in-bf16` (DistributedDataParallelConfig.grad_reduce_in_fp32 false: its
+//   megatron/core/distributed/distributed_data_parallel.py makes the gradient buffer the
+//   parameter's dtype, so Megatron also accumulates the micro-batches in bf16 and needs no wire
+//   copy); plait keeps fp32 accumulation over micro-batches (the policy above) and rounds only
+//   for the wire, which costs the transient copy.
 #include "plait/core/dtype.h"
 #include "plait/spec/unit_memory.h"
 
