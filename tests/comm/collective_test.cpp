@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include "mpi_test_session.h"
 #include "plait/comm/communicator.h"
+#include "plait/core/error.h"
 
 namespace plait::comm {
 namespace {
@@ -137,6 +139,71 @@ TEST(Collective, ReduceScatterLeavesEachRankItsSummedBlockInPlace) {
     float expected = 0;
     for (int r = 0; r < n; ++r) expected += value(r, i);  // integers: exact in fp32
     ASSERT_EQ(data[i], expected) << "element " << i << " of rank " << me << "'s block at " << offset;
+  }
+}
+
+// bf16 gradients (train.grad_reduce "bf16"): each rank's values v_r, summed by comm/bf16_sum.h in
+// whatever order the transport's algorithm takes. Any order of n - 1 roundings, each at most
+// u = 2^-8 of a partial sum (and 2^-24 for its fp32 addition) whose magnitude is at most
+// (1 + u)^(n-1) sum_r |v_r|, is within (n - 1) (u + 2^-24) (1 + u)^(n-1) sum_r |v_r| of the exact
+// sum (bf16_sum.h). Every rank must end with the same bytes (level-0 replicas update alike).
+float bf16_value(int rank, std::size_t i) {
+  // Mixed signs and magnitudes over 2^-12 .. 2^3, so partial sums round and cancel.
+  const int k = static_cast<int>((i * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 1000);
+  return std::ldexp((k % 2 == 0 ? 1.0f : -1.0f) * (1.0f + static_cast<float>(k) / 997.0f), k % 16 - 12);
+}
+
+double bf16_sum_bound(int n, std::size_t i) {
+  double magnitude = 0;
+  for (int r = 0; r < n; ++r) magnitude += std::abs(static_cast<float>(bf16(bf16_value(r, i))));
+  const double u = 1.0 / 256;
+  return (n - 1) * (u + std::ldexp(1.0, -24)) * std::pow(1 + u, n - 1) * magnitude;
+}
+
+double bf16_exact_sum(int n, std::size_t i) {
+  double exact = 0;
+  for (int r = 0; r < n; ++r) exact += static_cast<float>(bf16(bf16_value(r, i)));
+  return exact;
+}
+
+TEST(Collective, Bf16AllreduceIsWithinTheRoundingBoundAndTheSameBytesOnEveryRank) {
+  Communicator& comm = world();
+  const int n = comm.size(), me = comm.rank();
+  constexpr std::size_t kLength = 20000;
+  std::vector<bf16> data(kLength);
+  for (std::size_t i = 0; i < kLength; ++i) data[i] = bf16(bf16_value(me, i));
+  comm.iallreduce(std::span<bf16>(data), ReduceOp::kSum).wait();
+  std::vector<float> mine(kLength), first(kLength);
+  int rounded = 0;
+  for (std::size_t i = 0; i < kLength; ++i) {
+    mine[i] = first[i] = static_cast<float>(data[i]);
+    const double err = std::abs(mine[i] - bf16_exact_sum(n, i));
+    ASSERT_LE(err, bf16_sum_bound(n, i)) << "element " << i << " on rank " << me;
+    rounded += err > 0;
+  }
+  if (n > 1) {
+    EXPECT_GT(rounded, 0) << "the sums must really round to bf16";
+  }
+  comm.broadcast(std::span<float>(first), 0);
+  EXPECT_EQ(std::memcmp(first.data(), mine.data(), kLength * sizeof(float)), 0) << "rank " << me << " differs from rank 0";
+  EXPECT_THROW(comm.iallreduce(std::span<bf16>(data), ReduceOp::kMax), Error);
+}
+
+TEST(Collective, Bf16ReduceScatterLeavesEachRankItsBlockWithinTheBound) {
+  Communicator& comm = world();
+  const int n = comm.size(), me = comm.rank();
+  const std::vector<std::size_t> counts = uneven_blocks(n);
+  std::size_t total = 0, offset = 0;
+  for (int r = 0; r < n; ++r) {
+    if (r == me) offset = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<bf16> data(total);
+  for (std::size_t i = 0; i < total; ++i) data[i] = bf16(bf16_value(me, i));
+  comm.ireduce_scatter(std::span<bf16>(data), counts, ReduceOp::kSum).wait();
+  for (std::size_t i = offset; i < offset + counts[static_cast<std::size_t>(me)]; ++i) {
+    ASSERT_LE(std::abs(static_cast<float>(data[i]) - bf16_exact_sum(n, i)), bf16_sum_bound(n, i))
+        << "element " << i << " of rank " << me << "'s block at " << offset;
   }
 }
 

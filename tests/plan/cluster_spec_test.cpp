@@ -121,6 +121,9 @@ TEST(ClusterSpec, ErrorsNameFileAndField) {
       {"{" + types + ", " + machine + R"(, "links": [{"between": ["m:0", "m:3"], "gbit_per_s": 1, "latency_us": 1}]})",
        "links[0].between: machine m has 1 devices; 'm:3' is not one of them"},
       {"{" + types + ", " + machine + R"(, "precision": "fp8"})", "precision: expected \"mixed16\" (or \"bf16\") or \"fp32\""},
+      {"{" + types + ", " + machine + R"(, "precision": "fp32", "grad_reduce": "bf16"})",
+       "grad_reduce: \"bf16\" needs precision \"mixed16\" (found \"fp32\")"},
+      {"{" + types + ", " + machine + R"(, "grad_reduce": "fp8"})", "grad_reduce: expected \"fp32\" or \"bf16\", found \"fp8\""},
   };
   for (const Case& c : cases) {
     const std::string error = error_of(c.text);

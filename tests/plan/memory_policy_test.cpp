@@ -20,6 +20,20 @@ TEST(MemoryPolicy, StaticBytesComeFromTheDescription) {
   EXPECT_TRUE((MemoryPolicy{Precision::bf16, spec::Recompute::full()}.memory_options().recompute.any()));
 }
 
+// Gradient sync bytes per parameter: mixed16 reduce-scatters 4 B fp32 gradients and all-gathers
+// 2 B bf16 weights (6; all-reduce at level 0: 8); with grad_reduce bf16 the gradients are 2 B
+// (4; level 0: 4). fp32 keeps 8 either way (it cannot reduce bf16).
+TEST(MemoryPolicy, SyncBytesFollowWhatDataParallelismReduces) {
+  MemoryPolicy mixed{Precision::bf16, {}};
+  EXPECT_DOUBLE_EQ(mixed.sync_bytes_per_parameter(spec::ShardPolicy{1, false}), 6);
+  EXPECT_DOUBLE_EQ(mixed.sync_bytes_per_parameter(spec::ShardPolicy{0, false}), 8);
+  mixed.grad_reduce = spec::GradReduce::bf16;
+  EXPECT_DOUBLE_EQ(mixed.sync_bytes_per_parameter(spec::ShardPolicy{1, false}), 4);
+  EXPECT_DOUBLE_EQ(mixed.sync_bytes_per_parameter(spec::ShardPolicy{0, false}), 4);
+  EXPECT_DOUBLE_EQ(mixed.sync_bytes_per_parameter(), 4);
+  EXPECT_DOUBLE_EQ((MemoryPolicy{Precision::fp32, {}}.sync_bytes_per_parameter(spec::ShardPolicy{0, false})), 8);
+}
+
 // The working set: fp32 the engine's backward peak of the longest unit (with a recomputed
 // layer's rebuild when the part recomputes), its micro-batch's dK/dV accumulators and two receive
 // buffers; bf16 nothing beyond the reserve, or with recomputation the one layer rebuilt at a time.

@@ -85,6 +85,27 @@ TEST(TrainConfig, DataShardsCheckpointsValidationAndNonFiniteSteps) {
   EXPECT_EQ(d.train.eval_every, 0);
 }
 
+// What data parallelism reduces: fp32 by default, bf16 only under bf16 precision (one line
+// naming the field otherwise); the JSON form carries it.
+TEST(TrainConfig, GradReduceIsFp32ByDefaultAndBf16OnlyWithBf16Precision) {
+  const std::string m = std::string("{") + kModel;
+  const RunConfig d = parse_run_config(nlohmann::json::parse(m + R"(, "train": {"steps": 1, "seq": 8, "microbatch_size": 1}})"), "cfg.json");
+  EXPECT_EQ(d.train.grad_reduce, spec::GradReduce::fp32);
+  const RunConfig b = parse_run_config(
+      nlohmann::json::parse(m + R"(, "train": {"steps": 1, "seq": 8, "microbatch_size": 1, "precision": "bf16",
+                                               "grad_reduce": "bf16"}})"),
+      "cfg.json");
+  EXPECT_EQ(b.train.grad_reduce, spec::GradReduce::bf16);
+  EXPECT_EQ(to_json(b)["train"]["grad_reduce"], "bf16");
+  EXPECT_EQ(parse_run_config(to_json(b), "again.json").train.grad_reduce, spec::GradReduce::bf16);
+  EXPECT_EQ(error_of(m + R"(, "train": {"steps": 1, "seq": 8, "microbatch_size": 1, "grad_reduce": "bf16"}})"),
+            "cfg.json: train.grad_reduce: \"bf16\" rounds gradients for the wire, which needs train.precision "
+            "\"bf16\" (found \"fp32\"); use \"fp32\"");
+  EXPECT_EQ(error_of(m + R"(, "train": {"steps": 1, "seq": 8, "microbatch_size": 1, "precision": "bf16",
+                                        "grad_reduce": "fp16"}})"),
+            "cfg.json: train.grad_reduce: expected \"fp32\" or \"bf16\", found \"fp16\"");
+}
+
 TEST(TrainConfig, DataAndCheckpointErrorsNameTheFieldAndTheExpectedValue) {
   const std::string m = std::string("{") + kModel + R"(, "train": {"steps": 4, "seq": 8, "microbatch_size": 1})";
   EXPECT_EQ(error_of(m + R"(, "data": {"shards": "d", "tokenizer": "gpt2"}})"),

@@ -30,7 +30,9 @@ TEST(DataParallelTiming, RingCollectives) {
 }
 
 // 1F1B on one stage held by 2 ranks (dp 2), 2 micro-batches each: F BW F BW = 6 s of compute.
-SimResult run(int level, bool offload) {
+// gradient_bytes / weight_bytes: per element on the wire (train.grad_reduce "bf16": 2 B gradients;
+// the bf16 compute copy: 2 B weights).
+SimResult run(int level, bool offload, double gradient_bytes = 4, double weight_bytes = 4) {
   const schedule::Schedule s = schedule::replicate(schedule::generate_schedule("1f1b", {1, 1, 2, 1}), 2);
   const schedule::LoweredSchedule lowered = schedule::lower(s);
   DataParallelModel dp;
@@ -38,6 +40,8 @@ SimResult run(int level, bool offload) {
   stage.policy = {level, offload};
   stage.holders = {0, 1};
   stage.elements = 1000;  // 4000 bytes
+  stage.gradient_bytes_per_element = gradient_bytes;
+  stage.weight_bytes_per_element = weight_bytes;
   stage.shard = level == 0 ? std::vector<double>{1000, 1000} : std::vector<double>{500, 500};
   dp.stages = {stage};
   dp.optimizer_seconds = [](int, double elements, bool host) { return elements / 1000 * (host ? 2 : 1); };
@@ -61,6 +65,17 @@ TEST(DataParallelTiming, EachLevelsStepByHand) {
   // Offloaded level 1: AdamW on the host (1 s for 500), the gradient shard there (2000 B, 0.5 s)
   // and the weights back (0.5 s).
   EXPECT_DOUBLE_EQ(run(1, true).synchronized_step_time, 6 + 2.1 + 1 + 0.5 + 0.5 + 2.1);
+}
+
+// bf16 gradients on the wire (train.grad_reduce "bf16") move 2000 B: each ring step 0.1 + 1 s.
+TEST(DataParallelTiming, Bf16GradientsHalveTheReductionsBytes) {
+  EXPECT_DOUBLE_EQ(run(0, false, 2).synchronized_step_time, 6 + 2 * 1.1 + 1);
+  // Level 1: the reduce-scatter of bf16 gradients (1.1 s), AdamW (0.5 s), the all-gather of fp32
+  // weights (2.1 s); with the bf16 compute copy gathered, 1.1 s.
+  EXPECT_DOUBLE_EQ(run(1, false, 2).synchronized_step_time, 6 + 1.1 + 0.5 + 2.1);
+  EXPECT_DOUBLE_EQ(run(1, false, 2, 2).synchronized_step_time, 6 + 1.1 + 0.5 + 1.1);
+  // Level 3: the weights' gather before the first F is the compute copy's.
+  EXPECT_DOUBLE_EQ(run(3, false, 2, 2).synchronized_step_time, 1.1 + 6 + 1.1 + 0.5);
 }
 
 }  // namespace

@@ -63,6 +63,8 @@ struct BenchRuntimeOptions {
   // memory: one row set per family and precision; speed: the first of each.
   std::vector<std::string> families = {"gpt2", "llama"};
   std::vector<std::string> precisions = {"fp32", "bf16"};
+  // train.grad_reduce of the bf16 rows: what data parallelism reduces.
+  std::string grad_reduce = "fp32";
 };
 
 // The benchmark's model: GPT-2 of the given sizes (vocabulary 256, byte tokens), or a LLaMA of
@@ -102,6 +104,7 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   job.run.model = bench_model(o, model_family);
   runtime::TrainConfig& t = job.run.train;
   t.precision = bench_precision(precision);
+  if (t.precision == spec::Precision::bf16 && o.grad_reduce == "bf16") t.grad_reduce = spec::GradReduce::bf16;
   t.steps = o.steps + 1;
   t.seq = o.seq;
   t.microbatch_size = o.microbatch_size;
@@ -309,13 +312,14 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   if (p < 2) return;
   const RandomTokens data(1 << 20);
   static constexpr const char* kNames[] = {"weights", "grads", "optim", "activ", "kv", "host w", "host opt",
-                                           "host grad", "total"};
+                                           "host grad", "total", "comm"};
   if (lead) {
     std::printf("\nsharded data parallelism: %s, pp 1 x dp %d (one stage, %d layers, on every rank), m = %d per "
                 "replica; per rank, each category's measured peak in MiB during step %d and its error against the "
-                "prediction (runtime::predicted_memory: the simulator's replay of spec/sharded_state.h); 'between' = "
-                "weights resident between steps\n",
-                o.shard_schedule.c_str(), p, o.layers, o.microbatches, o.steps);
+                "prediction (runtime::predicted_memory: the simulator's replay of spec/sharded_state.h; comm = the "
+                "comm buffers' peak against runtime::predicted_dp_comm_bytes, bf16 rows reducing %s gradients); "
+                "'between' = weights resident between steps\n",
+                o.shard_schedule.c_str(), p, o.layers, o.microbatches, o.steps, o.grad_reduce.c_str());
     std::printf("%-5s %-4s %-5s %-7s %4s", "model", "prec", "level", "offload", "rank");
     for (const char* n : kNames) std::printf(" %16s", n);
     std::printf(" %12s\n", "between");
@@ -335,6 +339,7 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                         d(MemoryCategory::kKVCache), h(MemoryCategory::kParameters),
                                         h(MemoryCategory::kOptimizerState), h(MemoryCategory::kGradients),
                                         static_cast<double>(tracker.peak_total()),
+                                        static_cast<double>(run.buffers.peak(MemoryCategory::kCommBuffers)),
                                         static_cast<double>(tracker.current(MemoryCategory::kParameters))};
       const auto all = runtime::gather_all(world, mine);
       if (!lead) continue;
@@ -342,9 +347,10 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
       for (int r = 0; r < p; ++r) {
         const sim::CategoryPeaks& q = predicted[static_cast<std::size_t>(r)];
         const double want[] = {q.parameters, q.gradients, q.optimizer, q.activations, q.kv_cache,
-                               q.host_parameters, q.host_optimizer, q.host_gradients, q.total};
+                               q.host_parameters, q.host_optimizer, q.host_gradients, q.total,
+                               runtime::predicted_dp_comm_bytes(plan, r)};
         std::printf("%-5s %-4s %-5d %-7s %4d", family.c_str(), precision.c_str(), level, offload ? "yes" : "no", r);
-        for (std::size_t i = 0; i < 9; ++i) {
+        for (std::size_t i = 0; i < 10; ++i) {
           const double got = all[static_cast<std::size_t>(r)][i];
           if (want[i] == 0 && got == 0) {
             std::printf(" %16s", "0");
@@ -352,7 +358,7 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
             std::printf(" %8.2f %+6.1f%%", mib(got), want[i] > 0 ? 100 * (got - want[i]) / want[i] : 100.0);
           }
         }
-        std::printf(" %8.2f MiB\n", mib(all[static_cast<std::size_t>(r)][9]));
+        std::printf(" %8.2f MiB\n", mib(all[static_cast<std::size_t>(r)][10]));
       }
     }
   }
@@ -753,6 +759,10 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
   cmd->add_option("--precisions", o.precisions, "Engine precisions: fp32 and/or bf16 (speed: the first one)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->expected(1, 2)
+      ->capture_default_str();
+  cmd->add_option("--grad-reduce", o.grad_reduce,
+                  "train.grad_reduce of the bf16 rows: fp32 or bf16 gradients on the data-parallel wire")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
 }
 

@@ -63,6 +63,7 @@ struct TrainArgs {
   std::string steps_text, threads_text, trace_step_text, stop_at_text;
   std::string memory_limit;
   std::string precision;  // --precision: overrides train.precision
+  std::string grad_reduce;  // --grad-reduce: overrides train.grad_reduce
   ParallelFlags layout;
   std::string recv_lookahead = std::to_string(runtime::kDefaultRecvLookahead);
   std::string trace, html;
@@ -192,7 +193,9 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
   std::printf("  threads: %d per rank (%s)\n", omp_get_max_threads(), threads.why.c_str());
   if (t.precision == spec::Precision::bf16) {
     std::printf("  precision: bf16 mixed precision: bf16 activations, K/V, stage messages and compute "
-                "weights; fp32 master weights, gradients, AdamW state, statistics and loss\n");
+                "weights; fp32 master weights, gradients, AdamW state, statistics and loss; data "
+                "parallelism reduces %s gradients\n",
+                spec::grad_reduce_name(t.grad_reduce));
   } else {
     std::printf("  precision: fp32\n");
   }
@@ -365,6 +368,7 @@ nlohmann::json run_record(const TrainArgs& args, const runtime::JobConfig& job, 
           {"ranks", plan.num_ranks()},
           {"schedule", plan.schedule_name},
           {"precision", std::string(spec::precision_name(t.precision))},
+          {"grad_reduce", spec::grad_reduce_name(t.grad_reduce)},
           {"tokens_per_step", t.tokens_per_step()},
           {"start_step", start_step},
           {"stages", stages}};
@@ -646,6 +650,13 @@ void run_train(TrainArgs args) {
   if (!args.precision.empty()) {
     job.run.train.precision = args.precision == "bf16" ? spec::Precision::bf16 : spec::Precision::fp32;
   }
+  if (!args.grad_reduce.empty()) {
+    job.run.train.grad_reduce = args.grad_reduce == "bf16" ? spec::GradReduce::bf16 : spec::GradReduce::fp32;
+  }
+  if (const std::string why = runtime::grad_reduce_mismatch(job.run.train); !why.empty()) {
+    throw InputError(args.grad_reduce.empty() ? job.run.source : "plait train",
+                     args.grad_reduce.empty() ? "train.grad_reduce" : "--grad-reduce", why);
+  }
   apply_parallel_flags(args.layout, job);
   // Output files are written at the end of the run: a missing directory is created now, and one
   // that cannot be is an error before any training.
@@ -707,6 +718,12 @@ void register_train(CLI::App& app) {
   cmd->add_option("--precision", args->precision,
                   "Override train.precision: fp32, or bf16 mixed precision (bf16 activations and "
                   "compute weights, fp32 master weights, gradients and AdamW state; docs/engine.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->type_name("fp32|bf16");
+  cmd->add_option("--grad-reduce", args->grad_reduce,
+                  "Override train.grad_reduce: what data parallelism reduces, fp32 gradients (default) or\n"
+                  "bf16 ones (with --precision bf16: half the bytes on the wire, one bf16 rounding per\n"
+                  "rank's gradient and partial sum; docs/engine.md)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->type_name("fp32|bf16");
   cmd->add_option("--threads", args->threads_text,

@@ -55,6 +55,9 @@ class Communicator {
   // propagates NaN and Inf) or reduce a 0/1 flag to detect non-finite values.
   virtual Request iallreduce(std::span<float> data, ReduceOp op) = 0;
   virtual Request iallreduce(std::span<double> data, ReduceOp op) = 0;
+  // bf16 gradients (train.grad_reduce "bf16"): kSum only, each partial sum computed in fp32 and
+  // rounded to bf16 (comm/bf16_sum.h); every rank ends with the same bytes.
+  virtual Request iallreduce(std::span<bf16> data, ReduceOp op) = 0;
   // Nonblocking in-place collectives over blocks of uneven sizes (ZeRO's reduce-scatter of
   // gradients and all-gather of parameters, Rajbhandari et al., arXiv 1910.02054). `data` holds
   // sum(counts) elements on every rank, laid out as block 0 (counts[0] elements), block 1, ...;
@@ -67,6 +70,9 @@ class Communicator {
   virtual Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
                                   ReduceOp op) = 0;
   virtual Request iallgather(std::span<float> data, std::span<const std::size_t> counts) = 0;
+  // The reduce-scatter of bf16 gradient blocks (kSum only, as iallreduce of bf16 above).
+  virtual Request ireduce_scatter(std::span<bf16> data, std::span<const std::size_t> counts,
+                                  ReduceOp op) = 0;
   // The same for bf16 blocks (the compute copy of sharded weights).
   virtual Request iallgather(std::span<bf16> data, std::span<const std::size_t> counts) = 0;
   // Nonblocking broadcast of root's data to every rank of the group.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <utility>
 
+#include "plait/comm/bf16_sum.h"
 #include "plait/comm/mpi_check.h"
 #include "plait/core/error.h"
 
@@ -109,6 +110,12 @@ MPI_Op to_mpi(ReduceOp op) {
   throw Error("unknown ReduceOp " + std::to_string(static_cast<int>(op)));
 }
 
+// comm/bf16_sum.h over MPI's 16-bit words: MPI calls it with `in` and `inout` of `len` elements.
+void bf16_sum_words(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto n = static_cast<std::size_t>(*len);
+  bf16_sum_into(std::span<const bf16>(static_cast<const bf16*>(in), n), std::span<bf16>(static_cast<bf16*>(inout), n));
+}
+
 const char* name_of(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum: return "sum";
@@ -172,7 +179,19 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, const BackoffPolicy& policy)
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
+  if (mpi_finalized()) return;
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (bf16_sum_ != MPI_OP_NULL) MPI_Op_free(&bf16_sum_);
+}
+
+MPI_Op MpiCommunicator::mpi_op(ReduceOp op, MPI_Datatype type, const std::string& what) {
+  if (type != MPI_UINT16_T) return to_mpi(op);
+  // Only reductions of bf16 words come here (16-bit words are otherwise only moved).
+  if (op != ReduceOp::kSum) throw Error(what + ": bf16 words reduce by sum only, found " + name_of(op));
+  if (bf16_sum_ == MPI_OP_NULL) {
+    check_mpi(MPI_Op_create(&bf16_sum_words, /*commute=*/1, &bf16_sum_), what);
+  }
+  return bf16_sum_;
 }
 
 int MpiCommunicator::world_rank_of(int rank) const {
@@ -228,7 +247,7 @@ Request MpiCommunicator::reduce(void* data, std::size_t count, MPI_Datatype type
   const int n = checked_count(count, what);
   auto pending =
       std::make_unique<MpiOperation>(OperationKind::kCollective, what, type, type_name, n);
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, n, type, to_mpi(op), comm_, pending->handle()),
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, n, type, mpi_op(op, type, what), comm_, pending->handle()),
             what);
   return Request(std::move(pending), policy_);
 }
@@ -255,22 +274,34 @@ void MpiCommunicator::block_layout(std::span<const std::size_t> counts, std::siz
 
 Request MpiCommunicator::ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
                                          ReduceOp op) {
-  const std::string what = std::string("reduce-scatter (") + name_of(op) + ") of " +
-                           std::to_string(data.size()) + " floats over " + describe_members();
-  auto pending = std::make_unique<MpiOperation>(OperationKind::kCollective, what, MPI_FLOAT, "floats",
-                                                static_cast<int>(std::min<std::size_t>(data.size(), INT_MAX)));
-  block_layout(counts, data.size(), what, pending->counts(), pending->displacements());
+  return reduce_scatter_blocks(data.data(), data.size(), sizeof(float), MPI_FLOAT, "floats", counts, op);
+}
+
+Request MpiCommunicator::ireduce_scatter(std::span<bf16> data, std::span<const std::size_t> counts,
+                                         ReduceOp op) {
+  return reduce_scatter_blocks(data.data(), data.size(), sizeof(bf16), MPI_UINT16_T, "bf16s", counts, op);
+}
+
+Request MpiCommunicator::reduce_scatter_blocks(void* data, std::size_t size, std::size_t element_bytes,
+                                               MPI_Datatype type, const char* type_name,
+                                               std::span<const std::size_t> counts, ReduceOp op) {
+  const std::string what = std::string("reduce-scatter (") + name_of(op) + ") of " + std::to_string(size) + " " +
+                           type_name + " over " + describe_members();
+  const MPI_Op mpi = mpi_op(op, type, what);
+  auto pending = std::make_unique<MpiOperation>(OperationKind::kCollective, what, type, type_name,
+                                                static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
+  block_layout(counts, size, what, pending->counts(), pending->displacements());
   // In place, MPI leaves this rank's reduced block at the START of the buffer (MPI-3.1 sec.
   // 5.10.1: the input is taken from the receive buffer, which receives counts[rank] elements);
   // on completion it is moved to the block's own place, so blocks never change position.
-  const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
-  const std::size_t offset = static_cast<std::size_t>(pending->displacements()[static_cast<std::size_t>(rank_)]);
+  const std::size_t mine = counts[static_cast<std::size_t>(rank_)] * element_bytes;
+  const std::size_t offset =
+      static_cast<std::size_t>(pending->displacements()[static_cast<std::size_t>(rank_)]) * element_bytes;
   if (offset > 0 && mine > 0) {
-    float* base = data.data();
-    pending->set_on_complete([base, offset, mine] { std::memmove(base + offset, base, mine * sizeof(float)); });
+    char* base = static_cast<char*>(data);
+    pending->set_on_complete([base, offset, mine] { std::memmove(base + offset, base, mine); });
   }
-  check_mpi(MPI_Ireduce_scatter(MPI_IN_PLACE, data.data(), pending->counts().data(), MPI_FLOAT, to_mpi(op),
-                                comm_, pending->handle()),
+  check_mpi(MPI_Ireduce_scatter(MPI_IN_PLACE, data, pending->counts().data(), type, mpi, comm_, pending->handle()),
             what);
   return Request(std::move(pending), policy_);
 }
@@ -342,6 +373,9 @@ Request MpiCommunicator::iallreduce(std::span<float> data, ReduceOp op) {
 }
 Request MpiCommunicator::iallreduce(std::span<double> data, ReduceOp op) {
   return reduce(data.data(), data.size(), MPI_DOUBLE, "doubles", op);
+}
+Request MpiCommunicator::iallreduce(std::span<bf16> data, ReduceOp op) {
+  return reduce(data.data(), data.size(), MPI_UINT16_T, "bf16s", op);
 }
 Request MpiCommunicator::ibroadcast(std::span<float> data, int root) {
   return bcast(data.data(), data.size(), MPI_FLOAT, "floats", root);

@@ -5,6 +5,7 @@
 // plait::Error naming the operation, the peer's world rank and the tag.
 #include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "plait/comm/communicator.h"
@@ -32,7 +33,10 @@ class MpiCommunicator final : public Communicator {
   Request irecv(std::span<bf16> data, int peer, int tag) override;
   Request iallreduce(std::span<float> data, ReduceOp op) override;
   Request iallreduce(std::span<double> data, ReduceOp op) override;
+  Request iallreduce(std::span<bf16> data, ReduceOp op) override;
   Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
+                          ReduceOp op) override;
+  Request ireduce_scatter(std::span<bf16> data, std::span<const std::size_t> counts,
                           ReduceOp op) override;
   Request iallgather(std::span<float> data, std::span<const std::size_t> counts) override;
   Request iallgather(std::span<bf16> data, std::span<const std::size_t> counts) override;
@@ -51,6 +55,10 @@ class MpiCommunicator final : public Communicator {
                          const char* type_name, int peer, int tag);
   Request reduce(void* data, std::size_t count, MPI_Datatype type, const char* type_name,
                  ReduceOp op);
+  Request reduce_scatter_blocks(void* data, std::size_t size, std::size_t element_bytes, MPI_Datatype type,
+                                const char* type_name, std::span<const std::size_t> counts, ReduceOp op);
+  // MPI's operation for `op` on `type` (the bf16 sum for bf16 words; other ops refused there).
+  MPI_Op mpi_op(ReduceOp op, MPI_Datatype type, const std::string& what);
   Request bcast(void* data, std::size_t count, MPI_Datatype type, const char* type_name,
                 int root);
   // The counts and displacements of a blocked collective, checked against `data` and INT_MAX.
@@ -64,6 +72,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int max_tag_ = 32767;
   std::vector<int> world_ranks_;  // group rank -> world rank
+  MPI_Op bf16_sum_ = MPI_OP_NULL;  // comm/bf16_sum.h as an MPI operation, made at first use
 };
 
 }  // namespace plait::comm

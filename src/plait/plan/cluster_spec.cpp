@@ -123,6 +123,13 @@ ClusterSpec parse_cluster_spec(const nlohmann::json& document, const std::string
   } else {
     top.fail("precision", "expected \"mixed16\" (or \"bf16\") or \"fp32\", found \"" + precision + "\"");
   }
+  const std::string grad_reduce = top.string("grad_reduce", "fp32");
+  if (grad_reduce == "bf16") {
+    if (c.precision != Precision::bf16) top.fail("grad_reduce", "\"bf16\" needs precision \"mixed16\" (found \"fp32\")");
+    c.grad_reduce = spec::GradReduce::bf16;
+  } else if (grad_reduce != "fp32") {
+    top.fail("grad_reduce", "expected \"fp32\" or \"bf16\", found \"" + grad_reduce + "\"");
+  }
   c.emulated = top.boolean("emulated", false);
   c.profile_model = top.string("profile_model", "");
 

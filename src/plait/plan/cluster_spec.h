@@ -6,6 +6,7 @@
 //     "name": "zorse-b",
 //     "precision": "mixed16",        // "mixed16" (fp16/bf16 mixed precision, GPUs) or "fp32"
 //                                    // (plait's CPU engine); default mixed16
+//     "grad_reduce": "fp32",         // what data parallelism reduces: "fp32" or "bf16" (mixed16)
 //     "emulated": false,             // plan files then carry one "devices" entry per rank
 //     "profile_model": "deepspeedllama_tiny",  // optional: the measured model whose Zorse
 //                                    // tables the zorse: profiles read (default: the preset's
@@ -42,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/sim/device_profile.h"
+#include "plait/spec/precision_policy.h"
 #include "plait/spec/unit_memory.h"
 
 namespace plait::plan {
@@ -77,6 +79,9 @@ struct ClusterSpec {
   std::string path;
   std::string name;
   Precision precision = Precision::bf16;
+  // What data parallelism reduces (train.grad_reduce of the plans): "grad_reduce": "fp32"
+  // (default) or "bf16" (mixed16 only): 2 instead of 4 bytes per gradient on the wire.
+  spec::GradReduce grad_reduce = spec::GradReduce::fp32;
   bool emulated = false;
   std::string profile_model;  // "" : as the model says (sim/latency_table.h)
   std::vector<DeviceType> types;

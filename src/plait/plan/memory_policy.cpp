@@ -40,7 +40,8 @@ double MemoryPolicy::sync_bytes_per_parameter() const {
 
 double MemoryPolicy::sync_bytes_per_parameter(const spec::ShardPolicy& shard) const {
   const spec::ParameterBytes bytes = spec::parameter_bytes(precision);
-  return shard.level == 0 ? 2 * bytes.gradients : bytes.gradients + bytes.parameters;
+  const auto gradients = static_cast<double>(spec::dp_gradient_bytes(precision, grad_reduce));
+  return shard.level == 0 ? 2 * gradients : gradients + bytes.parameters;
 }
 
 double MemoryPolicy::working_bytes(const spec::ModelSpec& model, int microbatch_size,
@@ -68,6 +69,10 @@ double MemoryPolicy::working_bytes(const spec::ModelSpec& model, int microbatch_
 }
 
 std::string MemoryPolicy::describe() const {
+  const auto reduction = [this] {
+    return std::string(grad_reduce == spec::GradReduce::bf16 ? "; data parallelism reduces bf16 gradients (2 B on the wire)"
+                                                             : "");
+  };
   if (precision == Precision::fp32) {
     return std::string("fp32 (plait's CPU engine): 4 B weights + 4 B gradients + 8 B AdamW state per parameter, sharded "
                        "over a stage's group or offloaded where the plan's shard choice says (spec/sharded_state.h); "
@@ -79,14 +84,15 @@ std::string MemoryPolicy::describe() const {
                        "12 B optimizer state (fp32 master and moments), sharded or offloaded where the plan's shard "
                        "choice says (spec/sharded_state.h); activations by the engine's bf16 unit table "
                        "(spec/unit_memory.h)") +
-           (recompute.any() ? ", recomputing " + recompute.describe() : "") + "; 10% reserve (no GPU reserve)";
+           (recompute.any() ? ", recomputing " + recompute.describe() : "") + "; 10% reserve (no GPU reserve)" +
+           reduction();
   }
   return std::string("bf16 mixed precision: 2 B weights + 4 B fp32 gradients per parameter, 12 B optimizer "
                      "state sharded over the stage's data-parallel group (or as the plan's shard choice says); "
                      "activations by the unit table "
                      "(spec/unit_memory.h)") +
          (recompute.any() ? ", recomputing " + recompute.describe() + " (layer inputs and K/V kept)" : "") +
-         "; 2 GiB reserve";
+         "; 2 GiB reserve" + reduction();
 }
 
 }  // namespace plait::plan

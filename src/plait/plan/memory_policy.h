@@ -30,6 +30,7 @@
 
 #include "plait/plan/cluster_spec.h"
 #include "plait/sim/memory_model.h"
+#include "plait/spec/precision_policy.h"
 #include "plait/spec/sharded_state.h"
 #include "plait/spec/model_spec.h"
 #include "plait/spec/sequence_partition.h"
@@ -43,6 +44,8 @@ struct MemoryPolicy {
   // precision: the engine's working set and the 10% reserve, as fp32 above, with the
   // precision's bytes; no GPU reserve (a bf16 CPU rank has no CUDA context to hold).
   bool cpu_engine = false;
+  // What data parallelism reduces (ClusterSpec::grad_reduce): the gradients' bytes on the wire.
+  spec::GradReduce grad_reduce = spec::GradReduce::fp32;
 
   // The simulator's view of the same policy (threads: a CPU rank's attention workspace).
   // tensor_parallel: the TP degree of each virtual stage (empty: 1).
@@ -59,7 +62,8 @@ struct MemoryPolicy {
   double host_bytes(std::int64_t parameters, double shard_fraction, const spec::ShardPolicy& shard) const;
   double reserve_bytes(double capacity) const;
   // Bytes per parameter a stage's gradient synchronisation moves per rank and ring step unit:
-  // bf16 reduce-scatters fp32 gradients and all-gathers the bf16 weights (4 + 2), fp32
+  // bf16 reduce-scatters fp32 gradients (2 B bf16 ones under grad_reduce bf16) and all-gathers
+  // the bf16 weights (4 + 2, or 2 + 2), fp32
   // all-reduces fp32 gradients (reduce-scatter + all-gather of 4 bytes each); with a sharding
   // policy: the gradients' bytes reduce-scattered plus the weights' all-gathered (after the
   // update at levels 1-2, before the first use at 3), or the gradients' twice at level 0.

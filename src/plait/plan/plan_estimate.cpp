@@ -64,7 +64,8 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const schedule::ScheduleFamily& family = choice.policy();
   const bool split = family.split_backward;
   const bool v_shape = family.placement == schedule::StagePlacement::v_shape;
-  const MemoryPolicy policy{problem.cluster.precision, choice.recompute(), problem.cluster.emulated};
+  const MemoryPolicy policy{problem.cluster.precision, choice.recompute(), problem.cluster.emulated,
+                            problem.cluster.grad_reduce};
   const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, times.partition(),
                                 choice.microbatch_size, policy.memory_options(1, choice.vstage_tensor_parallel()));
   const std::vector<int> devices = choice.rank_devices();

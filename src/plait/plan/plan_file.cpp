@@ -31,6 +31,8 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   }
   // The precision the plan's memory model assumed: plait train runs it so (mixed16 = bf16).
   train["precision"] = problem.cluster.precision == Precision::bf16 ? "bf16" : "fp32";
+  // ... and what its gradient synchronisation moved (the cluster's grad_reduce; fp32 unsaid).
+  if (problem.cluster.grad_reduce == spec::GradReduce::bf16) train["grad_reduce"] = "bf16";
   doc["train"] = train;
   if (base && base->contains("data")) doc["data"] = (*base)["data"];
 

@@ -66,7 +66,7 @@ std::string format_problem(const PlanningProblem& problem) {
   out += line("model      %s: %s", problem.model.name.c_str(), spec::describe(problem.model.model).c_str());
   out += line("batch      %lld sequences x %lld tokens = %.0f tokens per step", static_cast<long long>(problem.global_batch),
               static_cast<long long>(problem.seq), problem.tokens_per_step());
-  out += "memory     " + MemoryPolicy{c.precision, {}, c.emulated}.describe() + "\n";
+  out += "memory     " + MemoryPolicy{c.precision, {}, c.emulated, c.grad_reduce}.describe() + "\n";
   // Device types (their links come from the cluster, not from the profile).
   for (std::size_t t = 0; t < c.types.size(); ++t) {
     const sim::DeviceProfile& p = problem.type_profiles[t];

@@ -29,7 +29,8 @@ void check_memory(const ClusterSpec& cluster, PlanPrediction& prediction) {
 
 PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& choice,
                              const schedule::Schedule& schedule) {
-  const MemoryPolicy policy{problem.cluster.precision, choice.recompute(), problem.cluster.emulated};
+  const MemoryPolicy policy{problem.cluster.precision, choice.recompute(), problem.cluster.emulated,
+                            problem.cluster.grad_reduce};
   const std::vector<int> devices = choice.rank_devices();
   sim::SimulationConfig config;
   config.model = problem.model;

@@ -331,7 +331,7 @@ class PlanSearch {
     }
     result_.groupings += groupings.size();
 
-    const MemoryPolicy static_policy{cluster_.precision, {}, cluster_.emulated};
+    const MemoryPolicy static_policy{cluster_.precision, {}, cluster_.emulated, cluster_.grad_reduce};
     std::vector<GroupingCandidate> coarse;
     for (std::size_t gi = 0; gi < groupings.size(); ++gi) {
       report(o_.progress, pass, static_cast<std::int64_t>(gi), static_cast<std::int64_t>(groupings.size()));
@@ -482,7 +482,7 @@ class PlanSearch {
         if (so.k > 1) {
           if (b * *std::min_element(lengths.begin(), lengths.end()) < result_.min_unit_tokens) continue;
         }
-        const MemoryPolicy policy{cluster_.precision, {}, cluster_.emulated};
+        const MemoryPolicy policy{cluster_.precision, {}, cluster_.emulated, cluster_.grad_reduce};
         // Activation bytes of one unit per layer (mean over segments), kept whole or recomputed
         // (its input and K/V), and the head's extra (never recomputed), per TP degree; a degree
         // must divide every segment's tokens (sequence parallelism).

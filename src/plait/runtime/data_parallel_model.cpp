@@ -9,6 +9,7 @@
 #include "plait/core/thread_copy_engine.h"
 #include "plait/kernels/adamw.h"
 #include "plait/model/parameter_layout.h"
+#include "plait/spec/precision_policy.h"
 
 namespace plait::runtime {
 
@@ -21,6 +22,8 @@ sim::DataParallelModel data_parallel_model(const PipelinePlan& plan, const Updat
     const auto elements = static_cast<std::int64_t>(
         model::layout_size(model::parameter_layout(plan.model, plan.vstage_specs[static_cast<std::size_t>(v)])));
     s.elements = static_cast<double>(elements);
+    s.gradient_bytes_per_element = static_cast<double>(spec::dp_gradient_bytes(plan.precision, plan.grad_reduce));
+    s.weight_bytes_per_element = static_cast<double>(spec::dp_weight_bytes(plan.precision));
     if (s.policy.level > 0) {
       const std::vector<std::int64_t> bounds = plan.shard_bounds(v, elements);
       for (std::size_t h = 0; h + 1 < bounds.size(); ++h) s.shard.push_back(static_cast<double>(bounds[h + 1] - bounds[h]));
@@ -33,7 +36,8 @@ sim::DataParallelModel data_parallel_model(const PipelinePlan& plan, const Updat
       for (int r : plan.holders(v)) holders.insert(r);
     }
     dp.tied_holders.assign(holders.begin(), holders.end());
-    dp.tied_bytes = 4.0 * plan.model.vocab * plan.model.hidden;
+    dp.tied_bytes = static_cast<double>(spec::dp_gradient_bytes(plan.precision, plan.grad_reduce)) * plan.model.vocab *
+                    plan.model.hidden;
   }
   dp.optimizer_seconds = [costs](int, double elements, bool host) {
     return elements * (host ? costs.host_seconds_per_element : costs.device_seconds_per_element);

@@ -110,6 +110,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   plan.microbatch_size = train.microbatch_size;
   plan.seq = train.seq;
   plan.precision = train.precision;
+  plan.grad_reduce = train.grad_reduce;
   // The one cut, carried to the executor and traces. Under TP a flops split rounds its lengths to
   // multiples of t (sequence parallelism splits every unit's tokens over the group; the Seq1F1B
   // reference's rounding), unless the config gave its own multiple.

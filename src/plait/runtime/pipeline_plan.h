@@ -28,6 +28,7 @@ struct PipelinePlan {
   int microbatch_size = 1;
   int seq = 0;
   spec::Precision precision = spec::Precision::fp32;  // train.precision (spec/precision_policy.h)
+  spec::GradReduce grad_reduce = spec::GradReduce::fp32;  // train.grad_reduce: what DP reduces
   std::vector<DeviceEmulation> devices;  // one per rank (defaults when the config has none)
   // Sharded data parallelism of every virtual stage inside its holders' group (parallel.shard,
   // parallel.offload; spec/sharded_state.h), and how the holders' shares are weighed.

@@ -1,9 +1,11 @@
 #include "plait/runtime/predicted_memory.h"
 
 #include <algorithm>
+#include <set>
 
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/rank_program.h"
+#include "plait/spec/precision_policy.h"
 #include "plait/sim/cost_model.h"
 #include "plait/sim/event_simulator.h"
 #include "plait/sim/memory_model.h"
@@ -19,6 +21,28 @@ double shard_fraction(const PipelinePlan& plan, int vstage, int rank) {
   const auto i = static_cast<std::size_t>(std::find(holders.begin(), holders.end(), rank) - holders.begin());
   const std::vector<std::int64_t> bounds = plan.shard_bounds(vstage, elements);
   return static_cast<double>(bounds[i + 1] - bounds[i]) / static_cast<double>(elements);
+}
+
+double predicted_dp_comm_bytes(const PipelinePlan& plan, int rank) {
+  const double wire = static_cast<double>(spec::dp_gradient_bytes(plan.precision, plan.grad_reduce));
+  const double tied = plan.tied_table_split() ? static_cast<double>(plan.model.vocab) * plan.model.hidden : 0.0;
+  std::set<int> tied_holders;
+  for (int v : {0, plan.num_vstages() - 1}) {
+    for (int r : plan.holders(v)) tied_holders.insert(r);
+  }
+  double bytes = 0;
+  bool holds_tied = false;
+  for (std::int32_t v : plan.schedule.layout.rank_vstages[static_cast<std::size_t>(rank)]) {
+    const bool has_tied = tied > 0 && (v == 0 || v == plan.num_vstages() - 1);
+    holds_tied = holds_tied || has_tied;
+    if (plan.holders(v).size() < 2 || plan.grad_reduce != spec::GradReduce::bf16) continue;
+    const auto elements = static_cast<double>(
+        model::layout_size(model::parameter_layout(plan.model, plan.vstage_specs[static_cast<std::size_t>(v)])));
+    bytes += wire * (elements - (has_tied ? tied : 0.0));
+  }
+  // The tied sum: fp32 when the rank alone holds every copy, else the reduction's type.
+  if (holds_tied) bytes += (tied_holders.size() > 1 ? wire : 4.0) * tied;
+  return bytes;
 }
 
 std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads) {

@@ -15,6 +15,14 @@ namespace plait::runtime {
 // Per rank (one thread per rank: the attention workspace's size).
 std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads = 1);
 
+// The comm_buffers bytes data parallelism holds on `rank` at most (runtime/sharded_chunk.h,
+// sharded_data_parallel.h): the tied table's reduction buffer (V x C in the reduction's type) when
+// the table is split over stages held by several ranks, plus, under train.grad_reduce "bf16", the
+// bf16 wire copy of each chunk held by several ranks (its elements but the tied range), all of
+// them in flight at once in the worst case (exact with one chunk). The pipeline's message
+// buffers are not counted.
+double predicted_dp_comm_bytes(const PipelinePlan& plan, int rank);
+
 // The share of virtual stage `vstage`'s elements that holder `rank` owns under the plan's
 // sharding (1 at level 0 or alone).
 double shard_fraction(const PipelinePlan& plan, int vstage, int rank);

@@ -29,17 +29,21 @@ std::size_t overlap(std::size_t a0, std::size_t a1, std::size_t b0, std::size_t 
 }  // namespace
 
 ShardedChunk::ShardedChunk(model::StageModel& model, ChunkSharding sharding, const optim::AdamWConfig& adam,
-                           std::size_t bucket_floats, MemoryTracker* host, CopyEngine* copies)
+                           std::size_t bucket_floats, MemoryTracker* host, CopyEngine* copies,
+                           MemoryTracker* buffers)
     : model_(model),
       s_(std::move(sharding)),
       bf16_(spec::has_compute_copy(model.precision())),
       host_(host),
-      copies_(copies) {
+      copies_(copies),
+      buffers_(buffers),
+      bf16_wire_(s_.group != nullptr && spec::dp_gradient_dtype(model.precision(), s_.grad_reduce) == DType::bf16) {
   const std::size_t E = model_.parameters().size();
   const spec::ShardPolicy& p = s_.policy;
   if (p.offload && (host_ == nullptr || copies_ == nullptr)) {
     throw Error("an offloaded stage needs the rank's host memory tier and copy engine");
   }
+  if (bf16_wire_ && buffers_ == nullptr) throw Error("a bf16 gradient reduction needs the rank's comm-buffer tracker");
   if (p.level > 0 && s_.group == nullptr) {
     throw Error("shard level " + std::to_string(p.level) + " needs a data-parallel group");
   }
@@ -229,8 +233,22 @@ void ShardedChunk::start_reduction() {
   reduction_started_ = true;
   if (s_.group != nullptr) {
     float* g = model_.gradients().data();
+    if (bf16_wire_) {
+      // Beside the gradients, in the backend's memory (a device buffer NCCL reduces on a GPU).
+      wire_ = Buffer<bf16>(*buffers_, MemoryCategory::kCommBuffers, model_.parameters().size() - s_.tied_count,
+                           model_.backend());
+    }
     for (const Bucket& b : gradient_buckets_) {
-      const std::span<float> data(g + b.begin, b.end - b.begin);
+      const std::size_t n = b.end - b.begin;
+      if (bf16_wire_) {
+        // Rounded for the wire (one bf16 rounding of this rank's gradient), reduced in the copy.
+        const std::span<bf16> data(wire_.data() + wire_index(b.begin), n);
+        model_.backend().convert(data.data(), g + b.begin, n);
+        reduction_.push_back(s_.policy.level == 0 ? s_.group->iallreduce(data, comm::ReduceOp::kSum)
+                                                  : s_.group->ireduce_scatter(data, b.counts, comm::ReduceOp::kSum));
+        continue;
+      }
+      const std::span<float> data(g + b.begin, n);
       reduction_.push_back(s_.policy.level == 0 ? s_.group->iallreduce(data, comm::ReduceOp::kSum)
                                                 : s_.group->ireduce_scatter(data, b.counts, comm::ReduceOp::kSum));
     }
@@ -256,7 +274,19 @@ void ShardedChunk::poll() {
   if (stage_copy_ && copies_->ready(*stage_copy_)) on_staged();
 }
 
+void ShardedChunk::widen_reduced() {
+  float* g = model_.gradients().data();
+  const auto b = static_cast<std::size_t>(begin_), e = static_cast<std::size_t>(end_);
+  for (const Bucket& bucket : gradient_buckets_) {
+    // The bucket's part this rank holds reduced: all of it at level 0, its block above.
+    const std::size_t lo = std::max(bucket.begin, b), hi = std::min(bucket.end, e);
+    if (lo < hi) model_.backend().convert(g + lo, wire_.data() + wire_index(lo), hi - lo);
+  }
+  wire_ = Buffer<bf16>();
+}
+
 void ShardedChunk::on_reduced() {
+  if (bf16_wire_) widen_reduced();
   reduced_ = true;
   const auto b = static_cast<std::size_t>(begin_), n = static_cast<std::size_t>(end_ - begin_);
   if (s_.policy.offload) {

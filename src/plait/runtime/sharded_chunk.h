@@ -21,6 +21,11 @@
 // reduced; AdamW runs on the host; the updated shard comes back (levels 0-2; at level 3 the
 // host master IS the parked shard and is copied in when the chunk is gathered).
 //
+// The reduction's wire type (train.grad_reduce): fp32, the gradient buckets reduced in place; bf16,
+// each bucket rounded into a bf16 wire copy of the chunk's gradients (comm_buffers, from the
+// reduction's start until it is done), reduced there (comm/bf16_sum.h), and the rank's reduced
+// part widened back into the fp32 gradients before anything reads them (norm, AdamW, staging).
+//
 // The tied embedding's gradient (a "wte" copy on the head stage, with the embedding on another
 // stage) is left out of the stage's reduction: the rank's ShardedDataParallel sums every copy
 // over every holder of either stage and writes the sum back (tied_written()).
@@ -36,6 +41,7 @@
 #include "plait/core/memory_tracker.h"
 #include "plait/model/stage_model.h"
 #include "plait/optim/adamw.h"
+#include "plait/spec/precision_policy.h"
 #include "plait/spec/sharded_state.h"
 
 namespace plait::runtime {
@@ -55,14 +61,18 @@ struct ChunkSharding {
   // and disjoint: the head stage's tied copy (unless counts_tied) and, on TP ranks other than
   // 0, the tensors every rank of the TP group holds whole (model::StageModel::counts_in_norm).
   std::vector<std::pair<std::size_t, std::size_t>> norm_excluded;
+  // train.grad_reduce "bf16": the gradients go on the wire as bf16 (spec/precision_policy.h).
+  spec::GradReduce grad_reduce = spec::GradReduce::fp32;
 };
 
 class ShardedChunk {
  public:
   // The model's parameters must be initialised (or about to be restored); the chunk takes its
   // shard from them. `host` and `copies` are required when the policy offloads.
+  // `buffers` is charged for the bf16 wire copy (comm_buffers; required with grad_reduce bf16).
   ShardedChunk(model::StageModel& model, ChunkSharding sharding, const optim::AdamWConfig& adam,
-               std::size_t bucket_floats, MemoryTracker* host, CopyEngine* copies);
+               std::size_t bucket_floats, MemoryTracker* host, CopyEngine* copies,
+               MemoryTracker* buffers = nullptr);
   ~ShardedChunk();
   ShardedChunk(const ShardedChunk&) = delete;
   ShardedChunk& operator=(const ShardedChunk&) = delete;
@@ -140,6 +150,9 @@ class ShardedChunk {
   // The reduced gradients of the rank's part: on the host when staged, else the device buffer.
   std::span<const float> reduced_gradients() const;
   void on_reduced();       // buckets and tied range done: stage / retain / early update
+  // bf16 wire: where gradient element i (outside the tied range) sits in wire_.
+  std::size_t wire_index(std::size_t i) const { return i >= s_.tied_offset + s_.tied_count ? i - s_.tied_count : i; }
+  void widen_reduced();    // bf16 wire: the rank's reduced part back into the fp32 gradients
   void on_staged();        // the gradient shard is on the host
   void run_optimizer(double lr, double clip_factor);
   void start_weight_gather();  // the collective part of a level-3 gather
@@ -153,6 +166,8 @@ class ShardedChunk {
   bool bf16_ = false;  // mixed precision: the kernels read the model's bf16 copy of the master
   MemoryTracker* host_;
   CopyEngine* copies_;
+  MemoryTracker* buffers_;
+  bool bf16_wire_ = false;  // grad_reduce bf16 over a group
   std::int64_t begin_ = 0, end_ = 0;
   std::vector<Bucket> gradient_buckets_, weight_buckets_;
   FloatBuffer master_;        // host: fp32 master of the shard (offload)
@@ -166,6 +181,7 @@ class ShardedChunk {
   std::vector<comm::Request> gather_;
   bool reduction_started_ = false, tied_done_ = false, reduced_ = false;
   std::vector<comm::Request> reduction_;
+  Buffer<bf16> wire_;  // bf16 wire: the chunk's gradients but the tied range, while reduced
   std::optional<CopyEvent> stage_copy_;
   bool staged_ok_ = false;
   bool updated_ = false;

@@ -45,6 +45,7 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
     model::StageModel& m = *chunks[c];
     const int v = stages[c];
     ChunkSharding s;
+    s.grad_reduce = plan.grad_reduce;
     s.policy = plan.vstage_shard.empty() ? spec::ShardPolicy{} : plan.vstage_shard[static_cast<std::size_t>(v)];
     const int list = stage_list[static_cast<std::size_t>(v)];
     s.group = list >= 0 ? groups_[static_cast<std::size_t>(list)].get() : nullptr;
@@ -65,14 +66,19 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
       if (!m.counts_in_norm(i)) s.norm_excluded.emplace_back(m.tensors()[i].offset, m.tensors()[i].numel);
     }
     std::sort(s.norm_excluded.begin(), s.norm_excluded.end());
-    chunks_.push_back(std::make_unique<ShardedChunk>(m, std::move(s), adam, bucket_floats, host, copies));
+    chunks_.push_back(std::make_unique<ShardedChunk>(m, std::move(s), adam, bucket_floats, host, copies, &buffers));
     if (chunks_.back()->sharding().group != nullptr) {
       buckets_per_step_ += (elements - chunks_.back()->sharding().tied_count + bucket_floats - 1) / bucket_floats;
     }
   }
   if (holds_wte) {
     tied_group_ = tied_list >= 0 ? groups_[static_cast<std::size_t>(tied_list)].get() : nullptr;
-    tied_sum_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers, tied_elements);
+    // The sum goes on the wire in the reduction's type (a rank holding every copy sums in fp32).
+    if (tied_group_ != nullptr && spec::dp_gradient_dtype(plan.precision, plan.grad_reduce) == DType::bf16) {
+      tied_wire_ = Buffer<bf16>(buffers, MemoryCategory::kCommBuffers, tied_elements, chunks.front()->backend());
+    } else {
+      tied_sum_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers, tied_elements);
+    }
     if (tied_group_ != nullptr) ++buckets_per_step_;
   }
 }
@@ -107,7 +113,7 @@ void ShardedDataParallel::start_chunk(int c) {
   chunk_c.model().reduce_tensor_parallel_gradients();
   chunk_c.start_reduction();
   // The tied embedding goes once every local copy is final.
-  if (!tied_started_ && !tied_sum_.empty()) {
+  if (!tied_started_ && (!tied_sum_.empty() || !tied_wire_.empty())) {
     const bool all_final = std::all_of(chunks_.begin(), chunks_.end(), [](const auto& k) {
       return k->sharding().tied_count == 0 || k->reduction_started();
     });
@@ -117,6 +123,25 @@ void ShardedDataParallel::start_chunk(int c) {
 
 void ShardedDataParallel::start_tied() {
   tied_started_ = true;
+  if (!tied_wire_.empty()) {
+    // bf16 wire: the local copies summed in fp32 into the first (every copy is overwritten by the
+    // reduced sum later), rounded once into the wire buffer.
+    float* first_copy = nullptr;
+    for (const auto& chunk_ptr : chunks_) {
+      const ChunkSharding& s = chunk_ptr->sharding();
+      if (s.tied_count == 0) continue;
+      float* g = chunk_ptr->model().gradients().data() + s.tied_offset;
+      if (first_copy == nullptr) {
+        first_copy = g;
+      } else {
+        chunk_ptr->model().backend().accumulate(first_copy, g, s.tied_count);
+      }
+    }
+    chunks_.front()->model().backend().convert(tied_wire_.data(), first_copy, tied_wire_.size());
+    tied_request_ = tied_group_->iallreduce(tied_wire_.span(), comm::ReduceOp::kSum);
+    poll();
+    return;
+  }
   bool first = true;
   for (const auto& chunk_ptr : chunks_) {
     const ChunkSharding& s = chunk_ptr->sharding();
@@ -141,8 +166,12 @@ void ShardedDataParallel::poll() {
     for (auto& c : chunks_) {
       const ChunkSharding& s = c->sharding();
       if (s.tied_count == 0) continue;
-      c->model().backend().copy(c->model().gradients().data() + s.tied_offset, tied_sum_.data(),
-                                s.tied_count * sizeof(float), CopyKind::kDeviceToDevice);
+      float* g = c->model().gradients().data() + s.tied_offset;
+      if (!tied_wire_.empty()) {
+        c->model().backend().convert(g, tied_wire_.data(), s.tied_count);
+      } else {
+        c->model().backend().copy(g, tied_sum_.data(), s.tied_count * sizeof(float), CopyKind::kDeviceToDevice);
+      }
       c->tied_written();
     }
   }

@@ -16,7 +16,9 @@
 // - With tied embeddings and the embedding and head on different virtual stages, the "wte"
 //   copies (one per holder of the first and of the last stage; a rank may hold both, as in ZB-V)
 //   are left out of the stage reductions and summed once over all copies, then written back
-//   into every copy, so they stay equal (each holder then updates its shard of it alike).
+//   into every copy, so they stay equal (each holder then updates its shard of it alike). With
+//   train.grad_reduce "bf16" the sum goes on the wire as bf16 (half the comm buffer).
+// - train.grad_reduce "bf16": each chunk reduces a bf16 copy of its gradients (sharded_chunk.h).
 // - For clipping, each parameter is counted once job-wide: at level 0 a stage's lowest rank
 //   contributes its sum of squares, above it every holder its shard; "wte" only through the
 //   first stage.
@@ -91,6 +93,7 @@ class ShardedDataParallel {
   // The tied embedding: sum of this rank's copies, reduced over every copy's holder.
   comm::Communicator* tied_group_ = nullptr;
   FloatBuffer tied_sum_;
+  Buffer<bf16> tied_wire_;  // instead of tied_sum_ when the gradients go on the wire as bf16
   comm::Request tied_request_;
   bool tied_started_ = false, tied_done_ = false;
   std::size_t buckets_per_step_ = 0;

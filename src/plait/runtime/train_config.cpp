@@ -75,6 +75,15 @@ TrainConfig parse_train(const JsonFields& t, const spec::ModelSpec& model) {
   } else {
     t.fail("precision", "expected \"fp32\" or \"bf16\" (\"mixed16\"), found \"" + precision + "\"");
   }
+  const std::string grad_reduce = t.string("grad_reduce", "fp32");
+  if (grad_reduce == "fp32") {
+    c.grad_reduce = spec::GradReduce::fp32;
+  } else if (grad_reduce == "bf16") {
+    c.grad_reduce = spec::GradReduce::bf16;
+  } else {
+    t.fail("grad_reduce", "expected \"fp32\" or \"bf16\", found \"" + grad_reduce + "\"");
+  }
+  if (const std::string why = grad_reduce_mismatch(c); !why.empty()) t.fail("grad_reduce", why);
   t.check_no_unknown_fields();
   return c;
 }
@@ -159,6 +168,14 @@ const char* to_string(TrainConfig::OnNonFinite policy) {
   return policy == TrainConfig::OnNonFinite::kSkip ? "skip" : "abort";
 }
 
+std::string grad_reduce_mismatch(const TrainConfig& train) {
+  if (train.grad_reduce == spec::GradReduce::bf16 && train.precision != spec::Precision::bf16) {
+    return "\"bf16\" rounds gradients for the wire, which needs train.precision \"bf16\" (found \"" +
+           std::string(spec::precision_name(train.precision)) + "\"); use \"fp32\"";
+  }
+  return "";
+}
+
 spec::SequencePartition RunConfig::partition() const {
   return spec::cut_sequence(model, train.seq, train.segments);
 }
@@ -239,7 +256,8 @@ nlohmann::json to_json(const RunConfig& c) {
         {"sample_tokens", c.train.sample_tokens},
         {"on_nonfinite", to_string(c.train.on_nonfinite)},
         {"stall_timeout_s", c.train.stall_timeout_s},
-        {"precision", std::string(spec::precision_name(c.train.precision))}}},
+        {"precision", std::string(spec::precision_name(c.train.precision))},
+        {"grad_reduce", spec::grad_reduce_name(c.train.grad_reduce)}}},
   };
   nlohmann::json& data = j["data"];
   if (c.data.uses_shards()) {

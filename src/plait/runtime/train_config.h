@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/spec/model_spec.h"
+#include "plait/spec/precision_policy.h"
 #include "plait/spec/sequence_partition.h"
 #include "plait/spec/unit_memory.h"
 
@@ -54,6 +55,10 @@ struct TrainConfig {
   // mixed precision (a plan file's "mixed16" means bf16). fp16 is refused: it would need loss
   // scaling, which bf16's fp32 exponent range makes unnecessary.
   spec::Precision precision = spec::Precision::fp32;
+  // What data parallelism reduces (spec/precision_policy.h, GradReduce): "fp32" (default), or
+  // "bf16" (bf16 precision only): half the bytes on the wire, one bf16 rounding per rank's
+  // gradient and per partial sum (docs/engine.md, "Mixed precision (bf16)").
+  spec::GradReduce grad_reduce = spec::GradReduce::fp32;
 
   std::int64_t tokens_per_step() const {
     return std::int64_t{seq} * microbatch_size * microbatches;
@@ -137,6 +142,10 @@ nlohmann::json to_json(const RunConfig& config);
 
 // "abort" / "skip".
 const char* to_string(TrainConfig::OnNonFinite policy);
+
+// A bf16 gradient reduction needs bf16 precision: the one-line reason it does not fit, or "".
+// (The config reader and the CLI's overrides both check it.)
+std::string grad_reduce_mismatch(const TrainConfig& train);
 
 // The GPT-2 vocabulary size (50,000 merges + 256 bytes + <|endoftext|>).
 inline constexpr int kGpt2VocabSize = 50257;

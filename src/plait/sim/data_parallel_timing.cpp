@@ -81,12 +81,13 @@ CollectiveGates::CollectiveGates(const schedule::Schedule& schedule, const sched
   std::vector<double> tied_post(static_cast<std::size_t>(ranks), -1);
   for (std::size_t v = 0; v < model.stages.size(); ++v) {
     const StageSync& s = model.stages[v];
-    const double bytes = s.elements * s.bytes_per_element;
+    const double bytes = s.elements * s.weight_bytes_per_element;
+    const double gradient_bytes = s.elements * s.gradient_bytes_per_element;
     const int gather = s.policy.shards_parameters()
                            ? add_gate(s.holders, commit(s.holders, bytes) + collective(s.holders, bytes, Collective::all_gather))
                            : -1;
     const int reduce = s.holders.size() > 1
-                           ? add_gate(s.holders, collective(s.holders, bytes,
+                           ? add_gate(s.holders, collective(s.holders, gradient_bytes,
                                                             s.policy.level == 0 ? Collective::all_reduce
                                                                                 : Collective::reduce_scatter))
                            : -1;
@@ -169,7 +170,7 @@ double CollectiveGates::step_end(const std::vector<double>& finish, std::vector<
       if (s.policy.shards_gradients() && model_.commit_seconds) t += model_.commit_seconds(r, s.elements * 4);
       if (s.policy.offload && model_.copy_seconds) {
         t += model_.copy_seconds(r, shard * 4);                                       // gradients to the host
-        if (!s.policy.shards_parameters()) t += model_.copy_seconds(r, shard * s.bytes_per_element);  // weights back
+        if (!s.policy.shards_parameters()) t += model_.copy_seconds(r, shard * 4);  // the fp32 master back
       }
       update[static_cast<std::size_t>(r)] += t;
     }
@@ -179,7 +180,7 @@ double CollectiveGates::step_end(const std::vector<double>& finish, std::vector<
     if (s.policy.level < 1 || s.policy.level > 2) continue;
     double latest = 0;
     for (int r : s.holders) latest = std::max(latest, update[static_cast<std::size_t>(r)]);
-    const double bytes = s.elements * s.bytes_per_element;
+    const double bytes = s.elements * s.weight_bytes_per_element;
     const double done = latest + (model_.collective_seconds ? model_.collective_seconds(s.holders, bytes, Collective::all_gather)
                                                             : ring_collective_seconds(cost_, s.holders, bytes, Collective::all_gather));
     for (int r : s.holders) rank_end[static_cast<std::size_t>(r)] = std::max(rank_end[static_cast<std::size_t>(r)], done);

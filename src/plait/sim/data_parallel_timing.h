@@ -13,6 +13,9 @@
 //             offloaded), the offloaded shard's copies (gradients to the host, weights back),
 //             then at levels 1-2 the updated weights all-gathered (completion = the latest
 //             holder's update end + the all-gather's time).
+// Bytes: the gradients' collectives move elements x StageSync::gradient_bytes_per_element (4, or 2
+// under train.grad_reduce "bf16"), the weights' all-gathers elements x weight_bytes_per_element
+// (the compute copy: 4 fp32, 2 bf16).
 // Collectives are rings over the holders (ring_collective_seconds): reduce-scatter and
 // all-gather n-1 steps of S/n bytes each at the slowest neighbouring link, all-reduce 2(n-1).
 #include <cstdint>
@@ -39,7 +42,10 @@ struct StageSync {
   std::vector<int> holders;    // ascending ranks
   double elements = 0;         // the stage's buffer
   std::vector<double> shard;   // elements each holder updates (holders order; all of them at level 0)
-  double bytes_per_element = 4;  // of the weights and the gradients as the collectives move them
+  // Bytes per element as the collectives move them: the gradients (spec::dp_gradient_bytes: 4,
+  // or 2 under train.grad_reduce "bf16") and the weights (spec::dp_weight_bytes: the compute copy).
+  double gradient_bytes_per_element = 4;
+  double weight_bytes_per_element = 4;
 };
 
 struct DataParallelModel {

@@ -27,8 +27,19 @@
 //   output); the gradient norm and its clipping are computed on them in double.
 // - What stages send each other (activations forward, their gradients backward) is bf16: the
 //   tensors the receiving stage computes with, so rounding before the send changes nothing.
-// - Data parallelism reduces the fp32 gradients (what the optimizer reads): exact up to the sum's
-//   association, 4 bytes per parameter on the wire.
+// - What data parallelism reduces is a choice (GradReduce, train.grad_reduce; dp_gradient below):
+//   fp32 (the default): the fp32 gradients the optimizer reads, reduced in place, exact up to the
+//   sum's association, 4 bytes per parameter on the wire. bf16 (mixed precision only): each
+//   rank's fp32 gradient rounded to bf16 for the wire, summed pairwise in fp32 with every partial
+//   sum rounded to bf16 (comm/bf16_sum.h), the result widened back into the fp32 gradient before
+//   the optimizer: 2 bytes per parameter on the wire, a bf16 wire copy of the stage's gradients
+//   (comm_buffers) while the reduction is in flight, and an error of one rounding per rank's
+//   gradient plus one per partial sum, relative 2^-8 each. Megatron-LM's analogue is
+//   `--grad-reduce-in-bf16` (DistributedDataParallelConfig.grad_reduce_in_fp32 false: its
+//   megatron/core/distributed/distributed_data_parallel.py makes the gradient buffer the
+//   parameter's dtype, so Megatron also accumulates the micro-batches in bf16 and needs no wire
+//   copy); plait keeps fp32 accumulation over micro-batches (the policy above) and rounds only
+//   for the wire, which costs the transient copy.
 #include "plait/core/dtype.h"
 #include "plait/spec/unit_memory.h"
 
@@ -48,7 +59,8 @@ enum class TensorClass {
   logits,               // the LM head's output, which becomes dlogits
   loss,                 // per-token losses
   stage_message,        // what a stage sends the next (activations) or the previous (gradients)
-  dp_gradient,          // what data parallelism all-reduces or reduce-scatters
+  dp_gradient,          // what data parallelism all-reduces or reduce-scatters (fp32 reduce;
+                        // dp_gradient_dtype for the GradReduce choice)
 };
 
 constexpr DType dtype_of(TensorClass t, Precision p) {
@@ -75,6 +87,20 @@ constexpr DType dtype_of(TensorClass t, Precision p) {
 }
 
 constexpr std::size_t bytes_of(TensorClass t, Precision p) { return dtype_size(dtype_of(t, p)); }
+
+// What data parallelism reduces (spec: the policy's one reduction choice). bf16 needs mixed
+// precision (train.grad_reduce is refused with fp32 weights: nothing else of the step is bf16).
+enum class GradReduce { fp32, bf16 };
+constexpr const char* grad_reduce_name(GradReduce g) { return g == GradReduce::bf16 ? "bf16" : "fp32"; }
+
+// The element type data parallelism moves for the gradients.
+constexpr DType dp_gradient_dtype(Precision p, GradReduce g) {
+  return p == Precision::bf16 && g == GradReduce::bf16 ? DType::bf16 : dtype_of(TensorClass::dp_gradient, p);
+}
+// Bytes per gradient element on the wire (reduce-scatter, all-reduce; the tied embedding's too).
+constexpr std::size_t dp_gradient_bytes(Precision p, GradReduce g) { return dtype_size(dp_gradient_dtype(p, g)); }
+// Bytes per weight element the weights' all-gathers move (the compute copy the kernels read).
+constexpr std::size_t dp_weight_bytes(Precision p) { return bytes_of(TensorClass::compute_weight, p); }
 
 // Whether the engine keeps a separate compute copy of the weights (bf16) beside the fp32 master.
 constexpr bool has_compute_copy(Precision p) { return p == Precision::bf16; }

@@ -371,6 +371,12 @@ Request NcclCommunicator::iallreduce(std::span<double> data, ReduceOp op) {
   return collective(data.data(), data.size(), ncclFloat64, "doubles", "allreduce", 0, to_nccl(op),
                     true);
 }
+// NCCL's bf16 sum rounds each partial sum to bf16 (to nearest even), as comm/bf16_sum.h does.
+Request NcclCommunicator::iallreduce(std::span<bf16> data, ReduceOp op) {
+  if (!is_device_pointer(data.data())) return control_->iallreduce(data, op);
+  if (op != ReduceOp::kSum) throw Error("allreduce of bf16s over " + describe_members() + ": bf16 reduces by sum only");
+  return collective(data.data(), data.size(), ncclBfloat16, "bf16s", "allreduce", 0, ncclSum, true);
+}
 Request NcclCommunicator::blocks_collective(void* data, std::size_t elements, ncclDataType_t type,
                                             std::size_t element_bytes, const char* type_name,
                                             std::span<const std::size_t> counts,
@@ -414,6 +420,14 @@ Request NcclCommunicator::ireduce_scatter(std::span<float> data,
   if (!is_device_pointer(data.data())) return control_->ireduce_scatter(data, counts, op);
   return blocks_collective(data.data(), data.size(), ncclFloat32, sizeof(float), "floats", counts,
                            "reduce-scatter", true, to_nccl(op));
+}
+
+Request NcclCommunicator::ireduce_scatter(std::span<bf16> data, std::span<const std::size_t> counts,
+                                          ReduceOp op) {
+  if (!is_device_pointer(data.data())) return control_->ireduce_scatter(data, counts, op);
+  if (op != ReduceOp::kSum) throw Error("reduce-scatter of bf16s over " + describe_members() + ": bf16 reduces by sum only");
+  return blocks_collective(data.data(), data.size(), ncclBfloat16, sizeof(bf16), "bf16s", counts,
+                           "reduce-scatter", true, ncclSum);
 }
 
 Request NcclCommunicator::iallgather(std::span<float> data, std::span<const std::size_t> counts) {

@@ -75,10 +75,13 @@ class NcclCommunicator final : public Communicator {
   Request irecv(std::span<bf16> data, int peer, int tag) override;
   Request iallreduce(std::span<float> data, ReduceOp op) override;
   Request iallreduce(std::span<double> data, ReduceOp op) override;
+  Request iallreduce(std::span<bf16> data, ReduceOp op) override;
   // Uneven blocks, as NCCL has no reduce-scatter or all-gather of unequal counts: one group call
   // of ncclReduce to each block's owner (reduce-scatter) or of ncclBroadcast from it
   // (all-gather), in place.
   Request ireduce_scatter(std::span<float> data, std::span<const std::size_t> counts,
+                          ReduceOp op) override;
+  Request ireduce_scatter(std::span<bf16> data, std::span<const std::size_t> counts,
                           ReduceOp op) override;
   Request iallgather(std::span<float> data, std::span<const std::size_t> counts) override;
   Request iallgather(std::span<bf16> data, std::span<const std::size_t> counts) override;
