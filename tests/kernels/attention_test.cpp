@@ -11,9 +11,12 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "finite_difference.h"
+#include "plait/kernels/attention_path.h"
 #include "plait/core/error.h"
 
 namespace plait::kernels {
@@ -47,9 +50,17 @@ struct Case {
 // head h / (heads / kv_heads); out = P v; lse = log sum exp of the scaled scores. Backward (the
 // textbook softmax backward): dP = dout v^T, dS = P * (dP - rowsum(P * dP)), dq = dS k / sqrt(d),
 // dk = dS^T q / sqrt(d), dv = P^T dout.
+//
+// Beside each result, the magnitudes its error bounds are stated in (bf16_bound below): `terms`,
+// the sum of its terms' absolute values (out: sum_j P|v|, dv: sum_i P|dout|, dq, dk: sum |dS||k|
+// and sum |dS||q| over sqrt(d)); `inputs`, the same with dS replaced by P (|dP| + |D|) where dP
+// and D are themselves sums of absolute values (what bounds dS and its fp32 error whatever the
+// cancellation in dP - D).
 struct Reference {
   std::vector<double> out, lse, dq;
   std::vector<std::vector<double>> dkv;  // the gradient alone (no initial value)
+  std::vector<double> out_terms, dq_terms, dq_inputs;
+  std::vector<std::vector<double>> dkv_terms, dkv_inputs;
 };
 
 // out_for_d: where given, the output the backward's D = rowsum(dout * out) reads (the bf16
@@ -64,11 +75,13 @@ Reference reference(const Case& cs, const std::vector<double>& q,
   ref.out.assign(cs.q_size(), 0.0);
   ref.dq.assign(cs.q_size(), 0.0);
   ref.lse.assign(static_cast<std::size_t>(cs.batch) * cs.heads * cs.s, 0.0);
+  ref.out_terms = ref.dq_terms = ref.dq_inputs = ref.dq;
   for (std::size_t i = 0; i < kv.size(); ++i) ref.dkv.emplace_back(kv[i].size(), 0.0);
+  ref.dkv_terms = ref.dkv_inputs = ref.dkv;
   for (int b = 0; b < cs.batch; ++b) {
     // Every position's K and V rows (and their gradients).
     std::vector<const double*> key(e), val(e);
-    std::vector<double*> dkey(e), dval(e);
+    std::vector<double*> dkey(e), dval(e), tkey(e), tval(e), ikey(e);
     int pos = 0;
     for (std::size_t i = 0; i < cs.lengths.size(); ++i) {
       for (int t = 0; t < cs.lengths[i]; ++t, ++pos) {
@@ -77,6 +90,9 @@ Reference reference(const Case& cs, const std::vector<double>& q,
         val[pos] = key[pos] + ckv;
         dkey[pos] = ref.dkv[i].data() + row;
         dval[pos] = dkey[pos] + ckv;
+        tkey[pos] = ref.dkv_terms[i].data() + row;
+        tval[pos] = tkey[pos] + ckv;
+        ikey[pos] = ref.dkv_inputs[i].data() + row;
       }
     }
     for (int h = 0; h < cs.heads; ++h) {
@@ -97,18 +113,28 @@ Reference reference(const Case& cs, const std::vector<double>& q,
         for (int j = 0; j < valid; ++j) p[j] /= sum;
         ref.lse[(static_cast<std::size_t>(b) * cs.heads + h) * cs.s + r] = m + std::log(sum);
         for (int k = 0; k < d; ++k) {
-          double acc = 0;
-          for (int j = 0; j < valid; ++j) acc += p[j] * val[j][kh + k];
+          double acc = 0, terms = 0;
+          for (int j = 0; j < valid; ++j) {
+            acc += p[j] * val[j][kh + k];
+            terms += p[j] * std::abs(val[j][kh + k]);
+          }
           ref.out[at + k] = acc;
+          ref.out_terms[at + k] = terms;
         }
         if (!dout) continue;
         const double* g = dout->data() + at;
-        std::vector<double> ds(valid);
-        double rowsum = 0;  // rowsum(P * dP) = rowsum(dout * out)
+        const std::vector<double>& o = out_for_d ? *out_for_d : ref.out;
+        std::vector<double> ds(valid), bound_ds(valid);
+        double rowsum = 0, rowsum_abs = 0;  // D = rowsum(P * dP) = rowsum(dout * out)
+        for (int k = 0; k < d; ++k) rowsum_abs += std::abs(g[k] * o[at + k]);
         for (int j = 0; j < valid; ++j) {
-          double dp = 0;
-          for (int k = 0; k < d; ++k) dp += g[k] * val[j][kh + k];
+          double dp = 0, dp_abs = 0;
+          for (int k = 0; k < d; ++k) {
+            dp += g[k] * val[j][kh + k];
+            dp_abs += std::abs(g[k] * val[j][kh + k]);
+          }
           ds[j] = dp;
+          bound_ds[j] = p[j] * (dp_abs + rowsum_abs);
           rowsum += p[j] * dp;
         }
         if (out_for_d) {
@@ -121,6 +147,11 @@ Reference reference(const Case& cs, const std::vector<double>& q,
             ref.dq[at + k] += ds[j] * key[j][kh + k] * scale;
             dkey[j][kh + k] += ds[j] * qq[k] * scale;
             dval[j][kh + k] += p[j] * g[k];
+            ref.dq_terms[at + k] += std::abs(ds[j] * key[j][kh + k]) * scale;
+            ref.dq_inputs[at + k] += bound_ds[j] * std::abs(key[j][kh + k]) * scale;
+            tkey[j][kh + k] += std::abs(ds[j] * qq[k]) * scale;
+            ikey[j][kh + k] += bound_ds[j] * std::abs(qq[k]) * scale;
+            tval[j][kh + k] += p[j] * std::abs(g[k]);
           }
         }
       }
@@ -204,16 +235,51 @@ Inputs rounded(const Inputs& in) {
   return r;
 }
 
+// bf16 against fp64 on the same bf16-rounded inputs: q, K/V and dout rounded to bf16 (unit
+// roundoff u = 2^-8: 8 significant bits, round to nearest), and the backward's `out` as the
+// forward stored it; the inputs' rounding is thereby the reference's too, and what remains is
+// the kernel's own error. Element by element (Higham, "Accuracy and Stability of Numerical
+// Algorithms", 2nd ed.: a rounding errs by at most u of its value, eq. 2.4; a sum of n terms
+// in fp32 by at most gamma_n = n u32 / (1 - n u32) of the sum of the terms' magnitudes, eq.
+// 3.5, u32 = 2^-24):
+//   |got - ref| <= r u |ref| + rho u terms + u/4 inputs,
+// r = bf16 roundings of the result itself (out and dq: 1, their store; lse, dK, dV: 0, kept in
+// fp32); rho = 1 where the result is a product with a factor the kernel rounds to bf16 first
+// (the vdpbf16ps path rounds P before P v and P^T dout, and dS / sqrt(d) before dS^T q and
+// dS k: each term then errs by u of itself, at most u `terms` in all), 0 on the widened path
+// (fp32 P and dS); `terms` and `inputs` as Reference computes them. The quarter of u on
+// `inputs` is all the fp32 work: the sums over n <= max(d, e, g s) <= 2^12 terms err by
+// gamma_n <= 2^-12 = u/16 of their magnitudes; the scores' fp32 error (gamma_d of
+// sum |q||k| / sqrt(d), a few 1e-5 here) and exp_fast's 2^-23 make a relative error of P far
+// below u/16; dP's and D's fp32 errors are gamma_d of the magnitudes `inputs` is made of; and
+// vdpbf16ps's flushing of denormals errs by at most 2^-126 a term. Over the whole result, as
+// scaled_max_error measures it (divided by max |ref|):
+//   bound = r u + (rho u max terms + u/4 max inputs) / max |ref|.
+double bf16_bound(int roundings, bool rounded_factor, const std::vector<double>& ref,
+                  const std::vector<double>& terms, const std::vector<double>& inputs) {
+  constexpr double u = 1.0 / 256;
+  double scale = 0, t = 0, in = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    scale = std::max(scale, std::abs(ref[i]));
+    t = std::max(t, terms[i]);
+    in = std::max(in, inputs[i]);
+  }
+  return roundings * u + ((rounded_factor ? u * t : 0.0) + u / 4 * in) / scale;
+}
+
 // The kernel in precision T on `in` (rounded to T first) against the fp64 definition on the same
 // rounded inputs (for bf16 also the backward's input `out`, as the kernel stored it): scaled
 // errors (finite_difference.h) of out, lse, dq and each block's dK/dV, whose accumulators start
-// at 0.75 (the backward must add to them).
+// at 0.75 (the backward must add to them); for bf16 also the bounds above.
 struct Errors {
   double out = 0, lse = 0, dq = 0, dk = 0, dv = 0;
 };
+struct Measured {
+  Errors error, bound;  // bound: bf16_bound's, for T = bf16
+};
 
 template <typename T>
-Errors errors_against_reference(const Case& cs, const Inputs& in) {
+Measured errors_against_reference(const Case& cs, const Inputs& in) {
   const double initial = 0.75;
   const Inputs r = rounded<T>(in);
   std::vector<std::vector<T>> kv;
@@ -222,24 +288,34 @@ Errors errors_against_reference(const Case& cs, const Inputs& in) {
   const std::vector<double> stored_out = widened(run.out);
   const Reference ref =
       reference(cs, r.q, r.kv, &r.probe, std::is_same_v<T, bf16> ? &stored_out : nullptr);
-  Errors err;
-  err.out = scaled_max_error(widened(run.out), ref.out);
-  err.lse = scaled_max_error(widened(run.lse), ref.lse);
-  err.dq = scaled_max_error(widened(run.dq), ref.dq);
+  const bool rho = attention_bf16_path() == AttentionBf16Path::kDpBf16;
+  std::vector<double> lse_abs;
+  for (double x : ref.lse) lse_abs.push_back(std::abs(x));
+  Measured m;
+  m.error.out = scaled_max_error(widened(run.out), ref.out);
+  m.error.lse = scaled_max_error(widened(run.lse), ref.lse);
+  m.error.dq = scaled_max_error(widened(run.dq), ref.dq);
+  m.bound.out = bf16_bound(1, rho, ref.out, ref.out_terms, ref.out_terms);
+  m.bound.lse = bf16_bound(0, false, ref.lse, lse_abs, lse_abs);
+  m.bound.dq = bf16_bound(1, rho, ref.dq, ref.dq_terms, ref.dq_inputs);
   // dK and dV separately: their scales differ.
   const int ckv = cs.ckv();
+  std::vector<double> gk, gv, rk, rv, tk, tv, ik;
   for (std::size_t i = 0; i < kv.size(); ++i) {
-    std::vector<double> gk, gv, rk, rv;
     const std::vector<double> got = widened(run.dkv[i]);
     for (std::size_t x = 0; x < got.size(); ++x) {
       const bool is_k = static_cast<int>(x % (2 * ckv)) < ckv;
       (is_k ? gk : gv).push_back(got[x] - initial);
       (is_k ? rk : rv).push_back(ref.dkv[i][x]);
+      (is_k ? tk : tv).push_back(ref.dkv_terms[i][x]);
+      if (is_k) ik.push_back(ref.dkv_inputs[i][x]);
     }
-    err.dk = std::max(err.dk, scaled_max_error(gk, rk));
-    err.dv = std::max(err.dv, scaled_max_error(gv, rv));
   }
-  return err;
+  m.error.dk = scaled_max_error(gk, rk);
+  m.error.dv = scaled_max_error(gv, rv);
+  m.bound.dk = bf16_bound(0, rho, rk, tk, ik);
+  m.bound.dv = bf16_bound(0, rho, rv, tv, tv);  // P >= 0: dv's inputs are its terms
+  return m;
 }
 
 // fp32 against fp64: the tiles change only the order of fp32 sums (scores over d terms, the row
@@ -247,22 +323,9 @@ Errors errors_against_reference(const Case& cs, const Inputs& in) {
 // few hundred that is a few 1e-6 of the output's scale at worst, 1e-6 typically.
 constexpr double kFp32Tolerance = 5e-6;
 
-// bf16 against fp64 on the same bf16-rounded inputs: q, K/V and dout rounded to bf16 (unit
-// roundoff u = 2^-8: 8 significant bits, round to nearest), and the backward's `out` as the
-// forward stored it; the inputs' rounding is thereby the reference's too, and what remains is
-// the kernel's own error: bound(r) = (r + 1/4) * u of the output's scale, r = bf16 roundings
-// on the output's way (each errs by at most u of the value), plus a quarter of u for all the
-// fp32 work. That quarter: the tile products accumulate in fp32 (u32 = 2^-24) over at most
-// n = max(d, e, g * s) terms, an error of at most n * u32 / (1 - n * u32) of the sum of the
-// terms' magnitudes (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., eq.
-// 3.5); with |P| <= 1 and sum_j P_ij = 1 those sums are at most the output's scale times a
-// small factor, and n <= 2^12 here makes n * u32 <= 2^-12 = u / 16; exp_fast adds 2^-23. The
-// roundings: out 1 (its store), dq 1 (its store), dK, dV and lse 0 (kept in fp32).
-constexpr double bf16_bound(int roundings) { return (roundings + 0.25) / 256.0; }
-
 void check_against_definition(const Case& cs, bool finite_differences = true) {
   const Inputs in = random_inputs(cs);
-  const Errors f64 = errors_against_reference<double>(cs, in);
+  const Errors f64 = errors_against_reference<double>(cs, in).error;
   EXPECT_LT(f64.out, 1e-12);
   EXPECT_LT(f64.lse, 1e-12);
   EXPECT_LT(f64.dq, 1e-12);
@@ -279,21 +342,25 @@ void check_against_definition(const Case& cs, bool finite_differences = true) {
           << "block " << i;
     }
   }
-  const Errors f32 = errors_against_reference<float>(cs, in);
+  const Errors f32 = errors_against_reference<float>(cs, in).error;
   EXPECT_LT(f32.out, kFp32Tolerance);
   EXPECT_LT(f32.lse, kFp32Tolerance);
   EXPECT_LT(f32.dq, kFp32Tolerance);
   EXPECT_LT(f32.dk, kFp32Tolerance);
   EXPECT_LT(f32.dv, kFp32Tolerance);
-  const Errors b16 = errors_against_reference<bf16>(cs, in);
-  EXPECT_LE(b16.out, bf16_bound(1));
-  EXPECT_LE(b16.lse, bf16_bound(0));
-  EXPECT_LE(b16.dq, bf16_bound(1));
-  EXPECT_LE(b16.dk, bf16_bound(0));
-  EXPECT_LE(b16.dv, bf16_bound(0));
+  const auto [b16, bound] = errors_against_reference<bf16>(cs, in);
+  EXPECT_LE(b16.out, bound.out);
+  EXPECT_LE(b16.lse, bound.lse);
+  EXPECT_LE(b16.dq, bound.dq);
+  EXPECT_LE(b16.dk, bound.dk);
+  EXPECT_LE(b16.dv, bound.dv);
   std::printf("[ measured ] scaled errors fp32 out %.2g lse %.2g dq %.2g dk %.2g dv %.2g; bf16 "
-              "out %.2g lse %.2g dq %.2g dk %.2g dv %.2g\n",
-              f32.out, f32.lse, f32.dq, f32.dk, f32.dv, b16.out, b16.lse, b16.dq, b16.dk, b16.dv);
+              "(%s) out %.2g lse %.2g dq %.2g dk %.2g dv %.2g, of their bounds %.2f %.2f %.2f "
+              "%.2f %.2f\n",
+              f32.out, f32.lse, f32.dq, f32.dk, f32.dv,
+              std::string(name_of(attention_bf16_path())).c_str(), b16.out, b16.lse, b16.dq,
+              b16.dk, b16.dv, b16.out / bound.out, b16.lse / bound.lse, b16.dq / bound.dq,
+              b16.dk / bound.dk, b16.dv / bound.dv);
 }
 
 TEST(Attention, WholeSequenceMatchesDefinitionAndFiniteDifferences) {
@@ -433,6 +500,35 @@ void check_same_for_any_thread_count() {
 
 TEST(Attention, Fp32IsTheSameForAnyThreadCount) { check_same_for_any_thread_count<float>(); }
 TEST(Attention, Bf16IsTheSameForAnyThreadCount) { check_same_for_any_thread_count<bf16>(); }
+
+// Which tile products the bf16 tests above ran (kernels/attention_path.h): vdpbf16ps wherever
+// the build and the CPU have AVX-512 BF16, unless PLAIT_BF16_ATTENTION=widened forces the widened
+// fp32 products, as the ctest entry Attention.Bf16Widened does (tests/kernels/CMakeLists.txt) so
+// that both paths are tested on any machine.
+bool widened_forced() {
+  const char* value = std::getenv("PLAIT_BF16_ATTENTION");
+  return value != nullptr && std::string(value) == "widened";
+}
+
+TEST(AttentionBf16Path, DpBf16RunsWhereTheCpuHasIt) {
+  if (!attention_dpbf16_available()) {
+    GTEST_SKIP() << "no AVX-512 BF16 in this build or CPU: the bf16 attention tests ran the "
+                    "widened-fp32 products (" << describe_attention_bf16_path() << ")";
+  }
+  if (widened_forced()) GTEST_SKIP() << "PLAIT_BF16_ATTENTION=widened forces the other path";
+  EXPECT_EQ(attention_bf16_path(), AttentionBf16Path::kDpBf16) << describe_attention_bf16_path();
+}
+
+TEST(AttentionBf16Path, WidenedWhenTheEnvironmentForcesIt) {
+  if (!widened_forced()) {
+    GTEST_SKIP() << "needs PLAIT_BF16_ATTENTION=widened in the environment: ctest runs it as "
+                    "Attention.Bf16Widened (tests/kernels/CMakeLists.txt)";
+  }
+  EXPECT_EQ(attention_bf16_path(), AttentionBf16Path::kWidenedFp32);
+  if (attention_dpbf16_available()) {
+    EXPECT_EQ(describe_attention_bf16_path(), "attention widened-fp32 (PLAIT_BF16_ATTENTION=widened)");
+  }
+}
 
 TEST(Attention, RejectsKVHeadsNotDividingHeads) {
   // 4 heads of 2 on 8 columns; K/V rows as for 3 K/V heads.

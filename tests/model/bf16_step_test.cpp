@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "plait/core/memory_tracker.h"
+#include "plait/kernels/attention_path.h"
 #include "plait/kernels/cpu_backend.h"
 #include "plait/kernels/onednn_context.h"
 #include "tiny_model.h"
@@ -71,17 +73,25 @@ TEST_P(Bf16Step, LossAndGradientsStayWithinTheStatedDistanceOfFp32) {
     const double l16 = run_whole_model(m16, 0, b, segs, 1.0 / 60, Backward::kFused);
     // Bound: every tensor a kernel writes is rounded once to bf16 (relative error <= u =
     // 2^-8); the loss passes through ~8 such roundings per layer (norm, q/kv, attention,
-    // projection + residual, norm, MLP up, activation, down + residual) plus the embedding,
-    // the final norm and the logits: ~20 for 2 layers. Independent roundings add like a random
-    // walk (sqrt(20) u ~ 1.7% on each logit) and the loss, a mean of log-softmax over 60
-    // tokens whose logit errors are independent, averages them by a further sqrt(60) to
-    // ~2e-3 of a logit's scale; 1e-3 of the loss (measured 0.8-1.4e-5) states that the errors
-    // do not compound.
+    // projection + residual, norm, MLP up, activation, down + residual), a 9th where attention
+    // multiplies with vdpbf16ps (kernels/attention_path.h: P rounded before P v), plus the
+    // embedding, the final norm and the logits: ~22 for 2 layers. Independent roundings add
+    // like a random walk (sqrt(22) u ~ 1.8% on each logit) and the loss, a mean of log-softmax
+    // over 60 tokens whose logit errors are independent, averages them by a further sqrt(60) to
+    // ~2.4e-3 of a logit's scale; 1e-3 of the loss (measured 0.6-1.0e-5 with vdpbf16ps
+    // attention, 0.8-1.4e-5 widened) states that the errors do not compound.
     EXPECT_NEAR(l16, l32, 1e-3 * std::abs(l32)) << cut.size() << " segments";
-    // Gradients pass through about twice the roundings (the backward's own): sqrt(40) u ~ 2.5%
-    // per element as a random walk; measured 0.49-0.59% relative L2 (both families, 1 and 3
-    // segments); 3% is the random-walk figure with a small margin.
-    EXPECT_LT(relative_l2(m16.gradients(), m32.gradients()), 0.03) << cut.size() << " segments";
+    // Gradients pass through about twice the roundings (the backward's own, with vdpbf16ps
+    // attention also P before P^T dout and dS before dS^T q and dS k: 2 more per layer):
+    // sqrt(48) u ~ 2.7% per element as a random walk; measured 0.48-0.60% relative L2 with
+    // vdpbf16ps attention, 0.49-0.59% widened (both families, 1 and 3 segments); 3% is the
+    // random-walk figure with a small margin.
+    const double gradient_error = relative_l2(m16.gradients(), m32.gradients());
+    EXPECT_LT(gradient_error, 0.03) << cut.size() << " segments";
+    std::printf("[ measured ] %zu segment(s), attention %s: loss %.2g relative, gradients %.3g "
+                "relative L2\n",
+                cut.size(), std::string(kernels::name_of(kernels::attention_bf16_path())).c_str(),
+                std::abs(l16 - l32) / std::abs(l32), gradient_error);
   }
 }
 
@@ -134,9 +144,10 @@ PLAIT_FOR_EVERY_FAMILY(Bf16Step);
 namespace plait::model {
 namespace {
 
-// Run by its own ctest entry (tests/model/CMakeLists.txt) with ONEDNN_MAX_CPU_ISA=AVX2, after
-// which every Bf16Step test above runs in that process on the widened-sgemm path, as on a CPU
-// without native bf16: the model's bf16 numerics hold on either path.
+// Run by its own ctest entry (tests/model/CMakeLists.txt) with ONEDNN_MAX_CPU_ISA=AVX2 and
+// PLAIT_BF16_ATTENTION=widened, after which every Bf16Step test above runs in that process on
+// the widened-sgemm GEMMs and the widened-fp32 attention, as on a CPU without native bf16: the
+// model's bf16 numerics hold on either path.
 TEST(Bf16IsaLimit, Avx2LimitPutsTheModelsGemmsOnTheFallbackPath) {
   const char* limit = std::getenv("ONEDNN_MAX_CPU_ISA");
   if (limit == nullptr || std::string(limit) != "AVX2") {
@@ -145,6 +156,9 @@ TEST(Bf16IsaLimit, Avx2LimitPutsTheModelsGemmsOnTheFallbackPath) {
   }
   EXPECT_EQ(kernels::cpu_backend().onednn().path(), kernels::Bf16GemmPath::kWidenedSgemm)
       << kernels::cpu_backend().onednn().describe();
+  // The same entry sets PLAIT_BF16_ATTENTION=widened: attention's products widened to fp32 too.
+  EXPECT_EQ(kernels::attention_bf16_path(), kernels::AttentionBf16Path::kWidenedFp32)
+      << kernels::describe_attention_bf16_path();
 }
 
 }  // namespace

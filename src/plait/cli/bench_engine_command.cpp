@@ -17,6 +17,7 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/load_average.h"
+#include "plait/kernels/attention_path.h"
 #include "plait/kernels/cpu_backend.h"
 #include "plait/kernels/gemm_peak.h"
 #include "plait/runtime/local_trainer.h"
@@ -150,7 +151,7 @@ PrecisionResult bench_precision(const BenchArgs& args, const spec::ModelSpec& m,
   kernels::OneDnnContext* onednn = nullptr;
   if (precision == spec::Precision::bf16) {
     onednn = &kernels::cpu_backend().onednn();
-    std::printf("  %s\n", onednn->describe().c_str());
+    std::printf("  %s; %s\n", onednn->describe().c_str(), kernels::describe_attention_bf16_path().c_str());
   } else {
     std::printf("  OpenBLAS %s\n", openblas_get_corename());
   }
@@ -302,8 +303,9 @@ void register_bench_engine(CLI::App& app) {
       "or config, GPT-2 small by default; the shape options change it), and the sgemm peak in the\n"
       "same run; print tokens/s, achieved GFLOP/s (6*matmul params*tokens plus causal attention\n"
       "FLOPs) and the fraction of that peak, and peak memory by category. In bf16 the peak is the\n"
-      "bf16 GEMM's (oneDNN; the line names the ISA and path), measured before and after the steps,\n"
-      "each with the load average.");
+      "bf16 GEMM's (oneDNN; the line names the ISA and path, and the bf16 attention's tile\n"
+      "products: dpbf16 or widened-fp32, PLAIT_BF16_ATTENTION=widened forcing the latter), measured\n"
+      "before and after the steps, each with the load average.");
   auto args = std::make_shared<BenchArgs>();
   cmd->add_option("--model", args->model,
                   "Model preset or JSON config whose \"model\" section is used; presets:\n" +

@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "plait/core/error.h"
 #include "plait/kernels/fast_math.h"
 #include "plait/kernels/parallel.h"
+#include "plait/kernels/attention_dpbf16.h"
+#include "plait/kernels/attention_path.h"
 #include "plait/kernels/tile_product.h"
 
 namespace plait::kernels {
@@ -92,7 +95,26 @@ struct QueryRange {
 };
 QueryRange visible_queries(int k, int p0, int rows) { return {std::clamp(k - p0, 0, rows), rows}; }
 
-// ---- Tile loads: widen T to the accumulation type W once per tile (exact for bf16 and fp32).
+// Where a (batch row, K/V head) slice of a K/V block starts; V is ckv further on.
+template <typename T>
+std::size_t kv_offset(const KVBlock<T>& blk, const Geometry& g, int b, int j) {
+  return static_cast<std::size_t>(b) * blk.length * 2 * g.ckv + static_cast<std::size_t>(j) * g.d;
+}
+
+// ---- The tiles' products, in two forms the loops below take as a parameter (`Tiles`):
+// WidenedTiles<T> widens every tile of T to Acc<T> and multiplies in Acc<T> (tile_product.h; the
+// fp64 and fp32 kernels, and bf16 without AVX-512 BF16), DpBf16Tiles multiplies bf16 tiles with
+// vdpbf16ps (attention_dpbf16.h). Each carves its own part of a thread's scratch (first
+// `forward_elements` / `backward_elements` Acc<T> of it) and computes, for one query tile of
+// `rows` queries and one key tile of `length` keys (the scores held transposed, keys by queries,
+// row length kBq):
+//   forward:  load_queries(q); scores(st, k) = S^T = k q^T / sqrt(d); accumulate_pv(acc, P^T, v):
+//             acc += P v;
+//   backward: load_queries(q, dout); scores(pt, k); accumulate_dv(dv, P^T): dv += P^T dout;
+//             dp_scores(dst, v) = dP^T = v dout^T; accumulate_dk_dq(dk, dqa, dS^T, k):
+//             dk += dS^T q / sqrt(d), dqa += dS k (dq = dqa * dq_scale() at the end).
+// The `free` argument is a buffer of the loops' that is dead during the call (kBk * kBq Acc<T>),
+// which a form may use as scratch.
 
 // [from, to) = 0; nothing (no library call) when empty, the usual case for the padding.
 template <typename W>
@@ -125,16 +147,69 @@ void load_transposed(W* dst, int ld, const T* src, std::size_t lds, int rows, in
   }
 }
 
-// Where a (batch row, K/V head) slice of a K/V block starts; V is ckv further on.
+// Inputs widened to W exactly as a tile is loaded; the query tile is loaded scaled by 1/sqrt(d)
+// (in W), so S^T = k (q / sqrt(d))^T is one product and dk needs no scaling; the scores are
+// held transposed so that K and V are the left operand of their products, read where they lie
+// (tile_product.h broadcasts the left operand one element at a time), and only the query tile
+// is transposed, once for all its key tiles.
 template <typename T>
-std::size_t kv_offset(const KVBlock<T>& blk, const Geometry& g, int b, int j) {
-  return static_cast<std::size_t>(b) * blk.length * 2 * g.ckv + static_cast<std::size_t>(j) * g.d;
-}
+class WidenedTiles {
+ public:
+  using W = Acc<T>;
+  static std::size_t forward_elements(int d, int dp) {
+    return static_cast<std::size_t>(d) * kBq + static_cast<std::size_t>(kBk) * dp;
+  }
+  static std::size_t backward_elements(int d, int dp) {
+    return 2 * static_cast<std::size_t>(d) * kBq + static_cast<std::size_t>(2 * kBq + kBk) * dp;
+  }
 
-// The tiles hold scores transposed, S^T (keys, queries) = K (q / sqrt(d))^T: a key tile's K and
-// V are then the left operand of their products, read where they lie (tile_product.h broadcasts
-// the left operand one element at a time), and only the query tile is transposed, once for all
-// its key tiles. The softmax runs down the columns, a query per SIMD lane.
+  WidenedTiles(W* scratch, int d, int dp, int ldkv, bool backward)
+      : d_(d), dp_(dp), ldkv_(ldkv), scale_(W(1) / std::sqrt(W(d))) {
+    qt_ = scratch;                                      // (d, Bq) (q / sqrt(d))^T
+    kr_ = qt_ + static_cast<std::size_t>(d) * kBq;      // (Bk, dp) V (forward) or K rows
+    if (!backward) return;
+    dot_ = kr_ + static_cast<std::size_t>(kBk) * dp;    // (d, Bq) dout^T
+    qr_ = dot_ + static_cast<std::size_t>(d) * kBq;     // (Bq, dp) q / sqrt(d)
+    dor_ = qr_ + static_cast<std::size_t>(kBq) * dp;    // (Bq, dp) dout
+  }
+
+  void load_queries(const T* q, std::size_t ld, int rows) {
+    load_transposed(qt_, kBq, q, ld, rows, d_, scale_);
+  }
+  void load_queries(const T* q, const T* dout, std::size_t ld, int rows) {
+    load_queries(q, ld, rows);
+    load_transposed(dot_, kBq, dout, ld, rows, d_, W(1));
+    load_rows(qr_, dp_, q, ld, rows, d_, scale_);
+    load_rows(dor_, dp_, dout, ld, rows, d_, W(1));
+  }
+  void scores(W* st, const T* k, int length, int rows) {
+    tile::product(length, rows, d_, k, ldkv_, 1, qt_, kBq, st, kBq, false);
+  }
+  void accumulate_pv(W* acc, const W* pt, const T* v, int length, int rows) {
+    load_rows(kr_, dp_, v, ldkv_, length, d_, W(1));
+    tile::product(rows, d_, length, pt, 1, kBq, kr_, dp_, acc, dp_, true);  // A = P^T transposed
+  }
+  void accumulate_dv(W* dv, const W* pt, int length, int rows, W* /*free*/) {
+    tile::product(length, d_, rows, pt, kBq, 1, dor_, dp_, dv, ldkv_, true);
+  }
+  void dp_scores(W* dst, const T* v, int length, int rows) {
+    tile::product(length, rows, d_, v, ldkv_, 1, dot_, kBq, dst, kBq, false);
+  }
+  void accumulate_dk_dq(W* dk, W* dqa, const W* ds, const T* k, int length, int rows,
+                        W* /*free*/) {
+    load_rows(kr_, dp_, k, ldkv_, length, d_, W(1));
+    tile::product(length, d_, rows, ds, kBq, 1, qr_, dp_, dk, ldkv_, true);
+    tile::product(rows, d_, length, ds, 1, kBq, kr_, dp_, dqa, dp_, true);  // A = dS^T transposed
+  }
+  W dq_scale() const { return scale_; }  // dq = dS k / sqrt(d), scaled once at the end
+
+ private:
+  int d_, dp_, ldkv_;
+  W scale_;
+  W *qt_, *kr_, *dot_ = nullptr, *qr_ = nullptr, *dor_ = nullptr;
+};
+
+// ---- The softmax down the columns of S^T, a query per SIMD lane.
 
 // Masks S^T's entries that the query does not see with -infinity (so they take no part in a
 // maximum and mark themselves for exp_masked).
@@ -166,30 +241,29 @@ void exp_shifted(W* st, const W* shift, int length, int rows, bool masked) {
   }
 }
 
-}  // namespace
-
-template <typename T>
-void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> blocks,
-                       int batch, int s, int c, int heads, int kv_heads) {
+// The forward with the tiles' products of `Tiles` (above).
+template <typename Tiles, typename T>
+void forward_tiles(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> blocks, int batch,
+                   int s, int c, int heads, int kv_heads) {
   using W = Acc<T>;
   const Geometry g = geometry(blocks, batch, s, c, heads, kv_heads);
   const int d = g.d, dp = g.dp;
   const std::size_t ldkv = 2 * static_cast<std::size_t>(g.ckv);
-  const W scale = W(1) / std::sqrt(W(d));
   const int items = batch * heads * g.qtiles;
   constexpr W kNoMax = -std::numeric_limits<W>::infinity();
 #pragma omp parallel if (parallel_worthwhile(g.work))
   {
-    // This thread's tiles (spec::attention_forward_tile_elements).
-    std::vector<W> scratch(spec::attention_forward_tile_elements(d));
-    W* qt = scratch.data();                          // (d, Bq) (q / sqrt(d))^T
-    W* acc = qt + static_cast<std::size_t>(d) * kBq;  // (Bq, dp) unnormalised output
-    W* vr = acc + kBq * dp;                          // (Bk, dp) V
-    W* st = vr + kBk * dp;                           // (Bk, Bq) S^T, then P^T
-    W* m = st + kBk * kBq;                           // (Bq) running maximum of each query
-    W* l = m + kBq;                                  // (Bq) running sum
-    W* mt = l + kBq;                                 // (Bq) the maximum with this key tile
-    W* alpha = mt + kBq;                             // (Bq) rescaling of acc and l
+    // This thread's tiles: the products' own (Tiles::forward_elements), then the loop's
+    // (spec::attention_forward_tile_elements with the widened products).
+    const std::size_t own = Tiles::forward_elements(d, dp);
+    std::vector<W> scratch(own + static_cast<std::size_t>(kBq) * dp + kBk * kBq + 4 * kBq);
+    Tiles tiles(scratch.data(), d, dp, static_cast<int>(ldkv), false);
+    W* acc = scratch.data() + own;  // (Bq, dp) unnormalised output
+    W* st = acc + kBq * dp;         // (Bk, Bq) S^T, then P^T
+    W* m = st + kBk * kBq;          // (Bq) running maximum of each query
+    W* l = m + kBq;                 // (Bq) running sum
+    W* mt = l + kBq;                // (Bq) the maximum with this key tile
+    W* alpha = mt + kBq;            // (Bq) rescaling of acc and l
     // Items differ in cost (later query tiles see more keys), hence dynamic scheduling; each
     // writes its own rows of lse and its own (rows, head) slice of out.
 #pragma omp for schedule(dynamic, 1)
@@ -202,16 +276,14 @@ void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<
       const int rows = std::min(s, r0 + kBq) - r0;
       const int p0 = g.start + r0;  // absolute position of the tile's first query
       const std::size_t row_offset = (static_cast<std::size_t>(b) * s + r0) * c + h * d;
-      load_transposed(qt, kBq, q + row_offset, c, rows, d, scale);
+      tiles.load_queries(q + row_offset, c, rows);
       zero(acc, acc + static_cast<std::size_t>(rows) * dp);
       std::fill(m, m + rows, kNoMax);
       zero(l, l + rows);
       for_each_key_tile(blocks, p0, p0 + rows, [&](const KeyTile& t, bool masked) {
         const KVBlock<T>& blk = blocks[t.block];
         const T* k = blk.kv + kv_offset(blk, g, b, j) + t.row * ldkv;
-        load_rows(vr, dp, k + g.ckv, ldkv, t.length, d, W(1));
-        // S^T = k (q / sqrt(d))^T.
-        tile::product(t.length, rows, d, k, static_cast<int>(ldkv), 1, qt, kBq, st, kBq, false);
+        tiles.scores(st, k, t.length, rows);  // S^T = k q^T / sqrt(d)
         if (masked) mask_scores(st, t, p0, rows);
         // Online softmax (FlashAttention-2 Algorithm 1, lines 8-10): the new maximum of each
         // query, P = exp(S - m), the running sum and the accumulator rescaled by
@@ -243,8 +315,7 @@ void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<
           for (int x = 0; x < d; ++x) a[x] *= f;
           m[i] = mt[i];
         }
-        // acc += P v (A = P^T read transposed).
-        tile::product(rows, d, t.length, st, 1, kBq, vr, dp, acc, dp, true);
+        tiles.accumulate_pv(acc, st, k + g.ckv, t.length, rows);  // acc += P v
       });
       // out = acc / l, lse = m + log l (Algorithm 1, lines 12-13).
       W* lse_rows = lse + (static_cast<std::size_t>(b) * heads + h) * s + r0;
@@ -259,17 +330,23 @@ void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<
   }
 }
 
-template <typename T>
-void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
-                        const T* out, const Acc<T>* lse, int batch, int s, int c, int heads,
-                        int kv_heads, Acc<T>* workspace) {
+// The backward with the tiles' products of `Tiles` (above).
+template <typename Tiles, typename T>
+void backward_tiles(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
+                    const T* out, const Acc<T>* lse, int batch, int s, int c, int heads,
+                    int kv_heads, Acc<T>* workspace) {
   using W = Acc<T>;
   const Geometry g = geometry(blocks, batch, s, c, heads, kv_heads);
   const int d = g.d, dp = g.dp;
   const std::size_t ldkv = 2 * static_cast<std::size_t>(g.ckv);
-  const int lda_kv = static_cast<int>(ldkv);
-  const W scale = W(1) / std::sqrt(W(d));
   const std::size_t per_thread = spec::attention_backward_tile_elements(d);
+  // The products' own scratch, then the loop's (together spec::attention_backward_tile_elements
+  // with the widened products; the bf16 ones need no more).
+  const std::size_t own = Tiles::backward_elements(d, dp);
+  if (own + static_cast<std::size_t>(kBq) * dp + 2 * kBk * kBq + 2 * kBq > per_thread) {
+    throw Error("attention_backward: the tile products need more scratch than "
+                "spec::attention_backward_tile_elements(" + std::to_string(d) + ") counts");
+  }
   // One (batch row, K/V head) per item: the query heads of its group and their query tiles run
   // in order on one thread because they all accumulate into the same dk/dv slice (fixed order:
   // deterministic, and no two threads write the same dk/dv).
@@ -277,34 +354,28 @@ void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout
   for (int item = 0; item < batch * kv_heads; ++item) {
     const int j = item % kv_heads;
     const int b = item / kv_heads;
-    W* qt = workspace + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
-    W* dot = qt + static_cast<std::size_t>(d) * kBq;  // (d, Bq) dout^T
-    W* qr = dot + static_cast<std::size_t>(d) * kBq;  // (Bq, dp) q / sqrt(d)
-    W* dor = qr + kBq * dp;                           // (Bq, dp) dout
-    W* dqa = dor + kBq * dp;                          // (Bq, dp) dq accumulator (unscaled)
-    W* kr = dqa + kBq * dp;                           // (Bk, dp) K
-    W* pt = kr + kBk * dp;                            // (Bk, Bq) P^T
-    W* dst = pt + kBk * kBq;                          // (Bk, Bq) dP^T, then dS^T
-    W* dd = dst + kBk * kBq;                          // (Bq) D
-    W* ls = dd + kBq;                                 // (Bq) lse
+    W* scratch = workspace + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
+    Tiles tiles(scratch, d, dp, static_cast<int>(ldkv), true);
+    W* dqa = scratch + own;    // (Bq, dp) dq accumulator
+    W* pt = dqa + kBq * dp;    // (Bk, Bq) P^T
+    W* dst = pt + kBk * kBq;   // (Bk, Bq) dP^T, then dS^T
+    W* dd = dst + kBk * kBq;   // (Bq) D
+    W* ls = dd + kBq;          // (Bq) lse
     for (int h = j * g.group; h < (j + 1) * g.group; ++h) {
       for (int qtile = 0; qtile < g.qtiles; ++qtile) {
         const int r0 = qtile * kBq;
         const int rows = std::min(s, r0 + kBq) - r0;
         const int p0 = g.start + r0;
         const std::size_t row_offset = (static_cast<std::size_t>(b) * s + r0) * c + h * d;
-        load_transposed(qt, kBq, q + row_offset, c, rows, d, scale);
-        load_transposed(dot, kBq, dout + row_offset, c, rows, d, W(1));
-        load_rows(qr, dp, q + row_offset, c, rows, d, scale);
-        load_rows(dor, dp, dout + row_offset, c, rows, d, W(1));
+        tiles.load_queries(q + row_offset, dout + row_offset, c, rows);
         zero(dqa, dqa + static_cast<std::size_t>(rows) * dp);
         const W* lse_rows = lse + (static_cast<std::size_t>(b) * heads + h) * s + r0;
         // D = rowsum(dout * out) (FlashAttention-2 Algorithm 2, line 4).
         for (int r = 0; r < rows; ++r) {
           const T* o = out + row_offset + static_cast<std::size_t>(r) * c;
-          const W* dor_r = dor + static_cast<std::size_t>(r) * dp;
+          const T* g_r = dout + row_offset + static_cast<std::size_t>(r) * c;
           W sum = 0;
-          for (int x = 0; x < d; ++x) sum += dor_r[x] * static_cast<W>(o[x]);
+          for (int x = 0; x < d; ++x) sum += static_cast<W>(g_r[x]) * static_cast<W>(o[x]);
           dd[r] = sum;
           ls[r] = lse_rows[r];
         }
@@ -313,34 +384,65 @@ void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout
           const std::size_t off = kv_offset(blk, g, b, j) + t.row * ldkv;
           const T* k = blk.kv + off;
           W* dk = blk.dkv + off;
-          load_rows(kr, dp, k, ldkv, t.length, d, W(1));
-          // P^T = exp(k (q / sqrt(d))^T - lse), zero where a query does not see the key.
-          tile::product(t.length, rows, d, k, lda_kv, 1, qt, kBq, pt, kBq, false);
+          // P^T = exp(k q^T / sqrt(d) - lse), zero where a query does not see the key.
+          tiles.scores(pt, k, t.length, rows);
           if (masked) mask_scores(pt, t, p0, rows);
           exp_shifted(pt, ls, t.length, rows, masked);
-          // dv += P^T dout.
-          tile::product(t.length, d, rows, pt, kBq, 1, dor, dp, dk + g.ckv, lda_kv, true);
+          tiles.accumulate_dv(dk + g.ckv, pt, t.length, rows, dst);  // dv += P^T dout
           // dP^T = v dout^T; dS^T = P^T * (dP^T - D).
-          tile::product(t.length, rows, d, k + g.ckv, lda_kv, 1, dot, kBq, dst, kBq, false);
+          tiles.dp_scores(dst, k + g.ckv, t.length, rows);
           for (int x = 0; x < t.length; ++x) {
             W* dsr = dst + x * kBq;
             const W* pr = pt + x * kBq;
 #pragma omp simd
             for (int i = 0; i < rows; ++i) dsr[i] = pr[i] * (dsr[i] - dd[i]);
           }
-          // dk += dS^T (q / sqrt(d)); dq += dS k (A = dS^T read transposed; scaled by
-          // 1/sqrt(d) once, at the end).
-          tile::product(t.length, d, rows, dst, kBq, 1, qr, dp, dk, lda_kv, true);
-          tile::product(rows, d, t.length, dst, 1, kBq, kr, dp, dqa, dp, true);
+          // dk += dS^T q / sqrt(d); dq += dS k (P^T is dead: free for the products).
+          tiles.accumulate_dk_dq(dk, dqa, dst, k, t.length, rows, pt);
         });
+        const W dq_scale = tiles.dq_scale();
         for (int r = 0; r < rows; ++r) {
           const W* a = dqa + static_cast<std::size_t>(r) * dp;
           T* o = dq + row_offset + static_cast<std::size_t>(r) * c;
-          for (int x = 0; x < d; ++x) o[x] = T(a[x] * scale);
+          for (int x = 0; x < d; ++x) o[x] = T(a[x] * dq_scale);
         }
       }
     }
   }
+}
+
+}  // namespace
+
+// bf16 takes the vdpbf16ps products where this process may (attention_path.h).
+template <typename T>
+void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> blocks,
+                       int batch, int s, int c, int heads, int kv_heads) {
+#if defined(PLAIT_TILE_DPBF16)
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (attention_bf16_path() == AttentionBf16Path::kDpBf16) {
+      forward_tiles<DpBf16Tiles>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
+      return;
+    }
+  }
+#endif
+  forward_tiles<WidenedTiles<T>>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
+}
+
+template <typename T>
+void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
+                        const T* out, const Acc<T>* lse, int batch, int s, int c, int heads,
+                        int kv_heads, Acc<T>* workspace) {
+#if defined(PLAIT_TILE_DPBF16)
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (attention_bf16_path() == AttentionBf16Path::kDpBf16) {
+      backward_tiles<DpBf16Tiles>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
+                                  workspace);
+      return;
+    }
+  }
+#endif
+  backward_tiles<WidenedTiles<T>>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
+                                  workspace);
 }
 
 #define PLAIT_ATTENTION_INSTANTIATE(T)                                                        \

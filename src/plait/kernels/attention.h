@@ -29,8 +29,11 @@
 // q, kv, out, dout and dq are bf16). Arithmetic is in Acc<T> (kernels/accumulator.h: fp32 for
 // bf16, T otherwise): inputs are widened exactly when a tile is loaded, the tile products
 // accumulate in Acc<T>, and lse and the dK/dV accumulators are Acc<T>; only out and dq are
-// rounded to T, once each. Results are the same for any OpenMP thread count (each output
-// element is computed by one thread in a fixed order).
+// rounded to T, once each. bf16 on a CPU with AVX-512 BF16 multiplies its tiles with vdpbf16ps
+// instead (kernels/attention_path.h, attention_dpbf16.h): bf16 operands, fp32 sums, and P and dS
+// rounded to bf16 before their products, as FlashAttention-2 on GPUs; the statistics and
+// accumulators stay fp32. Results are the same for any OpenMP thread count (each output element
+// is computed by one thread in a fixed order).
 #include <cstddef>
 #include <span>
 

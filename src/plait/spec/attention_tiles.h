@@ -5,10 +5,12 @@
 // the simulator and the planner) counts the same bytes.
 //
 // A query tile of kAttentionQueryTile rows meets the keys it sees in key tiles of at most
-// kAttentionKeyTile keys (a key tile never straddles two K/V blocks). Every tile the kernel
-// keeps is in the accumulation type (fp32 for the fp32 and bf16 engines, fp64 in the tests'
-// reference), with rows of head-dimension width padded to a multiple of kAttentionTilePad
-// elements, so its tile products load whole vectors of the widest SIMD unit (16 fp32 lanes).
+// kAttentionKeyTile keys (a key tile never straddles two K/V blocks). The tiles are counted in
+// the accumulation type (fp32 for the fp32 and bf16 engines, fp64 in the tests' reference), with
+// rows of head-dimension width padded to a multiple of kAttentionTilePad elements, so its tile
+// products load whole vectors of the widest SIMD unit (16 fp32 lanes). The bf16 kernel's
+// vdpbf16ps path (kernels/attention_dpbf16.h) keeps some tiles as bf16 pairs instead, within the
+// same backward workspace.
 // None of it grows with the sequence: what attention keeps from the forward to the backward is
 // one log-sum-exp per query row and head (B·H·s values), not the (s, e) probabilities.
 #include <cstddef>
@@ -31,7 +33,8 @@ constexpr int attention_padded_head_dim(int head_dim) {
 // (Bq·dp), a key tile's V rows (Bk·dp), its scores/probabilities transposed (Bk·Bq), and four
 // values per query (4·Bq: running maximum and sum, the tile's maximum, the rescaling). The
 // forward allocates it per call on each thread, outside the memory tracker (like a stack
-// frame: 65 KiB at d = 64, whatever s).
+// frame: 65 KiB at d = 64, whatever s; the vdpbf16ps path's q^T, V and P as bf16 pairs in place
+// of the first and third terms, 57 KiB at d = 64).
 constexpr std::size_t attention_forward_tile_elements(int head_dim) {
   const std::size_t q = kAttentionQueryTile, k = kAttentionKeyTile, d = head_dim,
                     dp = attention_padded_head_dim(head_dim);

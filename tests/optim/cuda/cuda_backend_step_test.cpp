@@ -22,6 +22,7 @@
 
 #include "model/tiny_model.h"
 #include "plait/core/memory_tracker.h"
+#include "plait/kernels/attention_path.h"
 #include "plait/kernels/cpu_backend.h"
 #include "plait/kernels/cuda/context.h"
 #include "plait/kernels/cuda/cuda_backend.h"
@@ -179,6 +180,16 @@ class CudaBackendStep : public ::testing::TestWithParam<spec::Family> {
 // and checked.
 void expect_step_matches(spec::Family family, spec::Precision precision, Backward mode,
                          int recompute, const std::string& label) {
+  // The bound below holds where both backends compute the same formulas. The CPU's vdpbf16ps
+  // attention (kernels/attention_path.h) rounds P and dS to bf16 before their products, which
+  // the CUDA kernels do not (they differ by about 2^-8 of attention's terms, 6-9e-3 measured):
+  // the CPU side multiplies widened to fp32 here, as ctest's environment sets.
+  if (precision == spec::Precision::bf16 &&
+      kernels::attention_bf16_path() != kernels::AttentionBf16Path::kWidenedFp32) {
+    GTEST_SKIP() << "PLAIT_BF16_ATTENTION=widened is needed in the environment (ctest sets it, "
+                    "tests/optim/cuda/CMakeLists.txt): the CPU attention runs "
+                 << kernels::describe_attention_bf16_path();
+  }
   const spec::ModelSpec config = step_model(family);
   const double bound = bound_for(precision);
   Step cpu = run_step(config, kernels::cpu_backend(), precision, mode, recompute);
