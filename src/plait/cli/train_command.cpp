@@ -308,6 +308,16 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
                             : "after the last step",
                 c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
   }
+  if (const std::optional<runtime::StragglerConfig>& g = job.run.stragglers) {
+    // (Shown when the config has the section; the defaults apply silently otherwise.)
+    if (g->enabled) {
+      std::printf("  stragglers: flagged when %.2fx slower than their last %d steps and their peers for %d steps in a "
+                  "row, cleared below %.2fx, then %d steps of cool-down (reported only: nothing re-balances yet)\n",
+                  g->threshold, g->window, g->consecutive, g->clear_below, g->cooldown);
+    } else {
+      std::printf("  stragglers: not detected (stragglers.enabled false)\n");
+    }
+  }
   if (const std::string w = run.lock_warning(); !w.empty()) std::fprintf(stderr, "plait: warning: %s\n", w.c_str());
   for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
   if (!run.initialised_from().empty()) {

@@ -136,7 +136,7 @@ TrainingMetrics read_training_metrics(const std::string& path) {
       }
       steps[s.step] = s;
     } else {
-      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, run or memory record");
+      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, straggler, run or memory record");
     }
     f.check_no_unknown_fields();
   }
