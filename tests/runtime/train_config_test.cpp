@@ -141,6 +141,26 @@ TEST(TrainConfig, DataAndCheckpointErrorsNameTheFieldAndTheExpectedValue) {
             "cfg.json: checkpoint.keep: unknown field");
 }
 
+TEST(TrainConfig, StragglersSectionDefaultsRoundTripAndErrors) {
+  const std::string m = std::string("{") + kModel + R"(, "train": {"steps": 4, "seq": 8, "microbatch_size": 1})";
+  EXPECT_FALSE(parse_run_config(nlohmann::json::parse(m + "}"), "cfg.json").stragglers);
+  const RunConfig c = parse_run_config(nlohmann::json::parse(m + R"(, "stragglers": {"threshold": 2, "consecutive": 2}})"), "cfg.json");
+  ASSERT_TRUE(c.stragglers);
+  EXPECT_DOUBLE_EQ(c.stragglers->threshold, 2);
+  EXPECT_DOUBLE_EQ(c.stragglers->clear_below, 1.5);  // half-way back, as the default
+  EXPECT_EQ(c.stragglers->consecutive, 2);
+  EXPECT_EQ(c.stragglers->window, StragglerConfig{}.window);
+  const RunConfig back = parse_run_config(to_json(c), "again.json");
+  EXPECT_DOUBLE_EQ(back.stragglers->clear_below, 1.5);
+  EXPECT_EQ(back.stragglers->cooldown, c.stragglers->cooldown);
+  EXPECT_EQ(error_of(m + R"(, "stragglers": {"threshold": 0.8}})"),
+            "cfg.json: stragglers.threshold: expected a slowdown factor above 1 (e.g. 1.5)");
+  EXPECT_EQ(error_of(m + R"(, "stragglers": {"threshold": 1.5, "clear_below": 2}})"),
+            "cfg.json: stragglers.clear_below: expected a factor in [1, threshold] (1.500000)");
+  EXPECT_EQ(error_of(m + R"(, "stragglers": {"window": 0}})").substr(0, 35), "cfg.json: stragglers.window: expect");
+  EXPECT_EQ(error_of(m + R"(, "stragglers": {"k": 3}})"), "cfg.json: stragglers.k: unknown field");
+}
+
 TEST(TrainConfig, TheShippedDefaultFileIsTheBuiltInDefault) {
   const RunConfig file = load_run_config(PLAIT_SOURCE_DIR "/configs/default.json");
   EXPECT_EQ(to_json(file), to_json(default_run_config()));

@@ -101,13 +101,37 @@ TEST_F(TrainingMetricsTest, ReadsEveryRecordAndChartsThem) {
   EXPECT_NE(page.find("Peak memory by rank and category"), std::string::npos);
 }
 
+TEST_F(TrainingMetricsTest, ReadsEachRanksTimesAndStragglerRecordsAndTablesThem) {
+  put(path("s.jsonl"),
+      R"({"grad_norm":1,"loss":4,"lr":0.001,"perf":{"peak_memory_bytes":[1,2],"step_seconds":0.5,"tokens_per_second":128.0,)"
+      R"("seconds_per_unit":[0.001,0.003],"wait_seconds":[0.2,0.01]},"skipped":false,"step":7})"
+      "\n"
+      R"({"step":7,"straggler":{"rank":1,"flagged":true,"vs_history":3.02,"vs_peers":2.97}})"
+      "\n"
+      R"({"step":30,"straggler":{"rank":1,"flagged":false,"vs_history":1.01,"vs_peers":0.99}})"
+      "\n");
+  const TrainingMetrics m = read_training_metrics(path("s.jsonl"));
+  EXPECT_EQ(m.steps.at(0).seconds_per_unit, (std::vector<double>{0.001, 0.003}));
+  EXPECT_EQ(m.steps.at(0).wait_seconds, (std::vector<double>{0.2, 0.01}));
+  ASSERT_EQ(m.stragglers.size(), 2u);
+  EXPECT_EQ(m.stragglers[0].rank, 1);
+  EXPECT_TRUE(m.stragglers[0].flagged);
+  EXPECT_FALSE(m.stragglers[1].flagged);
+  EXPECT_EQ(m.stragglers[1].step, 30);
+  const trace::Report r = training_report(m);
+  const auto t = std::find_if(r.tables.begin(), r.tables.end(),
+                              [](const trace::ReportTable& x) { return x.title == "Stragglers (flagged and cleared)"; });
+  ASSERT_NE(t, r.tables.end());
+  EXPECT_EQ(t->rows.at(0), (std::vector<std::string>{"7", "1", "flagged", "3.02x", "2.97x"}));
+}
+
 TEST_F(TrainingMetricsTest, BadLinesAreOneErrorNamingTheLine) {
   const std::string f = path("m.jsonl");
   EXPECT_EQ(error_of("{\"step\":0,\"val_loss\":1}\n{\"step\":1,\"loss\":\"x\",\"grad_norm\":1,\"lr\":1}\n"),
             f + ": line 2.loss: expected a number, found string \"x\"");
   EXPECT_EQ(error_of("{\"step\":0,\"val_loss\":1,\"extra\":2}\n"), f + ": line 1.extra: unknown field");
   EXPECT_EQ(error_of("{\"what\":1}\n"),
-            f + ": line 1: expected a step (loss), validation (val_loss), sample, run or memory record");
+            f + ": line 1: expected a step (loss), validation (val_loss), sample, straggler, run or memory record");
   EXPECT_NE(error_of("{\"step\":0,\n").find(f + ": line 1: (syntax)"), std::string::npos) << error_of("{\"step\":0,\n");
 }
 

@@ -311,6 +311,16 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
                             : "after the last step",
                 c.keep_last > 0 ? (", keeping the newest " + std::to_string(c.keep_last)).c_str() : "");
   }
+  if (const std::optional<runtime::StragglerConfig>& g = job.run.stragglers) {
+    // (Shown when the config has the section; the defaults apply silently otherwise.)
+    if (g->enabled) {
+      std::printf("  stragglers: flagged when %.2fx slower than their last %d steps and their peers for %d steps in a "
+                  "row, cleared below %.2fx, then %d steps of cool-down (reported only: nothing re-balances yet)\n",
+                  g->threshold, g->window, g->consecutive, g->clear_below, g->cooldown);
+    } else {
+      std::printf("  stragglers: not detected (stragglers.enabled false)\n");
+    }
+  }
   if (const std::string w = run.lock_warning(); !w.empty()) std::fprintf(stderr, "plait: warning: %s\n", w.c_str());
   for (const std::string& note : run.resume_notes()) std::printf("  resume: %s\n", note.c_str());
   if (!run.initialised_from().empty()) {
@@ -567,10 +577,22 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     if (r.skipped) m["nonfinite"] = r.nonfinite;
     std::vector<std::size_t> peak_bytes;
     for (const MemoryReport& p : peaks) peak_bytes.push_back(p.peak_total);
+    std::vector<double> per_unit, waits;
+    for (const runtime::RankStepTimes& times : r.ranks) {
+      per_unit.push_back(times.seconds_per_unit());
+      waits.push_back(times.recv_wait_seconds + times.collective_wait_seconds);
+    }
     m["perf"] = {{"step_seconds", measured.step_seconds},
                  {"tokens_per_second", measured.step_seconds > 0 ? static_cast<double>(t.tokens_per_step()) / measured.step_seconds : 0.0},
-                 {"peak_memory_bytes", peak_bytes}};
+                 {"peak_memory_bytes", peak_bytes},
+                 {"seconds_per_unit", per_unit},
+                 {"wait_seconds", waits}};
     metrics->write(m);
+    for (const runtime::StragglerChange& c : rec.stragglers) {
+      progress->note(runtime::describe(c));
+      metrics->write({{"step", step},
+                      {"straggler", {{"rank", c.rank}, {"flagged", c.flagged}, {"vs_history", c.vs_history}, {"vs_peers", c.vs_peers}}}});
+    }
     if (!rec.sample.empty()) metrics->write({{"step", step}, {"sample", samples.print(*progress, step, rec.sample)}});
     if (rec.stop_requests > 0) {
       progress->note(stop_note(rec, world.size()));
@@ -782,13 +804,14 @@ void register_train(CLI::App& app) {
       ->type_name("STEP");
   cmd->add_option("--metrics", args->metrics,
                   "Append one JSON line per step ({step, loss, grad_norm, lr, skipped, perf:\n"
-                  "{step_seconds, tokens_per_second, peak_memory_bytes per rank}}), per validation\n"
+                  "{step_seconds, tokens_per_second, peak_memory_bytes, seconds_per_unit and\n"
+                  "wait_seconds per rank}}), per straggler flagged or cleared, per validation\n"
                   "({step, val_loss}) and per sample to FILE, with a run record at the start and\n"
                   "the memory by rank at the end; numbers in round-trip precision. plait report\n"
                   "draws it (docs/runtime.md, \"Metrics and the training report\")")
       ->type_name("FILE");
   // Failure tests only: RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval|
-  // kill-in-commit|stop|hang] (runtime/failure_injection.h).
+  // kill-in-commit|stop|hang|sigterm|sigusr1|slow=F] (runtime/failure_injection.h).
   cmd->add_option("--inject-failure", args->inject_failure)->group("");
   cmd->callback([args, resume] {
     if (resume->count() > 0) args->resume = args->resume_dir;

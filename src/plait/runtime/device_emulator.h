@@ -21,6 +21,8 @@ class DeviceEmulator {
   DeviceEmulator(double slowdown, bool single_threaded)
       : slowdown_(slowdown), single_threaded_(single_threaded) {}
   double slowdown() const { return slowdown_; }
+  // An emulated straggler (FailureInjection::kSlow): the device's speed changes mid-run.
+  void set_slowdown(double slowdown) { slowdown_ = slowdown; }
   // Called after a compute action that ran from `start` to `end` (monotonic seconds) using
   // `cpu_seconds` of the calling thread's CPU time: returns once start + slowdown * d has passed,
   // d the action's duration alone (the CPU time when single-threaded and below the wall time,

@@ -119,11 +119,14 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   note_progress("step " + std::to_string(step) + ": the barrier that starts it");
   // A common time origin for the step's timeline (the ranks' clocks are the host's monotonic
   // clock on one machine; across machines each rank's origin is its own barrier exit).
+  const double barrier_from = monotonic_seconds();
   world_.barrier();
   const double start = monotonic_seconds();
   ExecutedStep executed = executor_->run(step, batches, start, options_.record_events, options_.failure);
   note_progress("step " + std::to_string(step) + ": finishing the gradient reductions, then the loss and norm");
+  const double finish_from = monotonic_seconds();
   dp_->finish();
+  executed.times.collective_wait_seconds = (start - barrier_from) + (monotonic_seconds() - finish_from);
 
   DistributedStepResult r;
   // One reduction for the loss, the squared norm, a flag of this rank's non-finite values and a
@@ -136,9 +139,20 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   const double owned_sq = dp_->owned_sum_of_squares();
   const bool local_loss_bad = !std::isfinite(executed.loss);
   const bool stop = options_.stop_requested && options_.stop_requested();
-  double sums[4] = {tp_rank_ == 0 ? executed.loss : 0.0, owned_sq,
-                    local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0, stop ? 1.0 : 0.0};
+  // Then each rank's step times in its own slot of zeros (the sums are exact: one non-zero term
+  // each), so the straggler detector sees every rank's at no extra round trip.
+  const std::size_t n = static_cast<std::size_t>(world_.size());
+  std::vector<double> sums(4 + n * kRankStepFields, 0.0);
+  sums[0] = tp_rank_ == 0 ? executed.loss : 0.0;
+  sums[1] = owned_sq;
+  sums[2] = local_loss_bad || !std::isfinite(owned_sq) ? 1.0 : 0.0;
+  sums[3] = stop ? 1.0 : 0.0;
+  pack(executed.times, std::span<double>(sums).subspan(4 + static_cast<std::size_t>(world_.rank()) * kRankStepFields,
+                                                        kRankStepFields));
   world_.allreduce(std::span<double>(sums), comm::ReduceOp::kSum);
+  for (std::size_t j = 0; j < n; ++j) {
+    r.ranks.push_back(unpack_rank_step_times(std::span<const double>(sums).subspan(4 + j * kRankStepFields, kRankStepFields)));
+  }
   r.stop_requests = static_cast<int>(sums[3]);
   r.loss = sums[0];
   const double sum_sq = sums[1];

@@ -4,7 +4,8 @@
 // policy (ShardedDataParallel, ShardedChunk), and runs optimizer steps:
 //   barrier -> PipelineExecutor (the rank's actions; level-3 gathers before each chunk's first
 //   use; gradient reductions start as chunks finish) -> ShardedDataParallel::finish -> loss,
-//   squared norm, a non-finite flag and a stop-request flag all-reduced over the job -> (non-finite: stop or skip,
+//   squared norm, a non-finite flag, a stop-request flag and every rank's step times
+//   (rank_step_times.h) all-reduced over the job -> (non-finite: stop or skip,
 //   train.on_nonfinite) -> clip factor -> AdamW on each rank's part with the warm-up + cosine
 //   learning rate, updated weights all-gathered where sharded.
 // and forward-only evaluations (validation loss) through the same pipeline.
@@ -28,6 +29,7 @@
 #include "plait/runtime/sharded_data_parallel.h"
 #include "plait/runtime/pipeline_executor.h"
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/rank_step_times.h"
 #include "plait/runtime/train_config.h"
 #include "plait/trace/event.h"
 
@@ -66,6 +68,9 @@ struct DistributedStepResult {
   double step_seconds = 0;      // this rank: barrier to the end of the optimizer step
   double pipeline_seconds = 0;  // this rank: end of its last compute action, from the step start
   double busy_seconds = 0;      // this rank: compute (with emulation padding)
+  // Every job rank's measurements of this step (index: job rank; the same on every rank), carried
+  // by the step's reduction of the loss and norm (rank_step_times.h).
+  std::vector<RankStepTimes> ranks;
   std::vector<trace::Event> events;  // this rank's, when recorded
   // The loss or a gradient was NaN or infinite: what and where (the same text on every rank),
   // and, with train.on_nonfinite "skip", the optimizer update was skipped (with "abort" the step

@@ -17,7 +17,7 @@ FailureInjection::Point parse_point(const std::string& text, const std::string& 
   using Kind = FailureInjection::Kind;
   const auto bad = [&] {
     return Error(flag + ": expected RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval|"
-                        "kill-in-commit|stop|hang|sigterm|sigusr1][,...], found '" + whole + "'");
+                        "kill-in-commit|stop|hang|sigterm|sigusr1|slow=F][,...], found '" + whole + "'");
   };
   const std::size_t a = text.find(':');
   if (a == std::string::npos) throw bad();
@@ -39,6 +39,17 @@ FailureInjection::Point parse_point(const std::string& text, const std::string& 
   FailureInjection::Point p;
   p.rank = static_cast<int>(number(rank));
   p.step = number(step);
+  if (kind.starts_with("slow=")) {
+    // A factor, as a decimal: "3", "2.5".
+    const std::string f = kind.substr(5);
+    char* end = nullptr;
+    p.factor = f.empty() ? 0 : std::strtod(f.c_str(), &end);
+    if (f.empty() || end != f.c_str() + f.size() || !(p.factor >= 1 && p.factor <= 1000)) {
+      throw Error(flag + ": slow=F needs a factor F in [1, 1000], found '" + whole + "'");
+    }
+    p.kind = Kind::kSlow;
+    return p;
+  }
   for (const auto& [name, k] : kinds) {
     if (kind == name) {
       p.kind = k;

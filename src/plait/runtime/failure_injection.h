@@ -28,26 +28,32 @@ struct FailureInjection {
                    // a rank stuck outside any wait, as in a deadlock
     kSigterm,      // the rank sends itself SIGTERM there (a real signal, to its real handler)
     kSigusr1,      // the same with SIGUSR1
+    kSlow,         // an emulated straggler: from this step on the rank's emulated device runs
+                   // `factor` times slower than planned (its compute padded by sleeping,
+                   // DeviceEmulator); factor 1 restores the planned speed
   };
   struct Point {
     int rank = -1;
     std::int64_t step = 0;
     Kind kind = Kind::kThrow;
+    double factor = 1;  // kSlow's
   };
   std::vector<Point> points;  // empty: none
 
   FailureInjection() = default;
-  FailureInjection(int rank, std::int64_t step, Kind kind) : points{{rank, step, kind}} {}
-  bool at(int r, std::int64_t s, Kind k) const {
+  FailureInjection(int rank, std::int64_t step, Kind kind, double factor = 1) : points{{rank, step, kind, factor}} {}
+  bool at(int r, std::int64_t s, Kind k) const { return find(r, s, k) != nullptr; }
+  const Point* find(int r, std::int64_t s, Kind k) const {
     for (const Point& p : points) {
-      if (p.rank == r && p.step == s && p.kind == k) return true;
+      if (p.rank == r && p.step == s && p.kind == k) return &p;
     }
-    return false;
+    return nullptr;
   }
 };
 
 // A comma-separated list of "R:S" (throw) or "R:S:<kind>" with kind kill | nan-loss | nan-grad |
-// kill-in-save | kill-in-eval | kill-in-commit | stop | hang | sigterm | sigusr1;
+// kill-in-save | kill-in-eval | kill-in-commit | stop | hang | sigterm | sigusr1 | slow=F (F a
+// factor in [1, 1000]: "1:10:slow=3" makes rank 1 three times slower from step 10 on);
 // "" is none. Throws plait::Error naming the flag otherwise.
 FailureInjection parse_failure_injection(const std::string& text, const std::string& flag);
 

@@ -31,6 +31,7 @@ struct PipelineExecutor::Sending {
   model::PooledBuffer buffer;
   comm::Request request;
   std::size_t event = 0;  // index of its trace event (end time set on completion), or npos
+  double posted_at = 0;   // monotonic seconds of its isend
 };
 
 struct PipelineExecutor::State {
@@ -45,6 +46,20 @@ struct PipelineExecutor::State {
 };
 
 namespace {
+
+// F, B (with fused BW), W: RankStepTimes's order.
+std::size_t unit_kind_index(schedule::ActionKind k) {
+  switch (k) {
+    case schedule::ActionKind::F:
+      return 0;
+    case schedule::ActionKind::B:
+    case schedule::ActionKind::BW:
+      return 1;
+    case schedule::ActionKind::W:
+      return 2;
+  }
+  return 0;
+}
 
 TypedPtr typed(const model::PooledBuffer& b) {
   if (b.empty()) return {};
@@ -73,6 +88,7 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
       device_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown,
               chunks_.empty() ? kernels::cpu_backend().computes_on_calling_thread()
                               : chunks_.front()->backend().computes_on_calling_thread()),
+      planned_slowdown_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
       data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
       state_(std::make_unique<State>()) {
   lazy_gathers_ = !plan.sharded() || lazy_gathers_deadlock_free(plan, *program_.lowered);
@@ -113,6 +129,7 @@ void PipelineExecutor::poll() {
   auto& sending = state_->sending;
   for (std::size_t i = 0; i < sending.size();) {
     if (sending[i].request.test()) {
+      if (state_->result) state_->result->times.send_seconds += monotonic_seconds() - sending[i].posted_at;
       if (state_->record && sending[i].event != static_cast<std::size_t>(-1)) {
         state_->result->events[sending[i].event].end = monotonic_seconds() - state_->start;
       }
@@ -150,11 +167,13 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
     // are this rank's to start).
     if (!it->second.request.test()) {
       note_waiting(it->second.request.describe());  // for the stall watchdog, as Request::wait
+      const double waited_from = monotonic_seconds();
       comm::Backoff backoff(it->second.request.backoff_policy());
       do {
         poll();
         backoff.pause();
       } while (!it->second.request.test());
+      if (state_->result) state_->result->times.recv_wait_seconds += monotonic_seconds() - waited_from;
       note_wait_over();
     }
     model::PooledBuffer buffer = std::move(it->second.buffer);
@@ -229,6 +248,16 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
   return 0;
 }
 
+void PipelineExecutor::apply_injected_slowdown(std::int64_t step, const FailureInjection& failure) {
+  const FailureInjection::Point* p = failure.find(program_.rank, step, FailureInjection::Kind::kSlow);
+  if (!p || mode_ == ExecutorMode::kEvaluate) return;
+  const double before = device_.slowdown();
+  device_.set_slowdown(planned_slowdown_ * p->factor);
+  std::fprintf(stderr, "plait: rank %d: step %lld: emulated slow-down %g -> %g (injected)\n", program_.rank,
+               static_cast<long long>(step), before, device_.slowdown());
+  std::fflush(stderr);
+}
+
 ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& batches,
                                    double start, bool record_events,
                                    const FailureInjection& failure, double loss_scale) {
@@ -244,6 +273,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   if (loss_scale == 0) loss_scale = 1.0 / static_cast<double>(plan_.global_tokens());
   bool nan_loss = failure.at(rank, step, Kind::kNanLoss);
   bool nan_gradient = failure.at(rank, step, Kind::kNanGradient);
+  apply_injected_slowdown(step, failure);
 
   char doing[96];
   for (std::size_t i = 0; i < program_.steps.size(); ++i) {
@@ -299,9 +329,15 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
                   std::to_string(s.vstage) + ": " + e.what());
     }
     const double t1 = monotonic_seconds();
-    device_.pad(t0, t1, thread_cpu_seconds() - cpu0, poll_fn);
+    const double cpu = thread_cpu_seconds() - cpu0;
+    device_.pad(t0, t1, cpu, poll_fn);
     const double t2 = monotonic_seconds();
     result.busy_seconds += t2 - t0;
+    // The device's time for the action, not the wall time: the wall time of an unslowed rank
+    // also holds its waits for a core it shares with other emulated ranks (DeviceEmulator).
+    const std::size_t kind = unit_kind_index(a.kind);
+    result.times.compute_seconds[kind] += device_.padded_end(t0, t1, cpu) - t0;
+    result.times.units[kind] += 1;
     result.finish_seconds = t2 - start;
     if (record_events) {
       trace::Event e;
@@ -326,6 +362,8 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
                                        msg.dst_rank, static_cast<int>(msg.tag));
       out.buffer = std::move(output);
       out.event = static_cast<std::size_t>(-1);
+      out.posted_at = monotonic_seconds();
+      result.times.sent_bytes += static_cast<double>(msg.bytes);
       if (record_events) {
         trace::Event e;
         e.rank = rank;

@@ -25,6 +25,7 @@
 #include "plait/runtime/failure_injection.h"
 #include "plait/runtime/sharded_data_parallel.h"
 #include "plait/runtime/rank_program.h"
+#include "plait/runtime/rank_step_times.h"
 #include "plait/trace/event.h"
 
 namespace plait::runtime {
@@ -38,6 +39,8 @@ struct ExecutedStep {
   double loss = 0;             // sum of this rank's units' scaled losses
   double busy_seconds = 0;     // compute time including emulation padding
   double finish_seconds = 0;   // end of the last compute action, from the step start
+  RankStepTimes times;         // compute per unit kind, receive waits, sends (the barrier and
+                               // reductions' waits are the trainer's to add)
   std::vector<trace::Event> events;  // compute actions and sends, times from the step start
 };
 
@@ -56,7 +59,8 @@ class PipelineExecutor {
   // has completed; gradient reductions may still be in flight (ShardedDataParallel::finish).
   // Each head-stage unit's loss is scaled by loss_scale (0: 1 / the plan's global tokens, so the
   // units of all ranks add up to the step's mean loss). `failure` acts when its step is `step`:
-  // throw or kill before the middle action, a NaN unit loss, a NaN gradient.
+  // throw or kill before the middle action, a NaN unit loss, a NaN gradient; a slow-down
+  // (Kind::kSlow) changes the emulated device's speed from this step on.
   ExecutedStep run(std::int64_t step, const data::BatchSource& batches, double start,
                    bool record_events, const FailureInjection& failure = {},
                    double loss_scale = 0);
@@ -67,6 +71,8 @@ class PipelineExecutor {
   struct MicrobatchData;
   struct Posted;
   struct Sending;
+  // Sets the emulated slow-down when `failure` changes it at `step` (FailureInjection::kSlow).
+  void apply_injected_slowdown(std::int64_t step, const FailureInjection& failure);
   const MicrobatchData& data_for(std::int64_t step, int microbatch, const data::BatchSource& batches);
   void release_data(int microbatch);
   void poll();
@@ -91,6 +97,7 @@ class PipelineExecutor {
   ExecutorMode mode_;
   model::TensorPool pool_;  // comm_buffers
   DeviceEmulator device_;
+  double planned_slowdown_;  // the plan's, which an injected slow-down multiplies
   // Per micro-batch: how many of this rank's forwards read its tokens or targets.
   std::vector<int> data_uses_;
   struct State;

@@ -146,6 +146,22 @@ CheckpointConfig parse_checkpoint(const JsonFields& k) {
   return c;
 }
 
+StragglerConfig parse_stragglers(const JsonFields& s) {
+  StragglerConfig c;
+  c.enabled = s.boolean("enabled", c.enabled);
+  c.window = static_cast<int>(s.integer_in("window", 1, 1 << 16, c.window));
+  c.threshold = s.number("threshold", c.threshold);
+  if (!(c.threshold > 1)) s.fail("threshold", "expected a slowdown factor above 1 (e.g. 1.5)");
+  c.clear_below = s.number("clear_below", 1 + (c.threshold - 1) / 2);
+  if (!(c.clear_below >= 1 && c.clear_below <= c.threshold)) {
+    s.fail("clear_below", "expected a factor in [1, threshold] (" + std::to_string(c.threshold) + ")");
+  }
+  c.consecutive = static_cast<int>(s.integer_in("consecutive", 1, 1 << 16, c.consecutive));
+  c.cooldown = static_cast<int>(s.integer_in("cooldown", 0, 1 << 20, c.cooldown));
+  s.check_no_unknown_fields();
+  return c;
+}
+
 InitConfig parse_init(const JsonFields& i) {
   InitConfig c;
   const std::string from = i.string("from");
@@ -208,6 +224,7 @@ RunConfig parse_run_config(const nlohmann::json& document, const std::string& fi
                              "(its *_val_* shards)");
   }
   if (top.has("checkpoint")) c.checkpoint = parse_checkpoint(top.object("checkpoint"));
+  if (top.has("stragglers")) c.stragglers = parse_stragglers(top.object("stragglers"));
   top.check_no_unknown_fields();
   return c;
 }
@@ -275,6 +292,11 @@ nlohmann::json to_json(const RunConfig& c) {
                        {"keep_last", c.checkpoint->keep_last},
                        {"save_initial", c.checkpoint->save_initial},
                        {"on_signal", c.checkpoint->on_signal}};
+  }
+  if (c.stragglers) {
+    const StragglerConfig& s = *c.stragglers;
+    j["stragglers"] = {{"enabled", s.enabled},     {"window", s.window},           {"threshold", s.threshold},
+                       {"clear_below", s.clear_below}, {"consecutive", s.consecutive}, {"cooldown", s.cooldown}};
   }
   return j;
 }

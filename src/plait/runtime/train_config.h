@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plait/runtime/straggler_detector.h"
 #include "plait/spec/model_spec.h"
 #include "plait/spec/precision_policy.h"
 #include "plait/spec/sequence_partition.h"
@@ -122,6 +123,8 @@ struct RunConfig {
   TrainConfig train;
   DataConfig data;
   std::optional<CheckpointConfig> checkpoint;
+  // "stragglers": the detector's settings (straggler_detector.h); absent: its defaults.
+  std::optional<StragglerConfig> stragglers;
 
   // The run's sequence partition: train.segments cut for the model (spec::cut_sequence). The
   // pipeline plan cuts it once and carries the value; the single-process trainer is given it.

@@ -31,6 +31,18 @@ std::vector<MetricsRankMemory> read_memory(const nlohmann::json& list, const std
   return out;
 }
 
+// A per-rank array of numbers.
+std::vector<double> read_numbers(const JsonFields& f, const std::string& key) {
+  const nlohmann::json& a = f.raw(key);
+  if (!a.is_array()) f.fail(key, "expected an array of numbers, one per rank");
+  std::vector<double> out;
+  for (const nlohmann::json& v : a) {
+    if (!v.is_number()) f.fail(key, "expected an array of numbers, one per rank");
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
 std::string bytes_text(double b) { return format_bytes(static_cast<std::size_t>(std::max(0.0, b))); }
 
 std::string fixed(const char* format, double v) {
@@ -93,6 +105,16 @@ TrainingMetrics read_training_metrics(const std::string& path) {
                                            : std::vector<MetricsRankMemory>{};
     } else if (f.has("val_loss")) {
       validations[f.integer("step")] = f.number("val_loss");
+    } else if (f.has("straggler")) {
+      const JsonFields g = f.object("straggler");
+      MetricsStraggler x;
+      x.step = f.integer("step");
+      x.rank = static_cast<int>(g.integer_in("rank", 0, 1 << 24));
+      x.flagged = g.boolean("flagged", true);
+      x.vs_history = g.number("vs_history");
+      x.vs_peers = g.number("vs_peers");
+      g.check_no_unknown_fields();
+      m.stragglers.push_back(x);
     } else if (f.has("sample")) {
       m.samples.emplace_back(f.integer("step"), f.string("sample"));
     } else if (f.has("loss")) {
@@ -108,11 +130,13 @@ TrainingMetrics read_training_metrics(const std::string& path) {
         s.step_seconds = p.number("step_seconds");
         s.tokens_per_second = p.number("tokens_per_second");
         for (const std::int64_t b : p.integers("peak_memory_bytes")) s.peak_memory_bytes.push_back(static_cast<double>(b));
+        if (p.has("seconds_per_unit")) s.seconds_per_unit = read_numbers(p, "seconds_per_unit");
+        if (p.has("wait_seconds")) s.wait_seconds = read_numbers(p, "wait_seconds");
         p.check_no_unknown_fields();
       }
       steps[s.step] = s;
     } else {
-      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, run or memory record");
+      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, straggler, run or memory record");
     }
     f.check_no_unknown_fields();
   }
@@ -182,6 +206,18 @@ trace::Report training_report(const TrainingMetrics& m) {
     r.tables.push_back(memory_table(m.memory, "Peak memory by rank and category",
                                     "Measured by each rank's accounting (plait's memory tracker); each category's column is its "
                                     "own peak, the total the peak of their sum."));
+  }
+  if (!m.stragglers.empty()) {
+    trace::ReportTable t;
+    t.title = "Stragglers (flagged and cleared)";
+    t.header = {"step", "rank", "change", "vs its history", "vs its peers"};
+    for (const MetricsStraggler& x : m.stragglers) {
+      t.rows.push_back({std::to_string(x.step), std::to_string(x.rank), x.flagged ? "flagged" : "cleared",
+                        fixed("%.2fx", x.vs_history), fixed("%.2fx", x.vs_peers)});
+    }
+    t.note = "Compute seconds per unit of work against the rank's own recent median and against the other ranks' "
+             "(docs/runtime.md, \"Stragglers and restarts\"); reported only, nothing is re-balanced yet.";
+    r.tables.push_back(t);
   }
   bool host = false;
   for (const MetricsRankMemory& h : m.host_memory) host = host || h.peak_total > 0;

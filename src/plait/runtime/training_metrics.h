@@ -5,7 +5,10 @@
 //   {"run": {"config", "model", "parameters", "ranks", "schedule", "precision", "tokens_per_step",
 //            "start_step", "stages": ["0", "1", ...]}}                         a run starts
 //   {"step", "loss", "grad_norm", "lr", "skipped"[, "nonfinite"],
-//    "perf": {"step_seconds", "tokens_per_second", "peak_memory_bytes": [per rank]}}   a step
+//    "perf": {"step_seconds", "tokens_per_second", "peak_memory_bytes": [per rank],
+//             "seconds_per_unit": [per rank], "wait_seconds": [per rank]}}       a step
+//   {"step", "straggler": {"rank", "flagged", "vs_history", "vs_peers"}}      a straggler flagged
+//                                                                             or cleared
 //   {"step", "val_loss"}                                                     a validation
 //   {"step", "sample": "text"}                                               a sample
 //   {"memory": [{"rank", "stages", "peak_bytes": {category: bytes}, "peak_total_bytes",
@@ -14,7 +17,10 @@
 // The deterministic numbers (loss, grad_norm, lr, val_loss) are written in shortest round-trip
 // form, so two runs compare bit for bit; "perf" holds what the clock and the allocator measured
 // (step_seconds: the slowest rank's step, barrier to optimizer end; tokens_per_second: the
-// step's tokens over it; peak_memory_bytes: each rank's peak of its device memory so far).
+// step's tokens over it; peak_memory_bytes: each rank's peak of its device memory so far;
+// seconds_per_unit: each rank's compute time per unit of work, the straggler detector's measure;
+// wait_seconds: each rank's time blocked on stage inputs, the barrier and gradient reductions;
+// both absent in files older than them).
 //
 // read_training_metrics reads such a file strictly (an error names the file, the line and the
 // field); training_report turns it into the charts and tables of `plait report`.
@@ -37,6 +43,14 @@ struct MetricsStep {
   bool skipped = false;
   std::optional<double> step_seconds, tokens_per_second;
   std::vector<double> peak_memory_bytes;  // per rank
+  std::vector<double> seconds_per_unit, wait_seconds;  // per rank
+};
+
+struct MetricsStraggler {
+  std::int64_t step = 0;
+  int rank = 0;
+  bool flagged = true;
+  double vs_history = 1, vs_peers = 1;
 };
 
 struct MetricsRankMemory {
@@ -53,6 +67,7 @@ struct TrainingMetrics {
   std::vector<MetricsStep> steps;    // by step; a step recorded twice (a rerun) keeps the last
   std::vector<std::pair<std::int64_t, double>> validations;
   std::vector<std::pair<std::int64_t, std::string>> samples;
+  std::vector<MetricsStraggler> stragglers;  // in file order
   std::vector<MetricsRankMemory> memory, host_memory;  // the last run's end
 };
 

@@ -64,7 +64,12 @@ nlohmann::json TrainingRun::config_json(const JobConfig& job) {
 
 TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::Communicator& world,
                          MemoryTracker& tracker, TrainingRunOptions options)
-    : job_(job), global_(job.global_train()), world_(world), tracker_(tracker), options_(std::move(options)) {
+    : job_(job),
+      global_(job.global_train()),
+      world_(world),
+      tracker_(tracker),
+      options_(std::move(options)),
+      stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()) {
   if (job.run.data.packs_documents()) {
     // The loader packs documents and reports their boundaries, but attention would still see
     // across them and positions would not restart: training so would silently be wrong.
@@ -238,6 +243,9 @@ TrainingStep TrainingRun::next() {
   rec.result = trainer_->step(next_, data_->train());
   ++next_;
   rec.stop_requests = rec.result->stop_requests;
+  std::vector<double> speed;
+  for (const RankStepTimes& t : rec.result->ranks) speed.push_back(t.seconds_per_unit());
+  rec.stragglers = stragglers_.observe(rec.step, speed);
   rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;
   if (ckpt && (rec.stopped || next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {

@@ -14,6 +14,10 @@
 // (with a checkpoint section; once, if it was due anyway) and done() turns true, without the
 // final validation. A request carried by the run's last step changes nothing: the run is
 // complete (TrainingStep::stop_requests still says so).
+//
+// Every step's measured times (DistributedStepResult::ranks) go to the straggler detector
+// (straggler_detector.h, the config's "stragglers" section); its decisions are the same on every
+// rank and, for now, only reported (TrainingStep::stragglers).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,6 +33,7 @@
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/straggler_detector.h"
 #include "plait/runtime/training_data.h"
 
 namespace plait::runtime {
@@ -60,6 +65,8 @@ struct TrainingStep {
   // train.sample_every: the sample's prompt and new tokens after this step (every rank), or empty.
   std::vector<std::int32_t> sample_prompt, sample;
   bool stopped = false;  // the run stops after this step because of them (see above)
+  // Ranks the straggler detector flagged or cleared at this step (the same on every rank).
+  std::vector<StragglerChange> stragglers;
 };
 
 class TrainingRun {
@@ -124,6 +131,7 @@ class TrainingRun {
   std::string resumed_from_, initial_checkpoint_, initialised_from_;
   std::vector<std::string> notes_;
   std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
+  StragglerDetector stragglers_;
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
   bool final_validation_ = false;  // one more validation after the last step of train.steps
   bool finished_ = false;

@@ -58,9 +58,10 @@ inline Metrics read_metrics(const fs::path& p) {
   std::ifstream in(p);
   for (std::string line; std::getline(in, line);) {
     nlohmann::json j = nlohmann::json::parse(line);
-    // The run and memory records and samples are not steps; a step's "perf" (time, memory) is
-    // measured, not computed: the rest of the line is what two runs must share bit for bit.
-    if (!j.contains("step") || j.contains("sample")) continue;
+    // The run and memory records and samples are not steps; a step's "perf" (time, memory) and
+    // the straggler records (decided from measured times) are measured, not computed: the rest
+    // of the line is what two runs must share bit for bit.
+    if (!j.contains("step") || j.contains("sample") || j.contains("straggler")) continue;
     j.erase("perf");
     (j.contains("val_loss") ? m.val : m.train)[j.at("step").get<int>()] = j.dump();
   }
