@@ -61,16 +61,17 @@ struct ReduceCase {
   int pp = 1, dp = 2, segments = 1, level = 0;
   bool offload = false;
   spec::GradReduce reduce = spec::GradReduce::bf16;
+  spec::Family family = spec::Family::gpt2;
 
   int ranks() const { return pp * dp; }
   std::string name() const {
-    std::string n = schedule + "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp) + "_shard" +
+    std::string n = std::string(family == spec::Family::llama ? "llama_" : "gpt2_") + schedule + "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp) + "_shard" +
                     std::to_string(level) + (offload ? "_offload" : "") + "_reduce_" + spec::grad_reduce_name(reduce);
     std::replace(n.begin(), n.end(), '-', '_');
     return n;
   }
   JobConfig job() const {
-    JobConfig j = test::tiny_job(schedule, pp, dp, 4, segments);
+    JobConfig j = test::tiny_job(schedule, pp, dp, 4, segments, family);
     j.run.train.precision = spec::Precision::bf16;
     j.run.train.grad_reduce = reduce;
     j.parallel.shard = {level};
@@ -82,8 +83,9 @@ struct ReduceCase {
 };
 
 ReduceCase make(std::string schedule, int pp, int dp, int level, spec::GradReduce reduce, int segments = 1,
-                bool offload = false) {
+                bool offload = false, spec::Family family = spec::Family::gpt2) {
   ReduceCase c;
+  c.family = family;
   c.schedule = std::move(schedule);
   c.pp = pp;
   c.dp = dp;
@@ -263,7 +265,10 @@ INSTANTIATE_TEST_SUITE_P(Layouts, GradReduceBf16,
                                            make("1f1b", 1, 4, 1, spec::GradReduce::bf16),
                                            make("seq1f1b", 2, 2, 0, spec::GradReduce::bf16, 2),
                                            make("seq1f1b", 2, 2, 2, spec::GradReduce::bf16, 2),
-                                           make("zb-v", 2, 2, 3, spec::GradReduce::bf16, 1, true)),
+                                           make("zb-v", 2, 2, 3, spec::GradReduce::bf16, 1, true),
+                                           // LLaMA: GQA, SwiGLU, untied head (no tied table to reduce)
+                                           make("1f1b", 1, 2, 1, spec::GradReduce::bf16, 1, false, spec::Family::llama),
+                                           make("seq1f1b", 2, 2, 2, spec::GradReduce::bf16, 2, false, spec::Family::llama)),
                          [](const ::testing::TestParamInfo<ReduceCase>& info) { return info.param.name(); });
 
 // The fp32 reduction of the same bf16 layouts still equals the single process within
@@ -281,7 +286,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, GradReduceFp32,
                          ::testing::Values(make("1f1b", 1, 2, 0, spec::GradReduce::fp32),
                                            make("1f1b", 1, 2, 1, spec::GradReduce::fp32),
                                            make("seq1f1b", 2, 2, 0, spec::GradReduce::fp32, 2),
-                                           make("zb-v", 2, 2, 3, spec::GradReduce::fp32, 1, true)),
+                                           make("zb-v", 2, 2, 3, spec::GradReduce::fp32, 1, true),
+                                           make("seq1f1b", 2, 2, 2, spec::GradReduce::fp32, 2, false, spec::Family::llama)),
                          [](const ::testing::TestParamInfo<ReduceCase>& info) { return info.param.name(); });
 
 }  // namespace
