@@ -63,6 +63,12 @@ std::string seconds_text(double s) {
   return text;
 }
 
+std::string milliseconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g ms", s * 1e3);
+  return text;
+}
+
 std::vector<std::string> split_words(const std::string& text) {
   std::vector<std::string> words;
   std::istringstream in(text);
@@ -297,10 +303,10 @@ std::string prepare_restart(const LaunchOptions& o, LaunchState& s, const JobOut
                         fs::path(path).filename().string(), replan.config.dump(2) + "\n", AtomicFile::Replace::kNever);
   say("re-planned in " + seconds_text(monotonic_seconds() - plan_start) + " for the " +
       std::to_string(s.cluster.num_devices()) + " device(s) that remain: " + replan.summary + " on " +
-      std::to_string(replan.ranks) + " rank(s), predicted step " + seconds_text(replan.predicted_step_seconds) +
-      "; wrote " + path + " (global batch " + std::to_string(shape.microbatches) + " x " +
-      std::to_string(shape.microbatch_size) + " sequences of " + std::to_string(shape.seq) +
-      " tokens and the learning-rate schedule of " + std::to_string(t.steps) + " steps unchanged)");
+      std::to_string(replan.ranks) + " rank(s), predicted step " + milliseconds_text(replan.predicted_step_seconds) +
+      "; wrote " + path + " (unchanged: the global batch of " + std::to_string(shape.microbatches) +
+      " micro-batches x " + std::to_string(shape.microbatch_size) + " sequence(s) x " + std::to_string(shape.seq) +
+      " tokens and the learning-rate schedule of " + std::to_string(t.steps) + " steps)");
   s.current = read_current(path);
   s.restarts.push_back(r);
   return checkpoint;
