@@ -10,7 +10,8 @@
 // each time the final checkpoint's tensors equal, bit for bit, those of `plait train` run
 // separately on 3 ranks with the plan launch wrote, from the checkpoint it resumed; the time from
 // the failure notice to the first new step is printed. A budget of 0 restarts is honoured (the
-// loss is reported, nothing restarted), and a rank lost before the first checkpoint is one error.
+// loss is reported, nothing restarted), a preempted job's 75 is passed on without a restart, and a
+// rank lost before the first checkpoint is one error.
 #include "train_cli_fixture.h"
 
 namespace {
@@ -112,6 +113,18 @@ TEST_F(LaunchCli, TheRestartBudgetIsHonoured) {
             std::string::npos) << r.err;
   EXPECT_EQ(count_of(r.err, "plait launch: starting:"), 1u) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "plan.without-host-2.json"));
+}
+
+// A stop signal (here rank 1 sending itself SIGTERM in step 3) is a preemption: the job saves and
+// exits 75, which launch passes on without a restart.
+TEST_F(LaunchCli, APreemptedJobIsPassedOnNotRestarted) {
+  const Result r = launch("--restarts 1 --inject-failure 1:3:sigterm");
+  EXPECT_EQ(r.status, 75) << r.err;
+  EXPECT_NE(r.err.find("plait launch: the job stopped with exit status 75 (preempted: saved; continue with plait "
+                       "launch --resume): passed on, not restarted"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(count_of(r.err, "plait launch: starting:"), 1u) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "ckpt" / "step_00000004"));
 }
 
 TEST_F(LaunchCli, ARankLostBeforeTheFirstCheckpointIsOneError) {
