@@ -93,6 +93,7 @@ struct JobOutcome {
   double first_step_time = -1;  // ... of its first progress line ("  step N (")
   std::int64_t first_step = -1;
   bool forwarded_stop = false;  // a stop signal reached plait launch and went on to the job
+  double ended_time = 0;        // monotonic seconds when mpirun had exited and its pipes closed
 };
 
 // Runs argv, passing its lines on, noting the lost-rank notices and the first step (told to
@@ -127,6 +128,7 @@ JobOutcome run_job(const std::vector<std::string>& argv, const std::function<voi
     ::kill(job.pid(), SIGUSR1);
   };
   out.status = job.run(on_line, on_tick);
+  out.ended_time = monotonic_seconds();
   return out;
 }
 
@@ -253,7 +255,7 @@ std::string prepare_restart(const LaunchOptions& o, LaunchState& s, const JobOut
   // during a save comes after a step whose line was never written).
   std::int64_t done = last_step_recorded(metrics, metrics_from) + 1;
   if (job.announcement && job.announcement->rank == lost.rank) done = std::max(done, job.announcement->step);
-  const double end = monotonic_seconds();
+  const double end = job.ended_time;
   say("restart " + std::to_string(s.restarts.size() + 1) + " of " + o.restarts_text + ": rank " +
       std::to_string(lost.rank) + " lost (" +
       (job.launcher_notice ? "mpirun: exited on signal " + std::to_string(lost.signal)
