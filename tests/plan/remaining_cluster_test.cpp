@@ -84,6 +84,11 @@ TEST(Replan, KeepsTheJobsBatchAndCarriesItsSections) {
   EXPECT_EQ(static_cast<int>(devices.size()), r.ranks);
   for (const auto& d : devices) EXPECT_NE(d.get<std::string>(), "a:1");
   EXPECT_FALSE(r.config["parallel"].contains("pp"));  // the plan's explicit layout
+
+  // A device type left without devices (b:0 was the only slow one) plans on the others.
+  const Replan fast_only = replan_job(config, without_device(c, find_device(c, "b:0")), job);
+  for (const auto& d : fast_only.config["parallel"]["cluster_devices"]) EXPECT_EQ(d.get<std::string>().substr(0, 2), "a:");
+  EXPECT_EQ(fast_only.config["train"]["microbatches"], 4);
 }
 
 }  // namespace

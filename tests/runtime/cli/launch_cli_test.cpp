@@ -12,6 +12,10 @@
 // the failure notice to the first new step is printed. A budget of 0 restarts is honoured (the
 // loss is reported, nothing restarted), a preempted job's 75 is passed on without a restart, and a
 // rank lost before the first checkpoint is one error.
+//
+// The cluster is share/clusters/cpu4-emulated.json's shape (two device types, one machine) with
+// speeds given as TFLOP/s: the shipped cpu4 clusters are profiled for cpu4-base.json's model
+// (8 layers of hidden 128 at 256 tokens), whose steps take seconds on these cores.
 #include "train_cli_fixture.h"
 
 namespace {
