@@ -48,7 +48,9 @@ struct LaunchOptions {
   std::string restarts_text = "1", lock_timeout_text = "60";
   std::string mpirun = "mpirun", mpirun_args;
   bool resume = false;
-  std::string inject_failure;  // hidden: the first job's --inject-failure (tests)
+  // Hidden, for tests: the k-th value is the k-th job's --inject-failure (the first job's alone,
+  // usually; a second one makes a restarted job lose a rank too).
+  std::vector<std::string> inject_failure;
   std::vector<std::string> train_args;
 };
 
@@ -186,7 +188,8 @@ int device_of_rank(const CurrentJob& current, const plan::ClusterSpec& cluster, 
 }
 
 std::vector<std::string> job_argv(const LaunchOptions& o, const CurrentJob& current, const std::string& metrics,
-                                  const std::string& resume_dir, bool first) {
+                                  const std::string& resume_dir, std::size_t job) {
+  const bool first = job == 0;
   std::vector<std::string> argv = {o.mpirun, "-np", std::to_string(current.ranks)};
   for (const std::string& w : split_words(o.mpirun_args)) argv.push_back(w);
   argv.push_back(fs::read_symlink("/proc/self/exe").string());
@@ -202,9 +205,9 @@ std::vector<std::string> job_argv(const LaunchOptions& o, const CurrentJob& curr
     argv.push_back("--metrics");
     argv.push_back(metrics);
   }
-  if (first && !o.inject_failure.empty()) {
+  if (job < o.inject_failure.size()) {
     argv.push_back("--inject-failure");
-    argv.push_back(o.inject_failure);
+    argv.push_back(o.inject_failure[job]);
   }
   for (const std::string& a : o.train_args) argv.push_back(a);
   return argv;
@@ -351,9 +354,9 @@ int run_launch(const LaunchOptions& o) {
   install_stop_signal_handlers(-1);
 
   std::string resume_dir;
-  for (bool first = true;; first = false) {
+  for (std::size_t job_index = 0;; ++job_index) {
     const std::uintmax_t metrics_from = file_size_or_zero(metrics);
-    const std::vector<std::string> argv = job_argv(o, s.current, metrics, resume_dir, first);
+    const std::vector<std::string> argv = job_argv(o, s.current, metrics, resume_dir, job_index);
     std::string command;
     for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
     say("starting: " + command);
@@ -447,7 +450,7 @@ void register_launch(CLI::App& app) {
                   "After --: arguments for every plait train (e.g. --threads 1 --metrics m.jsonl); not\n"
                   "--config, --resume or --allow-recipe-change, which plait launch sets")
       ->type_name("ARGS");
-  // Failure tests only: the first job's --inject-failure (runtime/failure_injection.h).
+  // Failure tests only: the k-th job's --inject-failure (runtime/failure_injection.h).
   cmd->add_option("--inject-failure", o->inject_failure)->group("");
   cmd->callback([o] {
     const int status = run_launch(*o);

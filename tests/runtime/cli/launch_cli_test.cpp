@@ -9,9 +9,9 @@
 //
 // each time the final checkpoint's tensors equal, bit for bit, those of `plait train` run
 // separately on 3 ranks with the plan launch wrote, from the checkpoint it resumed; the time from
-// the failure notice to the first new step is printed. A budget of 0 restarts is honoured (the
-// loss is reported, nothing restarted), a preempted job's 75 is passed on without a restart, and a
-// rank lost before the first checkpoint is one error.
+// the failure notice to the first new step is printed. The restart budget is honoured (two losses
+// restarted, on 3 and then 2 devices, the third reported and not restarted), a preempted job's 75
+// is passed on, and a rank lost before the first checkpoint is one error.
 //
 // The cluster is share/clusters/cpu4-emulated.json's shape (two device types, one machine) with
 // speeds given as TFLOP/s: the shipped cpu4 clusters are profiled for cpu4-base.json's model
@@ -109,14 +109,26 @@ TEST_F(LaunchCli, ARankKilledDuringASaveFinishesFromThePreviousCheckpoint) {
   expect_finished_as_a_three_rank_run(r, "host-1", 2);
 }
 
+// --restarts 2: the first loss (host:3 in step 5) is restarted on 3 devices, the second (rank 0
+// of that job, host:0, in step 6) on the 2 that remain, the plan named after both; the third
+// (rank 1 there, in step 7) is reported with the spent budget and not restarted.
 TEST_F(LaunchCli, TheRestartBudgetIsHonoured) {
-  const Result r = launch("--restarts 0 --inject-failure 2:3:kill");
+  const Result r = launch("--restarts 2 --inject-failure 3:5:kill --inject-failure 0:6:kill --inject-failure 1:7:kill");
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_NE(r.err.find("plait: error: rank 2 was lost (exit status 137), and the restart budget is spent "
-                       "(--restarts 0, 0 used): not restarted"),
+  EXPECT_NE(r.err.find("plait launch: restart 1 of 2: rank 3 lost (mpirun: exited on signal 9) on device host:3"),
             std::string::npos) << r.err;
-  EXPECT_EQ(count_of(r.err, "plait launch: starting:"), 1u) << r.err;
-  EXPECT_FALSE(fs::exists(dir_ / "plan.without-host-2.json"));
+  EXPECT_NE(r.err.find("plait launch: restart 2 of 2: rank 0 lost (mpirun: exited on signal 9) on device host:0"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("step_00000006 (step 6, the newest that verifies)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plait launch: restart 2: first new step (step 6) done "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plait: error: rank 1 was lost (exit status 137), and the restart budget is spent "
+                       "(--restarts 2, 2 used): not restarted"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(count_of(r.err, "plait launch: starting:"), 3u) << r.err;
+  ASSERT_TRUE(fs::exists(dir_ / "plan.without-host-3-host-0.json"));
+  const nlohmann::json plan = nlohmann::json::parse(slurp(dir_ / "plan.without-host-3-host-0.json"));
+  EXPECT_EQ(plan["parallel"]["cluster_devices"], nlohmann::json::parse(R"(["host:1", "host:2"])"));
+  EXPECT_FALSE(fs::exists(dir_ / "ckpt" / "step_00000008"));
 }
 
 // A stop signal (here rank 1 sending itself SIGTERM in step 3) is a preemption: the job saves and
