@@ -3,6 +3,7 @@
 #include <new>
 #include <type_traits>
 
+#include "plait/core/error.h"
 #include "plait/kernels/cuda/adamw.h"
 #include "plait/kernels/cuda/attention.h"
 #include "plait/kernels/cuda/cross_entropy.h"
@@ -52,6 +53,14 @@ std::vector<KVBlock<Device<T>>> device_blocks(std::span<const kernels::KVBlock<T
   out.reserve(blocks.size());
   for (const auto& b : blocks) out.push_back(KVBlock<Device<T>>{device(b.kv), b.dkv, b.length});
   return out;
+}
+
+// The CUDA attention kernels have no document mask yet: packed documents train on the CPU.
+void no_document_mask(const DocumentMask& mask) {
+  if (mask.start != nullptr) {
+    throw Error("the cuda backend's attention has no document mask (data.packing \"documents\" "
+                "trains on the cpu backend)");
+  }
 }
 
 }  // namespace
@@ -236,7 +245,8 @@ void CudaBackend::rotary_backward(float* dx, int batch, int s, int heads, int he
 
 void CudaBackend::attention_forward(float* out, float* lse, const float* q,
                                     std::span<const kernels::KVBlock<float>> blocks, int batch,
-                                    int s, int c, int heads, int kv_heads) {
+                                    int s, int c, int heads, int kv_heads, DocumentMask mask) {
+  no_document_mask(mask);
   const auto kv = device_blocks(blocks);
   cuda::attention_forward<float>(out, lse, q, std::span<const KVBlock<float>>(kv), batch, s,
                                  c, heads, kv_heads, ctx_);
@@ -245,7 +255,8 @@ void CudaBackend::attention_forward(float* out, float* lse, const float* q,
 void CudaBackend::attention_backward(float* dq, std::span<const kernels::KVBlock<float>> blocks,
                                      const float* dout, const float* q, const float* out,
                                      const float* lse, int batch, int s, int c, int heads,
-                                     int kv_heads, float* workspace) {
+                                     int kv_heads, float* workspace, DocumentMask mask) {
+  no_document_mask(mask);
   const auto kv = device_blocks(blocks);
   cuda::attention_backward<float>(dq, std::span<const KVBlock<float>>(kv), dout, q, out, lse,
                                   batch, s, c, heads, kv_heads, workspace, ctx_);
@@ -409,7 +420,8 @@ void CudaBackend::rotary_backward(bf16* dx, int batch, int s, int heads, int hea
 
 void CudaBackend::attention_forward(bf16* out, float* lse, const bf16* q,
                                     std::span<const kernels::KVBlock<bf16>> blocks, int batch,
-                                    int s, int c, int heads, int kv_heads) {
+                                    int s, int c, int heads, int kv_heads, DocumentMask mask) {
+  no_document_mask(mask);
   const auto kv = device_blocks(blocks);
   cuda::attention_forward<cuda::bf16>(device(out), lse, device(q),
                                       std::span<const KVBlock<cuda::bf16>>(kv), batch, s, c, heads,
@@ -419,7 +431,8 @@ void CudaBackend::attention_forward(bf16* out, float* lse, const bf16* q,
 void CudaBackend::attention_backward(bf16* dq, std::span<const kernels::KVBlock<bf16>> blocks,
                                      const bf16* dout, const bf16* q, const bf16* out,
                                      const float* lse, int batch, int s, int c, int heads,
-                                     int kv_heads, float* workspace) {
+                                     int kv_heads, float* workspace, DocumentMask mask) {
+  no_document_mask(mask);
   const auto kv = device_blocks(blocks);
   cuda::attention_backward<cuda::bf16>(device(dq), std::span<const KVBlock<cuda::bf16>>(kv),
                                        device(dout), device(q), device(out), lse, batch, s, c,
