@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
@@ -167,6 +168,8 @@ std::vector<float> expect_equivalent_on(const PipelinePlan& plan, const TrainCon
   }
   const auto [error, name] = worst_parameter(trainer, reference);
   EXPECT_LE(error, later_tol) << "rank " << trainer.rank() << ": worst tensor " << name;
+  std::printf("[ measured ] rank %d: worst parameter error after %d steps %.2e (%s)\n", trainer.rank(),
+              global.steps, error, name.c_str());
   expect_replicas_equal(trainer);
   std::vector<float> parameters;
   for (const std::vector<float>& p : trainer.gather_parameters()) parameters.insert(parameters.end(), p.begin(), p.end());
