@@ -51,6 +51,30 @@ TEST(CrossEntropy, FloatMatchesDoubleOverALargeVocabulary) {
   EXPECT_LT(scaled_max_error(to_double(lf), logits), kFloatTolerance);
 }
 
+TEST(CrossEntropy, RowsWithoutATargetCountNothing) {
+  // kNoTarget (a packed sequence's padding): loss 0 and a zero gradient row; the other rows as
+  // without it.
+  const int n = 3, v = 7;
+  const auto logits = random_vector(n * v, 4, 2.0);
+  const std::vector<std::int32_t> targets = {2, kNoTarget, 6};
+  std::vector<double> grad = logits, losses(n);
+  const double total = cross_entropy_forward_backward(grad.data(), losses.data(), targets.data(), n, v, 0.5);
+  const std::vector<std::int32_t> kept = {2, 6};
+  std::vector<double> grad_kept, losses_kept(2);
+  grad_kept.insert(grad_kept.end(), logits.begin(), logits.begin() + v);
+  grad_kept.insert(grad_kept.end(), logits.begin() + 2 * v, logits.end());
+  const double want = cross_entropy_forward_backward(grad_kept.data(), losses_kept.data(), kept.data(), 2, v, 0.5);
+  EXPECT_EQ(total, want);
+  EXPECT_EQ(losses[1], 0.0);
+  for (int j = 0; j < v; ++j) {
+    EXPECT_EQ(grad[v + j], 0.0);
+    EXPECT_EQ(grad[j], grad_kept[j]);
+    EXPECT_EQ(grad[2 * v + j], grad_kept[v + j]);
+  }
+  const std::vector<std::int32_t> other_negative = {-2, 0, 0};
+  EXPECT_THROW(cross_entropy_forward_backward(grad.data(), losses.data(), other_negative.data(), n, v, 0.5), Error);
+}
+
 TEST(CrossEntropy, RejectsTargetsOutsideTheVocabulary) {
   std::vector<float> logits(6), losses(2);
   const std::vector<std::int32_t> targets = {1, 3};

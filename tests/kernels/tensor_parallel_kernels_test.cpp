@@ -175,13 +175,14 @@ void vocab_parallel(std::vector<std::vector<T>>& parts, const std::vector<std::i
 
 template <typename T>
 void check_cross_entropy(int t) {
-  const int n = 6, vocab = 300;
+  const int n = 7, vocab = 300;
   const int padded = (vocab + 128 * t - 1) / (128 * t) * (128 * t), rows = padded / t;
   const double scale = 1.0 / 24;
   const std::vector<double> x = random_vector(static_cast<std::size_t>(n) * vocab, 21);
   std::vector<T> whole(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) whole[i] = T(static_cast<float>(3.0 * x[i]));
-  const std::vector<std::int32_t> targets = {0, 299, 128, 127, 255, 256};
+  // The last row has no target (a packed sequence's padding): loss 0, gradient 0 on every rank.
+  const std::vector<std::int32_t> targets = {0, 299, 128, 127, 255, 256, kNoTarget};
   // The parts, padding columns filled with large logits the kernels must ignore.
   std::vector<std::vector<T>> parts(static_cast<std::size_t>(t), std::vector<T>(static_cast<std::size_t>(n) * rows));
   for (int r = 0; r < t; ++r) {

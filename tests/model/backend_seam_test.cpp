@@ -38,17 +38,17 @@ class CountingBackend : public kernels::CpuBackend {
   }
   void attention_forward(float* out, float* lse, const float* q,
                          std::span<const kernels::KVBlock<float>> blocks, int batch, int s, int c,
-                         int heads, int kv_heads) override {
+                         int heads, int kv_heads, kernels::DocumentMask mask) override {
     ++attention_forwards;
-    CpuBackend::attention_forward(out, lse, q, blocks, batch, s, c, heads, kv_heads);
+    CpuBackend::attention_forward(out, lse, q, blocks, batch, s, c, heads, kv_heads, mask);
   }
   void attention_backward(float* dq, std::span<const kernels::KVBlock<float>> blocks,
                           const float* dout, const float* q, const float* out, const float* lse,
                           int batch, int s, int c, int heads, int kv_heads,
-                          float* workspace) override {
+                          float* workspace, kernels::DocumentMask mask) override {
     ++attention_backwards;
     CpuBackend::attention_backward(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
-                                   workspace);
+                                   workspace, mask);
   }
   void normal_init(float* values, std::size_t n, double std, std::uint64_t key) override {
     ++normal_inits;

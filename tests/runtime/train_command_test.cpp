@@ -91,13 +91,24 @@ TEST_F(TrainCommand, BadConfigsExitWithOneLineNamingFileAndField) {
   EXPECT_EQ(r.status, 1) << r.err;
 }
 
-// Packed documents load (tests/data/packed_sequences_test.cpp), but attention does not mask
-// them yet: a run is refused in one line rather than silently attending across documents.
-TEST_F(TrainCommand, PackedDocumentsAreRefusedUntilAttentionMasksExist) {
+// Packed documents train end to end: byte shards of five documents (files) of 5-40 tokens
+// prepared, packed into sequences of 16 with padding, a long one split, with Seq1F1B segments.
+TEST_F(TrainCommand, TrainsOnPackedDocuments) {
+  const fs::path docs = dir_ / "docs";
+  fs::create_directories(docs);
+  const char* texts[] = {"first doc.\n", "second, a little longer document.\n", "3\n",
+                         "the fourth document is longer than one sequence of sixteen.\n", "five five\n"};
+  for (int i = 0; i < 5; ++i) std::ofstream(docs / ("d" + std::to_string(i) + ".txt")) << texts[i];
+  const Result prep = run("data prepare --tokenizer byte --val-fraction 0 --quiet --out " + (dir_ / "out").string() +
+                          " " + docs.string());
+  ASSERT_EQ(prep.status, 0) << prep.err;
   const std::string text = "{\"model\": {" + kModel + "}, \"train\": {" + kTrain +
-                           R"(}, "data": {"shards": "d", "tokenizer": "byte", "packing": "documents"}})";
-  expect_one_line_error(text, "data.packing: \"documents\": attention masks and per-document positions for packed "
-                              "documents are not built yet");
+                           R"(, "segments": [5, 11]}, "data": {"shards": ")" + (dir_ / "out").string() +
+                           R"(", "tokenizer": "byte", "packing": "documents"}})";
+  const Result r = run("train --config " + write("packed.json", text).string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("done: 3 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("whole documents into"), std::string::npos) << r.out;
 }
 
 // The LLaMA family's shape errors: one line naming the file and field, exit 1.

@@ -38,13 +38,17 @@ struct Geometry {
 
 template <typename T>
 Geometry geometry(std::span<const KVBlock<T>> blocks, int batch, int s, int c, int heads,
-                  int kv_heads) {
+                  int kv_heads, DocumentMask mask) {
   int e = 0;
   for (const auto& b : blocks) e += b.length;
   if (s <= 0 || e < s || heads <= 0 || c % heads != 0 || kv_heads <= 0 || heads % kv_heads != 0) {
     throw Error("attention: need 0 < s <= e, heads dividing C and kv_heads dividing heads; got s=" +
                 std::to_string(s) + " e=" + std::to_string(e) + " C=" + std::to_string(c) +
                 " heads=" + std::to_string(heads) + " kv_heads=" + std::to_string(kv_heads));
+  }
+  if (mask.start != nullptr && mask.stride < e) {
+    throw Error("attention: the document mask covers " + std::to_string(mask.stride) +
+                " positions of a row, the keys reach " + std::to_string(e));
   }
   const int d = c / heads;
   // Work in multiply-adds of one of the products (~s*e/2 causal pairs, C each): a thread needs
@@ -61,39 +65,63 @@ Geometry geometry(std::span<const KVBlock<T>> blocks, int batch, int s, int c, i
 
 // ---- Visibility: which keys a query sees, the one place that decides it.
 //
-// A key tile is keys [pos, pos + length) of the sequence, rows [row, row + length) of
-// blocks[block] (tiles never straddle blocks: each block is its own buffer). for_each_key_tile
-// calls fn(tile, masked) for the key tiles that some query of [q0, q1) (absolute positions)
-// sees, in increasing position; `masked` when some query of the range does not see all of the
-// tile, so the kernels ask visible_queries() key by key. Causal: query p sees keys 0..p, so the
-// tiles past the last query are never visited and only those crossing the diagonal are masked.
-// A document mask (keys of the query's own document only) changes these two functions alone:
-// its for_each_key_tile also skips the tiles that lie wholly in documents before that of the
-// range's first query, and visible_queries returns the queries of the key's own document (still
-// one interval).
+// Query position p sees keys [first(p), p]: first(p) = 0 (causal), or the start of p's document
+// under a document mask (attention.h, DocumentMask). A key tile is keys [pos, pos + length) of
+// the sequence, rows [row, row + length) of blocks[block] (tiles never straddle blocks: each block
+// is its own buffer). for_each_key_tile calls fn(tile, masked) for the key tiles that some query
+// of [q0, q1) (absolute positions) sees, in increasing position: the queries' documents are
+// consecutive intervals, so those keys are the one interval [first(q0), q1), and the tiles wholly
+// before first(q0) (earlier documents) or at or past q1 (the future) are never visited. A tile is
+// `masked` when some query of the range does not see all of it -- it crosses the diagonal, or
+// begins before first(q1 - 1), the last query's document -- and the kernels then ask
+// Visibility::queries() key by key.
 struct KeyTile {
   int block, row, pos, length;
 };
-
-template <typename T, typename Fn>
-void for_each_key_tile(std::span<const KVBlock<T>> blocks, int q0, int q1, Fn&& fn) {
-  int pos = 0;
-  for (int bi = 0; bi < static_cast<int>(blocks.size()) && pos < q1; ++bi) {
-    const int length = blocks[bi].length;
-    for (int row = 0; row < length && pos + row < q1; row += kBk) {
-      // Keys at or past q1 are seen by no query of the range: cut the tile there.
-      const KeyTile t{bi, row, pos + row, std::min({kBk, length - row, q1 - (pos + row)})};
-      fn(t, t.pos + t.length - 1 > q0);
-    }
-    pos += length;
-  }
-}
 
 // The queries [lo, hi) of a tile of `rows` queries from position p0 that see key position k.
 struct QueryRange {
   int lo, hi;
 };
-QueryRange visible_queries(int k, int p0, int rows) { return {std::clamp(k - p0, 0, rows), rows}; }
+
+// One batch row's visibility (the mask's row; null: causal).
+class Visibility {
+ public:
+  Visibility(DocumentMask mask, int b)
+      : first_(mask.start ? mask.start + static_cast<std::size_t>(b) * mask.stride : nullptr) {}
+  int first(int p) const { return first_ ? first_[p] : 0; }
+  // Causal: the queries at or after k. Documents: of those, the ones whose document starts at or
+  // before k -- a prefix of the tile, since first() is nondecreasing.
+  QueryRange queries(int k, int p0, int rows) const {
+    const int lo = std::clamp(k - p0, 0, rows);
+    int hi = rows;
+    if (first_) {
+      while (hi > lo && first_[p0 + hi - 1] > k) --hi;
+    }
+    return {lo, hi};
+  }
+
+ private:
+  const std::int32_t* first_;
+};
+
+template <typename T, typename Fn>
+void for_each_key_tile(std::span<const KVBlock<T>> blocks, const Visibility& vis, int q0, int q1,
+                       Fn&& fn) {
+  const int lo = vis.first(q0), last_first = vis.first(q1 - 1);
+  int pos = 0;
+  for (int bi = 0; bi < static_cast<int>(blocks.size()) && pos < q1; ++bi) {
+    const int length = blocks[bi].length;
+    // The block's first tile holding a key at or after lo: tiles keep the block's grid.
+    const int first_row = lo > pos ? (lo - pos) / kBk * kBk : 0;
+    for (int row = first_row; row < length && pos + row < q1; row += kBk) {
+      // Keys at or past q1 are seen by no query of the range: cut the tile there.
+      const KeyTile t{bi, row, pos + row, std::min({kBk, length - row, q1 - (pos + row)})};
+      fn(t, t.pos + t.length - 1 > q0 || t.pos < last_first);
+    }
+    pos += length;
+  }
+}
 
 // Where a (batch row, K/V head) slice of a K/V block starts; V is ckv further on.
 template <typename T>
@@ -214,9 +242,9 @@ class WidenedTiles {
 // Masks S^T's entries that the query does not see with -infinity (so they take no part in a
 // maximum and mark themselves for exp_masked).
 template <typename W>
-void mask_scores(W* st, const KeyTile& t, int p0, int rows) {
+void mask_scores(W* st, const KeyTile& t, const Visibility& visibility, int p0, int rows) {
   for (int x = 0; x < t.length; ++x) {
-    const QueryRange vis = visible_queries(t.pos + x, p0, rows);
+    const QueryRange vis = visibility.queries(t.pos + x, p0, rows);
     W* row = st + x * kBq;
     for (int i = 0; i < rows; ++i) {
       if (i < vis.lo || i >= vis.hi) row[i] = -std::numeric_limits<W>::infinity();
@@ -244,9 +272,9 @@ void exp_shifted(W* st, const W* shift, int length, int rows, bool masked) {
 // The forward with the tiles' products of `Tiles` (above).
 template <typename Tiles, typename T>
 void forward_tiles(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> blocks, int batch,
-                   int s, int c, int heads, int kv_heads) {
+                   int s, int c, int heads, int kv_heads, DocumentMask mask) {
   using W = Acc<T>;
-  const Geometry g = geometry(blocks, batch, s, c, heads, kv_heads);
+  const Geometry g = geometry(blocks, batch, s, c, heads, kv_heads, mask);
   const int d = g.d, dp = g.dp;
   const std::size_t ldkv = 2 * static_cast<std::size_t>(g.ckv);
   const int items = batch * heads * g.qtiles;
@@ -280,11 +308,12 @@ void forward_tiles(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> 
       zero(acc, acc + static_cast<std::size_t>(rows) * dp);
       std::fill(m, m + rows, kNoMax);
       zero(l, l + rows);
-      for_each_key_tile(blocks, p0, p0 + rows, [&](const KeyTile& t, bool masked) {
+      const Visibility vis(mask, b);
+      for_each_key_tile(blocks, vis, p0, p0 + rows, [&](const KeyTile& t, bool masked) {
         const KVBlock<T>& blk = blocks[t.block];
         const T* k = blk.kv + kv_offset(blk, g, b, j) + t.row * ldkv;
         tiles.scores(st, k, t.length, rows);  // S^T = k q^T / sqrt(d)
-        if (masked) mask_scores(st, t, p0, rows);
+        if (masked) mask_scores(st, t, vis, p0, rows);
         // Online softmax (FlashAttention-2 Algorithm 1, lines 8-10): the new maximum of each
         // query, P = exp(S - m), the running sum and the accumulator rescaled by
         // exp(m_old - m_new). A query that has seen no key yet keeps m = -inf, P = 0.
@@ -308,7 +337,9 @@ void forward_tiles(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> 
           for (int i = 0; i < rows; ++i) l[i] += row[i];
         }
         for (int i = 0; i < rows; ++i) {
-          if (m[i] == mt[i]) continue;
+          // A query that saw no key of the tile nor before (an earlier document's tile, under a
+          // document mask) has l = 0 exactly: its maximum stays -inf for the next tile's shift.
+          if (m[i] == mt[i] || l[i] == W(0)) continue;
           W* a = acc + static_cast<std::size_t>(i) * dp;
           const W f = alpha[i];
 #pragma omp simd
@@ -334,9 +365,9 @@ void forward_tiles(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> 
 template <typename Tiles, typename T>
 void backward_tiles(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
                     const T* out, const Acc<T>* lse, int batch, int s, int c, int heads,
-                    int kv_heads, Acc<T>* workspace) {
+                    int kv_heads, Acc<T>* workspace, DocumentMask mask) {
   using W = Acc<T>;
-  const Geometry g = geometry(blocks, batch, s, c, heads, kv_heads);
+  const Geometry g = geometry(blocks, batch, s, c, heads, kv_heads, mask);
   const int d = g.d, dp = g.dp;
   const std::size_t ldkv = 2 * static_cast<std::size_t>(g.ckv);
   const std::size_t per_thread = spec::attention_backward_tile_elements(d);
@@ -361,6 +392,7 @@ void backward_tiles(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, co
     W* dst = pt + kBk * kBq;   // (Bk, Bq) dP^T, then dS^T
     W* dd = dst + kBk * kBq;   // (Bq) D
     W* ls = dd + kBq;          // (Bq) lse
+    const Visibility vis(mask, b);
     for (int h = j * g.group; h < (j + 1) * g.group; ++h) {
       for (int qtile = 0; qtile < g.qtiles; ++qtile) {
         const int r0 = qtile * kBq;
@@ -379,14 +411,14 @@ void backward_tiles(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, co
           dd[r] = sum;
           ls[r] = lse_rows[r];
         }
-        for_each_key_tile(blocks, p0, p0 + rows, [&](const KeyTile& t, bool masked) {
+        for_each_key_tile(blocks, vis, p0, p0 + rows, [&](const KeyTile& t, bool masked) {
           const KVBlock<T>& blk = blocks[t.block];
           const std::size_t off = kv_offset(blk, g, b, j) + t.row * ldkv;
           const T* k = blk.kv + off;
           W* dk = blk.dkv + off;
           // P^T = exp(k q^T / sqrt(d) - lse), zero where a query does not see the key.
           tiles.scores(pt, k, t.length, rows);
-          if (masked) mask_scores(pt, t, p0, rows);
+          if (masked) mask_scores(pt, t, vis, p0, rows);
           exp_shifted(pt, ls, t.length, rows, masked);
           tiles.accumulate_dv(dk + g.ckv, pt, t.length, rows, dst);  // dv += P^T dout
           // dP^T = v dout^T; dS^T = P^T * (dP^T - D).
@@ -416,41 +448,41 @@ void backward_tiles(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, co
 // bf16 takes the vdpbf16ps products where this process may (attention_path.h).
 template <typename T>
 void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> blocks,
-                       int batch, int s, int c, int heads, int kv_heads) {
+                       int batch, int s, int c, int heads, int kv_heads, DocumentMask mask) {
 #if defined(PLAIT_TILE_DPBF16)
   if constexpr (std::is_same_v<T, bf16>) {
     if (attention_bf16_path() == AttentionBf16Path::kDpBf16) {
-      forward_tiles<DpBf16Tiles>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
+      forward_tiles<DpBf16Tiles>(out, lse, q, blocks, batch, s, c, heads, kv_heads, mask);
       return;
     }
   }
 #endif
-  forward_tiles<WidenedTiles<T>>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
+  forward_tiles<WidenedTiles<T>>(out, lse, q, blocks, batch, s, c, heads, kv_heads, mask);
 }
 
 template <typename T>
 void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
                         const T* out, const Acc<T>* lse, int batch, int s, int c, int heads,
-                        int kv_heads, Acc<T>* workspace) {
+                        int kv_heads, Acc<T>* workspace, DocumentMask mask) {
 #if defined(PLAIT_TILE_DPBF16)
   if constexpr (std::is_same_v<T, bf16>) {
     if (attention_bf16_path() == AttentionBf16Path::kDpBf16) {
       backward_tiles<DpBf16Tiles>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
-                                  workspace);
+                                  workspace, mask);
       return;
     }
   }
 #endif
   backward_tiles<WidenedTiles<T>>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
-                                  workspace);
+                                  workspace, mask);
 }
 
 #define PLAIT_ATTENTION_INSTANTIATE(T)                                                        \
   template void attention_forward<T>(T*, Acc<T>*, const T*, std::span<const KVBlock<T>>, int, \
-                                     int, int, int, int);                                     \
+                                     int, int, int, int, DocumentMask);                       \
   template void attention_backward<T>(T*, std::span<const KVBlock<T>>, const T*, const T*,    \
                                       const T*, const Acc<T>*, int, int, int, int, int,       \
-                                      Acc<T>*);
+                                      Acc<T>*, DocumentMask);
 PLAIT_ATTENTION_INSTANTIATE(double)
 PLAIT_ATTENTION_INSTANTIATE(float)
 PLAIT_ATTENTION_INSTANTIATE(bf16)

@@ -22,8 +22,9 @@
 // (query tile, key tile) block of scores, so the (s, e) probability matrix is never stored. The
 // forward keeps each row's log-sum-exp; the backward recomputes each block's probabilities from
 // it. Which key tiles a query tile visits, and which keys of a tile each row sees, is decided in
-// one place (attention.cpp, "Visibility"): causal today; a document mask would skip whole key
-// tiles there.
+// one place (attention.cpp, "Visibility"): causal, and with a document mask (DocumentMask below)
+// the key tiles wholly before the query's document are never visited and partial tiles are
+// masked key by key.
 //
 // Precision: T = double (the tests' reference), float (the fp32 engine) or bf16 (storage only:
 // q, kv, out, dout and dq are bf16). Arithmetic is in Acc<T> (kernels/accumulator.h: fp32 for
@@ -35,6 +36,7 @@
 // accumulators stay fp32. Results are the same for any OpenMP thread count (each output element
 // is computed by one thread in a fixed order).
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "plait/kernels/accumulator.h"
@@ -49,16 +51,32 @@ struct KVBlock {
   int length;
 };
 
-// out (B,s,C) = softmax(q k^T / sqrt(d) + causal mask) v, per query head with its group's K/V
-// head; lse (B,heads,s) = log sum_{k visible} exp(q.k / sqrt(d)) of each row, in units of the
+// Document masks for sequences packed from several documents (issue 24): attention stays inside
+// each document, as Llama 3 pre-trains (Dubey et al. 2024, "The Llama 3 Herd of Models", the
+// pre-training recipe) and as FlashAttention's variable-length kernels and PyTorch
+// flex-attention's document masks compute it. Query position p of batch row b sees key k iff
+// start[b * stride + p] <= k <= p, where start[b * stride + p] is the position at which the
+// document holding p begins: per token, so that any segment [start, start + s) of the row finds
+// its queries' documents by absolute position. Along a row start is nondecreasing, start[p] <= p
+// and start[start[p]] == start[p] (a document is one interval). start == nullptr: each row is one
+// document (plain causal attention). stride: the positions of a row the array covers (>= e).
+// Host memory: the CPU kernels read it in place.
+struct DocumentMask {
+  const std::int32_t* start = nullptr;
+  int stride = 0;
+  bool operator==(const DocumentMask&) const = default;
+};
+
+// out (B,s,C) = softmax(q k^T / sqrt(d) + causal and document mask) v, per query head with its
+// group's K/V head; lse (B,heads,s) = log sum_{k visible} exp(q.k / sqrt(d)) of each row, in units of the
 // scaled scores (as kernels/cuda/attention.h), kept for the backward. The blocks' lengths must
 // sum to e >= s; the query offset is start = e - s. OpenMP runs one (batch row, head, query
 // tile) per item, each on a per-thread scratch of spec::attention_forward_tile_elements(d)
 // Acc<T> allocated for the call. Throws plait::Error unless 0 < s <= e, heads divides C and
-// kv_heads divides heads.
+// kv_heads divides heads, and a mask's stride covers e.
 template <typename T>
 void attention_forward(T* out, Acc<T>* lse, const T* q, std::span<const KVBlock<T>> blocks,
-                       int batch, int s, int c, int heads, int kv_heads);
+                       int batch, int s, int c, int heads, int kv_heads, DocumentMask mask = {});
 
 // Elements of Acc<T> attention_backward's workspace needs with `threads` OpenMP threads, for
 // head dimension head_dim (spec/attention_tiles.h: one tile scratch per thread, whatever s, e).
@@ -75,11 +93,11 @@ inline std::size_t attention_backward_workspace(int head_dim, int threads) {
 // out and lse are the forward's. OpenMP runs one (batch row, K/V head) per item: its g query
 // heads (in the order j*g .. j*g+g-1) and their query tiles in order on one thread, since they
 // all accumulate into the same dk/dv slice (deterministic and race-free); a query tile's dq is
-// summed over its key tiles in Acc<T> and rounded once.
+// summed over its key tiles in Acc<T> and rounded once. mask: the forward's.
 // workspace: attention_backward_workspace(d, omp_get_max_threads()) elements.
 template <typename T>
 void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
                         const T* out, const Acc<T>* lse, int batch, int s, int c, int heads,
-                        int kv_heads, Acc<T>* workspace);
+                        int kv_heads, Acc<T>* workspace, DocumentMask mask = {});
 
 }  // namespace plait::kernels

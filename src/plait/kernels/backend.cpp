@@ -131,11 +131,12 @@ void Backend::rotary_backward(bf16*, int, int, int, int, int, int, double) {
   no_bf16(*this, "rotary");
 }
 void Backend::attention_forward(bf16*, float*, const bf16*, std::span<const KVBlock<bf16>>, int,
-                                int, int, int, int) {
+                                int, int, int, int, DocumentMask) {
   no_bf16(*this, "attention");
 }
 void Backend::attention_backward(bf16*, std::span<const KVBlock<bf16>>, const bf16*, const bf16*,
-                                 const bf16*, const float*, int, int, int, int, int, float*) {
+                                 const bf16*, const float*, int, int, int, int, int, float*,
+                                 DocumentMask) {
   no_bf16(*this, "attention");
 }
 void Backend::embedding_forward(bf16*, const std::int32_t*, const bf16*, const bf16*, int, int,

@@ -94,14 +94,15 @@ class Backend : public MemorySpace {
                                int row_stride, int pos0, double theta) = 0;
   // lse: (B, H, s) floats kept from the forward to the backward, each row's log-sum-exp (both
   // backends run FlashAttention-2 and never store the probabilities); the backward reads the
-  // forward's output `out` too.
+  // forward's output `out` too. mask: packed documents (attention.h, DocumentMask; host memory),
+  // the backward's the forward's.
   virtual void attention_forward(float* out, float* lse, const float* q,
                                  std::span<const KVBlock<float>> blocks, int batch, int s, int c,
-                                 int heads, int kv_heads) = 0;
+                                 int heads, int kv_heads, DocumentMask mask = {}) = 0;
   virtual void attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
                                   const float* dout, const float* q, const float* out,
                                   const float* lse, int batch, int s, int c, int heads,
-                                  int kv_heads, float* workspace) = 0;
+                                  int kv_heads, float* workspace, DocumentMask mask = {}) = 0;
   // tokens: device memory (copied there from the host by the caller).
   virtual void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                                  const float* wpe, int batch, int s, int c, int pos0,
@@ -169,11 +170,11 @@ class Backend : public MemorySpace {
   // forward's output. workspace: attention_backward_workspace(...) fp32 elements.
   virtual void attention_forward(bf16* out, float* lse, const bf16* q,
                                  std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
-                                 int heads, int kv_heads);
+                                 int heads, int kv_heads, DocumentMask mask = {});
   virtual void attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks,
                                   const bf16* dout, const bf16* q, const bf16* out,
                                   const float* lse, int batch, int s, int c, int heads,
-                                  int kv_heads, float* workspace);
+                                  int kv_heads, float* workspace, DocumentMask mask = {});
   virtual void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,
                                  const bf16* wpe, int batch, int s, int c, int pos0, int vocab);
   virtual void embedding_backward(float* dwte, float* dwpe, const bf16* dout,

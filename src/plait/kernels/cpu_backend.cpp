@@ -124,16 +124,16 @@ void CpuBackend::rotary_backward(float* dx, int batch, int s, int heads, int hea
 
 void CpuBackend::attention_forward(float* out, float* lse, const float* q,
                                    std::span<const KVBlock<float>> blocks, int batch, int s, int c,
-                                   int heads, int kv_heads) {
-  kernels::attention_forward<float>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
+                                   int heads, int kv_heads, DocumentMask mask) {
+  kernels::attention_forward<float>(out, lse, q, blocks, batch, s, c, heads, kv_heads, mask);
 }
 
 void CpuBackend::attention_backward(float* dq, std::span<const KVBlock<float>> blocks,
                                     const float* dout, const float* q, const float* out,
                                     const float* lse, int batch, int s, int c, int heads,
-                                    int kv_heads, float* workspace) {
+                                    int kv_heads, float* workspace, DocumentMask mask) {
   kernels::attention_backward<float>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
-                                     workspace);
+                                     workspace, mask);
 }
 
 void CpuBackend::embedding_forward(float* out, const std::int32_t* tokens, const float* wte,

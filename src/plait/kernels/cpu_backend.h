@@ -67,10 +67,11 @@ class CpuBackend : public Backend {
                        int pos0, double theta) override;
   void attention_forward(float* out, float* lse, const float* q,
                          std::span<const KVBlock<float>> blocks, int batch, int s, int c,
-                         int heads, int kv_heads) override;
+                         int heads, int kv_heads, DocumentMask mask = {}) override;
   void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
                           const float* q, const float* out, const float* lse, int batch, int s,
-                          int c, int heads, int kv_heads, float* workspace) override;
+                          int c, int heads, int kv_heads, float* workspace,
+                          DocumentMask mask = {}) override;
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                          const float* wpe, int batch, int s, int c, int pos0,
                          int vocab) override;
@@ -119,10 +120,11 @@ class CpuBackend : public Backend {
                        int pos0, double theta) override;
   void attention_forward(bf16* out, float* lse, const bf16* q,
                          std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
-                         int heads, int kv_heads) override;
+                         int heads, int kv_heads, DocumentMask mask = {}) override;
   void attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks, const bf16* dout,
                           const bf16* q, const bf16* out, const float* lse, int batch, int s,
-                          int c, int heads, int kv_heads, float* workspace) override;
+                          int c, int heads, int kv_heads, float* workspace,
+                          DocumentMask mask = {}) override;
   void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte, const bf16* wpe,
                          int batch, int s, int c, int pos0, int vocab) override;
   void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const std::int32_t* tokens,

@@ -106,16 +106,16 @@ void CpuBackend::rotary_backward(bf16* dx, int batch, int s, int heads, int head
 
 void CpuBackend::attention_forward(bf16* out, float* lse, const bf16* q,
                                    std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
-                                   int heads, int kv_heads) {
-  kernels::attention_forward<bf16>(out, lse, q, blocks, batch, s, c, heads, kv_heads);
+                                   int heads, int kv_heads, DocumentMask mask) {
+  kernels::attention_forward<bf16>(out, lse, q, blocks, batch, s, c, heads, kv_heads, mask);
 }
 
 void CpuBackend::attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks,
                                     const bf16* dout, const bf16* q, const bf16* out,
                                     const float* lse, int batch, int s, int c, int heads,
-                                    int kv_heads, float* workspace) {
+                                    int kv_heads, float* workspace, DocumentMask mask) {
   kernels::attention_backward<bf16>(dq, blocks, dout, q, out, lse, batch, s, c, heads, kv_heads,
-                                    workspace);
+                                    workspace, mask);
 }
 
 void CpuBackend::embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,

@@ -23,7 +23,7 @@ double cross_entropy_forward_backward(T* logits, Acc<T>* losses, const std::int3
   using F = Acc<T>;
   constexpr bool kStoresExponentials = std::is_same_v<T, F>;
   for (int i = 0; i < n; ++i) {
-    if (targets[i] < 0 || targets[i] >= v) {
+    if ((targets[i] < 0 && targets[i] != kNoTarget) || targets[i] >= v) {
       throw Error("cross entropy: target " + std::to_string(targets[i]) + " at row " +
                   std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(v) + ")");
     }
@@ -33,6 +33,11 @@ double cross_entropy_forward_backward(T* logits, Acc<T>* losses, const std::int3
 #pragma omp parallel for schedule(static) reduction(+ : total) if (parallel_worthwhile(std::int64_t{n} * v))
   for (int i = 0; i < n; ++i) {
     T* row = logits + static_cast<std::size_t>(i) * v;
+    if (targets[i] == kNoTarget) {
+      losses[i] = F(0);
+      std::fill(row, row + v, from_float<T>(F(0)));
+      continue;
+    }
     const F m = max_of(row, v);
     const F target_logit = to_float(row[targets[i]]);
     // The normaliser: float partial sums over chunks (vectorised), added in double (a float

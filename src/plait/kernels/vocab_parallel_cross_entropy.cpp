@@ -6,6 +6,7 @@
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/kernels/cross_entropy.h"
 #include "plait/kernels/fast_math.h"
 #include "plait/kernels/parallel.h"
 
@@ -15,7 +16,7 @@ template <typename T>
 void cross_entropy_shard_max(const T* logits, const std::int32_t* targets, int n, int v_local, int v_valid,
                              int vocab_begin, int vocab, float* max, float* target_logit) {
   for (int i = 0; i < n; ++i) {
-    if (targets[i] < 0 || targets[i] >= vocab) {
+    if ((targets[i] < 0 && targets[i] != kNoTarget) || targets[i] >= vocab) {
       throw Error("cross entropy: target " + std::to_string(targets[i]) + " at row " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
     }
@@ -28,7 +29,7 @@ void cross_entropy_shard_max(const T* logits, const std::int32_t* targets, int n
     const T* row = logits + static_cast<std::size_t>(i) * v_local;
     // A rank whose columns are all padding takes no part in the maximum.
     max[i] = v_valid > 0 ? static_cast<float>(max_of(row, v_valid)) : -INFINITY;
-    const int local = targets[i] - vocab_begin;
+    const int local = targets[i] == kNoTarget ? -1 : targets[i] - vocab_begin;
     target_logit[i] = local >= 0 && local < v_valid ? static_cast<float>(to_float(row[local])) : 0.0f;
   }
 }
@@ -63,6 +64,11 @@ double cross_entropy_shard_finish(T* logits, Acc<T>* losses, const std::int32_t*
 #pragma omp parallel for schedule(static) reduction(+ : total) if (parallel_worthwhile(std::int64_t{n} * v_local))
   for (int i = 0; i < n; ++i) {
     T* row = logits + static_cast<std::size_t>(i) * v_local;
+    if (targets[i] == kNoTarget) {
+      losses[i] = F(0);
+      std::fill(row, row + v_local, from_float<T>(F{0}));
+      continue;
+    }
     const F m = static_cast<F>(max[i]);
     const double loss = std::log(sum[i]) + static_cast<double>(m) - static_cast<double>(target_logit[i]);
     losses[i] = static_cast<F>(loss);

@@ -14,6 +14,7 @@
 // accumulator type added in double, one rounding of each bf16 gradient with the target's
 // -loss_scale before it), so only the association of the normaliser's sum across ranks differs
 // from the single process.
+// Rows whose target is kNoTarget (cross_entropy.h) count nothing: loss 0, gradient row 0.
 // Padding: the vocabulary is padded to a multiple of 128 t (spec::padded_vocab); a rank's columns
 // at or beyond `v_valid` (global index >= V) are padding, excluded from the maximum and the sum,
 // and their gradient is 0 (the "masked" padded logits).
@@ -25,7 +26,8 @@
 
 namespace plait::kernels {
 
-// logits (N, v_local); targets (N) in [0, vocab) (checked); max, target_logit: (N) out.
+// logits (N, v_local); targets (N) in [0, vocab) or kNoTarget (checked); max, target_logit: (N)
+// out.
 template <typename T>
 void cross_entropy_shard_max(const T* logits, const std::int32_t* targets, int n, int v_local, int v_valid,
                              int vocab_begin, int vocab, float* max, float* target_logit);

@@ -61,6 +61,10 @@ struct LayerState {
   PooledBuffer dkv;  // their gradient accumulator, kv_cache, from the micro-batch's first B to W
                      // (bf16: to the end of this unit's B, which rounds it into dkv_kept)
   PooledBuffer dkv_kept;  // bf16 only: the completed dK/dV, kv_cache, from this unit's B to W
+  // The micro-batch's packed documents (null start: each row one document), set by the stage
+  // model before F: attention's mask, and positions restarting at each document
+  // (position_runs.h). Host memory the stage model holds for the micro-batch.
+  kernels::DocumentMask documents;
 };
 
 class Block {

@@ -54,7 +54,8 @@ void Gpt2Block<T>::saved_forward(Gpt2State& st, std::span<const KVRef> prefix, i
   st.atty = act(static_cast<std::size_t>(n) * cq);
   // GPT-2 is multi-head attention: every query head has its own K/V head (kv_heads = heads).
   backend_.attention_forward(st.atty.template as<T>(), st.lse.data(), st.q.template as<T>(),
-                             std::span<const kernels::KVBlock<T>>(blocks), batch, s, cq, h, h);
+                             std::span<const kernels::KVBlock<T>>(blocks), batch, s, cq, h, h,
+                             st.documents);
   st.x_mid = act(nsc);
   tp_.row_parallel_forward(st.x_mid.template as<T>(), st.atty.template as<T>(), p_.proj_w, p_.proj_b,
                            st.x_in.template as<T>(), n, cq, c, pool);
@@ -141,7 +142,7 @@ void Gpt2Block<T>::backward_input(LayerState& state, std::span<const KVRef> kv, 
   backend_.attention_backward(st.dq.template as<T>(), std::span<const kernels::KVBlock<T>>(blocks),
                               d_atty.template as<T>(), st.q.template as<T>(),
                               st.atty.template as<T>(), st.lse.data(), batch, s, cq, h, h,
-                              workspace.data());
+                              workspace.data(), st.documents);
   const T* dkv = complete_dkv<T>(st, pool, backend_);
   tp_.column_parallel_backward_input(
       st.d_ln1.template as<T>(),

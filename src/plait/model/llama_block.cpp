@@ -2,9 +2,28 @@
 
 #include "plait/core/memory_category.h"
 #include "plait/model/layer_precision.h"
+#include "plait/model/position_runs.h"
 #include "plait/spec/unit_memory.h"
 
 namespace plait::model {
+namespace {
+
+// Rotary positions over x (B, s, stride), forward or backward: the segment's positions, which
+// restart at each document of a packed row (position_runs.h).
+template <typename X>
+void rotate(kernels::Backend& backend, X* x, const LayerState& st, int batch, const spec::Segment& seg,
+            int heads, int d, int stride, double theta, bool backward) {
+  for_each_position_run(st.documents, batch, seg, [&](int b, int rows, int column, int length, int pos0) {
+    X* at = x + (static_cast<std::size_t>(b) * seg.length + column) * stride;
+    if (backward) {
+      backend.rotary_backward(at, rows, length, heads, d, stride, pos0, theta);
+    } else {
+      backend.rotary_forward(at, rows, length, heads, d, stride, pos0, theta);
+    }
+  });
+}
+
+}  // namespace
 
 template <typename W>
 LlamaTensors<W> LlamaTensors<W>::locate(const spec::ModelSpec& model, W* base,
@@ -45,17 +64,17 @@ void LlamaBlock<T>::saved_forward(LlamaState& st, std::span<const KVRef> prefix,
     if (with_kv) {
       st.kv = pool.acquire_as<T>(MemoryCategory::kKVCache, static_cast<std::size_t>(n) * 2 * k);
       backend_.matmul_forward(st.kv.template as<T>(), n1, p_.kv_w, nullptr, nullptr, n, c, 2 * k);
-      backend_.rotary_forward(st.kv.template as<T>(), batch, s, kvh, d, 2 * k, seg.start,
-                              model_.rope_theta);
+      rotate(backend_, st.kv.template as<T>(), st, batch, seg, kvh, d, 2 * k, model_.rope_theta, false);
     }
   }
-  backend_.rotary_forward(st.q.template as<T>(), batch, s, h, d, cq, seg.start, model_.rope_theta);
+  rotate(backend_, st.q.template as<T>(), st, batch, seg, h, d, cq, model_.rope_theta, false);
   std::vector<kernels::KVBlock<T>> blocks = typed_blocks<T>(prefix);
   blocks.push_back({st.kv.template as<T>(), nullptr, s});
   st.lse = stat(static_cast<std::size_t>(batch) * h * s);
   st.atty = act(static_cast<std::size_t>(n) * cq);
   backend_.attention_forward(st.atty.template as<T>(), st.lse.data(), st.q.template as<T>(),
-                             std::span<const kernels::KVBlock<T>>(blocks), batch, s, cq, h, kvh);
+                             std::span<const kernels::KVBlock<T>>(blocks), batch, s, cq, h, kvh,
+                             st.documents);
   st.x_mid = act(nsc);
   tp_.row_parallel_forward(st.x_mid.template as<T>(), st.atty.template as<T>(), p_.o_w, nullptr,
                            st.x_in.template as<T>(), n, cq, c, pool);
@@ -141,10 +160,9 @@ void LlamaBlock<T>::backward_input(LayerState& state, std::span<const KVRef> kv,
   backend_.attention_backward(st.dq.template as<T>(), std::span<const kernels::KVBlock<T>>(blocks),
                               d_atty.template as<T>(), st.q.template as<T>(),
                               st.atty.template as<T>(), st.lse.data(), batch, s, cq, h, kvh,
-                              workspace.data());
-  backend_.rotary_backward(st.dq.template as<T>(), batch, s, h, d, cq, seg.start,
-                           model_.rope_theta);
-  backend_.rotary_backward(st.dkv.data(), batch, s, kvh, d, 2 * k, seg.start, model_.rope_theta);
+                              workspace.data(), st.documents);
+  rotate(backend_, st.dq.template as<T>(), st, batch, seg, h, d, cq, model_.rope_theta, true);
+  rotate(backend_, st.dkv.data(), st, batch, seg, kvh, d, 2 * k, model_.rope_theta, true);
   const T* dkv = complete_dkv<T>(st, pool, backend_);
   tp_.column_parallel_backward_input(st.d_n1.template as<T>(),
                                      {{st.dq.template as<T>(), p_.q_w, cq}, {dkv, p_.kv_w, 2 * k}}, n, c, pool);

@@ -7,6 +7,7 @@
 
 #include "plait/core/error.h"
 #include "plait/model/parameter_init.h"
+#include "plait/model/position_runs.h"
 #include "plait/model/tensor_shard_copy.h"
 #include "plait/spec/precision_policy.h"
 
@@ -209,6 +210,16 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
     }
     m = &microbatches_[microbatch];
     m->batch = batch;
+    if (auto it = next_documents_.find(microbatch); it != next_documents_.end()) {
+      m->documents = std::move(it->second);
+      next_documents_.erase(it);
+      if (m->documents.start.size() != static_cast<std::size_t>(batch) * m->documents.stride) {
+        const std::size_t given = m->documents.start.size();
+        microbatches_.erase(microbatch);
+        fail(microbatch, seg, "its document mask holds " + std::to_string(given) + " positions, expected batch " +
+                                  std::to_string(batch) + " x stride");
+      }
+    }
   } else {
     auto it = microbatches_.find(microbatch);
     if (it == microbatches_.end() || static_cast<int>(it->second.units.size()) != seg.index) {
@@ -232,6 +243,11 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
   const int c = config_.hidden;
   const int s = seg.length;
   const int n = batch * s;
+  const kernels::DocumentMask documents = m->documents.mask();
+  if (documents.start != nullptr && seg.end() > documents.stride) {
+    fail(microbatch, seg, "ends at " + std::to_string(seg.end()) + ", past the " +
+                              std::to_string(documents.stride) + " positions its document mask covers");
+  }
   if (s % widths_.t != 0) {
     fail(microbatch, seg, "a segment of " + std::to_string(s) + " tokens does not split over the tensor-parallel "
                           "group of " + std::to_string(widths_.t) + " (sequence parallelism)");
@@ -241,7 +257,10 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
   UnitState& u = m->units.emplace_back();
   u.segment = seg;
   u.layers.reserve(static_cast<std::size_t>(nl));
-  for (const auto& block : blocks_) u.layers.push_back(block->make_state());
+  for (const auto& block : blocks_) {
+    u.layers.push_back(block->make_state());
+    u.layers.back()->documents = documents;
+  }
   try {
     // The buffer that receives the input of local layer i (i == nl: the head's input, or the
     // stage output).
@@ -255,7 +274,7 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
       u.tokens = pool_.acquire(kAct, static_cast<std::size_t>(n));
       backend_.copy(u.tokens.ints(), tokens, static_cast<std::size_t>(n) * sizeof(std::int32_t),
                     CopyKind::kHostToDevice);
-      embed<T>(u, batch, x);
+      embed<T>(u, batch, documents, x);
     } else {
       backend_.copy(x, in, nc * sizeof(T), CopyKind::kDeviceToDevice);
     }
@@ -268,6 +287,7 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
         std::unique_ptr<LayerState> kept = blocks_[i]->make_state();
         kept->x_in = std::move(u.layers[i]->x_in);
         kept->kv = std::move(u.layers[i]->kv);
+        kept->documents = documents;
         u.layers[i] = std::move(kept);
       }
     }
@@ -279,21 +299,29 @@ double StageModel::run_forward(int microbatch, int batch, Segment seg, const T* 
   }
 }
 
+// The lookups run over the unit's runs of consecutive positions (position_runs.h: the whole unit
+// at once without documents; each document's piece of a row with them, its positions from 0).
 template <typename T>
-void StageModel::embed(UnitState& u, int batch, T* x) {
+void StageModel::embed(UnitState& u, int batch, kernels::DocumentMask documents, T* x) {
   const int c = config_.hidden, s = u.segment.length, n = batch * s;
+  const std::int32_t* tokens = u.tokens.ints();
+  auto at = [&](int b, int column) { return static_cast<std::size_t>(b) * s + column; };
   if (!tp_) {
-    backend_.embedding_forward(x, u.tokens.ints(), wte_.as<T>(), wpe_.as<T>(), batch, s, c,
-                               u.segment.start, config_.vocab);
+    for_each_position_run(documents, batch, u.segment, [&](int b, int rows, int column, int length, int pos0) {
+      backend_.embedding_forward(x + at(b, column) * c, tokens + at(b, column), wte_.as<T>(), wpe_.as<T>(), rows,
+                                 length, c, pos0, config_.vocab);
+    });
     return;
   }
   // Vocabulary-parallel (spec/tensor_parallel_plan.h): the rank's rows of the table looked up
   // for all n tokens, the position table added by rank 0 alone, summed over the group into each
   // rank's slice.
   PooledBuffer sum = pool_.acquire(MemoryCategory::kCommBuffers, static_cast<std::size_t>(n) * c);
-  backend_.embedding_forward_shard(sum.data(), u.tokens.ints(), wte_.as<T>(),
-                                   spec_.tp_rank == 0 ? wpe_.as<T>() : nullptr, batch, s, c,
-                                   u.segment.start, config_.vocab, vocab_.begin, vocab_.rows);
+  for_each_position_run(documents, batch, u.segment, [&](int b, int rows, int column, int length, int pos0) {
+    backend_.embedding_forward_shard(sum.data() + at(b, column) * c, tokens + at(b, column), wte_.as<T>(),
+                                     spec_.tp_rank == 0 ? wpe_.as<T>() : nullptr, rows, length, c, pos0,
+                                     config_.vocab, vocab_.begin, vocab_.rows);
+  });
   TensorParallelOps<T>(tp_, backend_).finish(x, sum, nullptr, nullptr, n, c);
 }
 
@@ -464,7 +492,7 @@ void StageModel::run_backward(int microbatch, Segment seg, const T* grad_out, T*
   }
   u.b_done = true;
   if (fused) {
-    if (spec_.has_embedding) embedding_backward_weight<T>(u, batch);
+    if (spec_.has_embedding) embedding_backward_weight<T>(u, batch, m.documents.mask());
     u.w_done = true;
     release_if_finished(microbatch);
   }
@@ -482,7 +510,9 @@ void StageModel::backward_weight(int microbatch, Segment seg) {
     blocks_[i]->backward_weight(*u.layers[i], m.batch, seg, pool_);
   }
   if (spec_.has_embedding) {
-    bf ? embedding_backward_weight<bf16>(u, m.batch) : embedding_backward_weight<float>(u, m.batch);
+    const kernels::DocumentMask documents = m.documents.mask();
+    bf ? embedding_backward_weight<bf16>(u, m.batch, documents)
+       : embedding_backward_weight<float>(u, m.batch, documents);
   }
   u.w_done = true;
   release_if_finished(microbatch);
@@ -562,21 +592,33 @@ void StageModel::final_norm_backward_weight(HeadState& hs, int n) {
 }
 
 template <typename T>
-void StageModel::embedding_backward_weight(UnitState& u, int batch) {
+void StageModel::embedding_backward_weight(UnitState& u, int batch, kernels::DocumentMask documents) {
   const int c = config_.hidden, s = u.segment.length;
+  const std::int32_t* tokens = u.tokens.ints();
+  auto at = [&](int b, int column) { return static_cast<std::size_t>(b) * s + column; };
   if (!tp_) {
-    backend_.embedding_backward(wte_grad_, wpe_grad_, u.d_embed.as<T>(), u.tokens.ints(), batch, s, c,
-                                u.segment.start, config_.vocab);
+    const T* dout = u.d_embed.as<T>();
+    for_each_position_run(documents, batch, u.segment, [&](int b, int rows, int column, int length, int pos0) {
+      backend_.embedding_backward(wte_grad_, wpe_grad_, dout + at(b, column) * c, tokens + at(b, column), rows,
+                                  length, c, pos0, config_.vocab);
+    });
   } else {
     // The rank's rows of the table and the whole position table from the gathered gradient of
     // the embedding's output (no reduction of either over the group needed).
     PooledBuffer gathered;
     const T* dout = TensorParallelOps<T>(tp_, backend_).gather(gathered, u.d_embed.as<T>(), batch * s, c, pool_);
-    backend_.embedding_backward_shard(wte_grad_, wpe_grad_, dout, u.tokens.ints(), batch, s, c, u.segment.start,
-                                      vocab_.begin, vocab_.rows);
+    for_each_position_run(documents, batch, u.segment, [&](int b, int rows, int column, int length, int pos0) {
+      backend_.embedding_backward_shard(wte_grad_, wpe_grad_, dout + at(b, column) * c, tokens + at(b, column), rows,
+                                        length, c, pos0, vocab_.begin, vocab_.rows);
+    });
   }
   u.tokens.reset();
   u.d_embed.reset();
+}
+
+void StageModel::set_documents(int microbatch, std::vector<std::int32_t> start, int stride) {
+  if (stride < 1) throw Error(range_name(spec_) + ": micro-batch " + std::to_string(microbatch) + ": a document mask of stride " + std::to_string(stride));
+  next_documents_[microbatch] = Documents{std::move(start), stride};
 }
 
 void StageModel::discard(int microbatch) { microbatches_.erase(microbatch); }

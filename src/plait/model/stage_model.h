@@ -145,6 +145,16 @@ class StageModel {
   // freed at once). Bitwise the same gradients as backward_input then backward_weight.
   void backward(int microbatch, Segment segment, ConstTypedPtr grad_out, TypedPtr grad_in);
 
+  // Packed documents (issue 24): the document mask of micro-batch `microbatch`'s rows for its
+  // next forward -- start[b * stride + p] is where the document holding position p of row b
+  // begins (kernels/attention.h, DocumentMask; stride >= the sequence's length). Its units then
+  // attend only within each document, and their positions (rotary, GPT-2's learned ones)
+  // restart at each document's start (position_runs.h). Call before the micro-batch's first
+  // forward (segment 0), on every stage; a micro-batch forwarded without it is one document per
+  // row. Host memory held with the micro-batch, outside the tracker (B x stride int32, as the
+  // caller's token ids).
+  void set_documents(int microbatch, std::vector<std::int32_t> start, int stride);
+
   // Drops everything held for a micro-batch (e.g. an evaluation forward with no backward).
   void discard(int microbatch);
   // Micro-batches with state held (0 when every unit has had its W).
@@ -189,9 +199,17 @@ class StageModel {
     HeadState head;
     std::vector<std::unique_ptr<LayerState>> layers;
   };
+  struct Documents {
+    std::vector<std::int32_t> start;  // empty: each row one document
+    int stride = 0;
+    kernels::DocumentMask mask() const {
+      return start.empty() ? kernels::DocumentMask{} : kernels::DocumentMask{start.data(), stride};
+    }
+  };
   struct MicrobatchState {
     int batch = 0;
     bool backward_started = false;
+    Documents documents;
     std::vector<UnitState> units;  // by segment index
   };
 
@@ -214,11 +232,11 @@ class StageModel {
   template <typename T>
   void head_backward_weight(UnitState& u, int batch);
   template <typename T>
-  void embedding_backward_weight(UnitState& u, int batch);
+  void embedding_backward_weight(UnitState& u, int batch, kernels::DocumentMask documents);
   // The embedding's F into x (the stage's first input) and the head's cross-entropy, both with
   // or without TP.
   template <typename T>
-  void embed(UnitState& u, int batch, T* x);
+  void embed(UnitState& u, int batch, kernels::DocumentMask documents, T* x);
   template <typename T>
   double cross_entropy(HeadState& hs, int n, const std::int32_t* targets, double loss_scale);
   // The final norm of the family (gpt2 LayerNorm, llama RMSNorm) over the head's input.
@@ -263,6 +281,7 @@ class StageModel {
   float* lnf_b_grad_ = nullptr;
   float* head_w_grad_ = nullptr;
   std::map<int, MicrobatchState> microbatches_;
+  std::map<int, Documents> next_documents_;  // set_documents's, until the micro-batch's first F
   // Generation: per local layer, the K|V rows (capacity, 2 Ckv) of the positions decoded.
   std::vector<PooledBuffer> decode_cache_;
   std::int64_t decode_capacity_ = 0;

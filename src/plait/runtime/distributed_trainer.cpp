@@ -6,6 +6,7 @@
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
+#include "plait/data/document_mask.h"
 #include "plait/data/fixed_step_source.h"
 #include "plait/optim/grad_clip.h"
 #include "plait/runtime/rank_gather.h"
@@ -253,7 +254,12 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
   if (options_.failure.at(rank_, step, FailureInjection::Kind::kKillInEval)) {
     failure = {rank_, step, FailureInjection::Kind::kKill};
   }
-  const double scale = 1.0 / (static_cast<double>(batches) * static_cast<double>(plan_.global_tokens()));
+  // The mean over the targets that count in all the rounds (data/document_mask.h).
+  std::int64_t counted = 0;
+  for (int b = 0; b < batches; ++b) {
+    counted += data::counted_targets(data::FixedStepSource(source, b), step, plan_.global_microbatches());
+  }
+  const double scale = 1.0 / static_cast<double>(counted);
   double local = 0;
   for (int b = 0; b < batches; ++b) {
     // Validation round b, run at the training step's number.

@@ -5,6 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/data/document_mask.h"
 #include "plait/data/segment_columns.h"
 #include "plait/optim/grad_clip.h"
 
@@ -53,12 +54,15 @@ StepResult LocalTrainer::step(std::int64_t step, const data::BatchSource& batche
   model_.zero_gradients();
   r.optimizer_seconds += monotonic_seconds() - t0;
 
-  // Every token of the global batch weighs the same: the units' scaled losses add up to the mean.
-  const double loss_scale = 1.0 / (static_cast<double>(m) * rows * seq);
+  // Every target that counts (not a packed sequence's padding) weighs the same: the units'
+  // scaled losses add up to the mean over the global batch (data/document_mask.h).
+  const double loss_scale = 1.0 / static_cast<double>(data::counted_targets(batches, step, m));
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(rows) * seq), targets(inputs.size());
   std::vector<std::int32_t> seg_inputs, seg_targets;
   for (int mb = 0; mb < m; ++mb) {
     batches.fill(step, mb, inputs.data(), targets.data());
+    std::vector<std::int32_t> documents = data::document_mask(batches.documents(step, mb), seq);
+    if (!documents.empty()) model_.set_documents(mb, std::move(documents), seq);
     t0 = monotonic_seconds();
     for (const spec::Segment& s : segments_) {
       data::segment_columns(inputs, rows, seq, s.start, s.length, seg_inputs);

@@ -12,6 +12,7 @@
 #include "plait/core/monotonic_clock.h"
 #include "plait/core/progress.h"
 #include "plait/core/thread_cpu_clock.h"
+#include "plait/data/document_mask.h"
 #include "plait/data/segment_columns.h"
 #include "plait/spec/precision_policy.h"
 
@@ -205,6 +206,12 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
   switch (a.kind) {
     case schedule::ActionKind::F: {
       const model::StageSpec& spec = m.spec();
+      if (a.segment == 0) {
+        // Every stage masks attention to the documents of the micro-batch's rows (a pure
+        // function of the data: each rank reads them itself).
+        std::vector<std::int32_t> documents = data::document_mask(batches.documents(step, a.microbatch), seq);
+        if (!documents.empty()) m.set_documents(a.microbatch, std::move(documents), seq);
+      }
       const std::int32_t* tokens = nullptr;
       const std::int32_t* targets = nullptr;
       if (spec.has_embedding || spec.has_head) {
@@ -270,7 +277,11 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   const int rank = program_.rank;
   const std::size_t fail_at = program_.steps.size() / 2;
   const auto poll_fn = [this] { poll(); };
-  if (loss_scale == 0) loss_scale = 1.0 / static_cast<double>(plan_.global_tokens());
+  // The mean over the targets that count in the global batch (every rank counts the same from
+  // the data: data/document_mask.h), the plan's tokens unless sequences are packed with padding.
+  if (loss_scale == 0) {
+    loss_scale = 1.0 / static_cast<double>(data::counted_targets(batches, step, plan_.global_microbatches()));
+  }
   bool nan_loss = failure.at(rank, step, Kind::kNanLoss);
   bool nan_gradient = failure.at(rank, step, Kind::kNanGradient);
   apply_injected_slowdown(step, failure);

@@ -57,8 +57,10 @@ class PipelineExecutor {
   // Runs the rank's actions of step `step`; `start` is the step's time origin (monotonic
   // seconds, taken after the step's barrier). Returns once every action has run and every send
   // has completed; gradient reductions may still be in flight (ShardedDataParallel::finish).
-  // Each head-stage unit's loss is scaled by loss_scale (0: 1 / the plan's global tokens, so the
-  // units of all ranks add up to the step's mean loss). `failure` acts when its step is `step`:
+  // Each head-stage unit's loss is scaled by loss_scale (0: 1 / the targets that count in the
+  // global batch, data::counted_targets, so the units of all ranks add up to the step's mean
+  // loss). A micro-batch packed from documents has its document mask set on every chunk before
+  // its first forward (StageModel::set_documents). `failure` acts when its step is `step`:
   // throw or kill before the middle action, a NaN unit loss, a NaN gradient; a slow-down
   // (Kind::kSlow) changes the emulated device's speed from this step on.
   ExecutedStep run(std::int64_t step, const data::BatchSource& batches, double start,

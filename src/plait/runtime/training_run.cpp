@@ -70,13 +70,6 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
       tracker_(tracker),
       options_(std::move(options)),
       stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()) {
-  if (job.run.data.packs_documents()) {
-    // The loader packs documents and reports their boundaries, but attention would still see
-    // across them and positions would not restart: training so would silently be wrong.
-    throw InputError(job.run.source, "data.packing",
-                     "\"documents\": attention masks and per-document positions for packed documents are not "
-                     "built yet (issue 24), so every sequence would attend across its documents; use \"stream\"");
-  }
   const std::optional<CheckpointConfig>& ckpt = job.run.checkpoint;
   std::error_code ec;
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {

@@ -1,7 +1,9 @@
 // The CUDA FlashAttention-2 kernels against the CPU attention (kernels/attention.h): whole
 // sequences, Seq1F1B segments whose K/V prefix comes in blocks of uneven lengths (straddling the
 // kernels' tiles), grouped-query and multi-query heads, both head-dimension specialisations
-// (d <= 64, d <= 128), several query and key tiles, fp32 and bf16.
+// (d <= 64, d <= 128), several query and key tiles, fp32 and bf16; and with document masks (packed
+// documents: rows of several documents, a segment starting mid-document, documents across the
+// kernels' tiles), against the CPU kernel with the same mask.
 #include "plait/kernels/cuda/attention.h"
 
 #include <omp.h>
@@ -17,6 +19,7 @@ using namespace plait::kernels::cuda::testing;
 struct Case {
   int batch, heads, kv_heads, d;
   std::vector<int> lengths;  // K/V blocks; the queries are the last block's positions
+  std::vector<std::vector<int>> documents = {};  // per row, where documents start (none: causal)
   int c() const { return heads * d; }
   int ckv() const { return kv_heads * d; }
   int s() const { return lengths.back(); }
@@ -35,8 +38,37 @@ struct Case {
       l += std::to_string(x);
     }
     return "B=" + std::to_string(batch) + " heads=" + std::to_string(heads) + "/" +
-           std::to_string(kv_heads) + " d=" + std::to_string(d) + " blocks {" + l + "}";
+           std::to_string(kv_heads) + " d=" + std::to_string(d) + " blocks {" + l + "}" +
+           (documents.empty() ? "" : " documents");
   }
+  // The document mask (kernels/attention.h): where each position's document starts, B x e.
+  std::vector<std::int32_t> mask() const {
+    std::vector<std::int32_t> m;
+    for (const std::vector<int>& starts : documents) {
+      for (int p = 0, j = 0; p < e(); ++p) {
+        while (j + 1 < static_cast<int>(starts.size()) && starts[j + 1] <= p) ++j;
+        m.push_back(starts[j]);
+      }
+    }
+    return m;
+  }
+};
+
+// The mask in device memory.
+class DeviceMask {
+ public:
+  explicit DeviceMask(const std::vector<std::int32_t>& host) {
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), (host.size() + 1) * sizeof(std::int32_t)), "test: cudaMalloc");
+    check_cuda(cudaMemcpy(data_, host.data(), host.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice),
+               "test: upload");
+  }
+  ~DeviceMask() { cudaFree(data_); }
+  DeviceMask(const DeviceMask&) = delete;
+  DeviceMask& operator=(const DeviceMask&) = delete;
+  const std::int32_t* get() const { return data_; }
+
+ private:
+  std::int32_t* data_ = nullptr;
 };
 
 template <typename T>
@@ -64,10 +96,12 @@ void check_attention(const Context& ctx, const Case& cs) {
   for (int i = 0; i < nb; ++i) rblocks.push_back({rkv[i].data(), rdkv[i].data(), cs.lengths[i]});
   std::vector<R> out(qn), lse(std::size_t(cs.batch) * cs.heads * s), dq(qn);
   std::vector<R> ws(kernels::attention_backward_workspace(cs.d, omp_get_max_threads()));
+  const std::vector<std::int32_t> mask = cs.mask();
+  const kernels::DocumentMask host_mask = mask.empty() ? kernels::DocumentMask{} : kernels::DocumentMask{mask.data(), cs.e()};
   kernels::attention_forward<R>(out.data(), lse.data(), rq.data(), rblocks, cs.batch, s, c,
-                                cs.heads, cs.kv_heads);
+                                cs.heads, cs.kv_heads, host_mask);
   kernels::attention_backward<R>(dq.data(), rblocks, rdout.data(), rq.data(), out.data(),
-                                 lse.data(), cs.batch, s, c, cs.heads, cs.kv_heads, ws.data());
+                                 lse.data(), cs.batch, s, c, cs.heads, cs.kv_heads, ws.data(), host_mask);
 
   // GPU.
   DeviceBuffer<T> gq(q), gdout(dout), gout(qn), gdq(qn);
@@ -84,10 +118,12 @@ void check_attention(const Context& ctx, const Case& cs) {
   gout.poison();
   gdq.poison();
   glse.poison();
+  const DeviceMask gmask(mask);
+  const DeviceDocumentMask device_mask = mask.empty() ? DeviceDocumentMask{} : DeviceDocumentMask{gmask.get(), cs.e()};
   attention_forward<T>(gout.get(), glse.get(), gq.get(), gblocks, cs.batch, s, c, cs.heads,
-                       cs.kv_heads, ctx);
+                       cs.kv_heads, ctx, device_mask);
   attention_backward<T>(gdq.get(), gblocks, gdout.get(), gq.get(), gout.get(), glse.get(), cs.batch,
-                        s, c, cs.heads, cs.kv_heads, gws.get(), ctx);
+                        s, c, cs.heads, cs.kv_heads, gws.get(), ctx, device_mask);
   ctx.synchronize();
   // bf16 roundings: out 1; dq 2 (its own rounding, and D = rowsum(dout * out) read from the
   // rounded output where the fp64 CPU reference reads its unrounded one); dK/dV, accumulated in
@@ -108,6 +144,11 @@ const Case kSegmentGqa{2, 4, 2, 16, {23, 14, 30}};  // a segment at 37 after two
 const Case kMultiQuery{1, 3, 1, 8, {5, 70}};        // 70 queries: two query tiles
 const Case kWideHeads{1, 2, 1, 72, {40, 33}};       // d = 72: the d <= 128 kernels
 const Case kManyTiles{1, 2, 2, 16, {60, 1, 130}};   // 3 query tiles, 4 key tiles, a 1-long block
+// Packed documents: the segment [37, 67) starts mid-document in row 0 and just after a document
+// start in row 1; documents of one token; documents across the key and query tiles.
+const Case kSegmentDocuments{2, 4, 2, 16, {23, 14, 30}, {{0, 20, 40, 41, 50}, {0, 36, 60}}};
+const Case kManyTileDocuments{1, 2, 2, 16, {60, 1, 130}, {{0, 10, 75, 130, 131, 190}}};
+const Case kWideDocuments{1, 2, 1, 72, {40, 33}, {{0, 33, 41, 70}}};
 
 TEST_F(CudaAttention, WholeSequenceMatchesCpuFp32) { check_attention<float>(ctx(), kWhole); }
 TEST_F(CudaAttention, SegmentWithPrefixBlocksGqaMatchesCpuFp32) {
@@ -122,6 +163,12 @@ TEST_F(CudaAttention, SegmentWithPrefixBlocksGqaMatchesCpuBf16) {
 TEST_F(CudaAttention, HeadDim72MatchesCpuBf16) { check_attention<bf16>(ctx(), kWideHeads); }
 TEST_F(CudaAttention, MultiQueryMatchesCpuBf16) { check_attention<bf16>(ctx(), kMultiQuery); }
 TEST_F(CudaAttention, ManyTilesMatchesCpuBf16) { check_attention<bf16>(ctx(), kManyTiles); }
+TEST_F(CudaAttention, DocumentMasksMatchCpuFp32) {
+  for (const Case& cs : {kSegmentDocuments, kManyTileDocuments, kWideDocuments}) check_attention<float>(ctx(), cs);
+}
+TEST_F(CudaAttention, DocumentMasksMatchCpuBf16) {
+  for (const Case& cs : {kSegmentDocuments, kManyTileDocuments, kWideDocuments}) check_attention<bf16>(ctx(), cs);
+}
 
 // GPT-2 small's and TinyLlama's head shapes at a full tile count (d = 64, 12 heads; d = 64,
 // 32 heads sharing 4 K/V heads), two segments of 128.

@@ -8,6 +8,9 @@
 // (spec/precision_policy.h: bf16 activations, K/V and compute copy of the weights, fp32 master,
 // gradients, dK/dV accumulators, statistics and loss) on both backends, within the bound
 // derived at kBf16 below; the bf16 compute copy must be the master rounded, bitwise, on both.
+// And the step on packed documents (issue 24): rows of several documents with a document mask
+// (StageModel::set_documents; the CUDA backend uploads it for its attention kernels), positions
+// restarting at each document, padding whose targets count nothing.
 //
 // On the CPU emulation of CUDA (emulated.*) device memory is host memory, so the parameters and
 // gradients, which StageModel still keeps in core's host-only ReservedBuffer (docs/engine.md,
@@ -117,11 +120,26 @@ bool copy_is_master_rounded(kernels::Backend& backend, model::StageModel& m) {
   return true;
 }
 
-// mode: the backward's form; recompute: layers rebuilt in B (StageSpec::recompute_layers).
+// Packed rows of 12: row 0 documents [0, 4), [4, 7), [7, 12) (the segments' cut at 5 inside the
+// second); row 1 documents [0, 3), [3, 9) and padding from 9 (input 0, no target: kNoTarget).
+constexpr int kPaddingFrom = 9;
+const std::vector<std::int32_t> kPackedMask = {0, 0, 0, 0, 4, 4, 4, 7, 7, 7, 7, 7,
+                                               0, 0, 0, 3, 3, 3, 3, 3, 3, 9, 9, 9};
+
+// mode: the backward's form; recompute: layers rebuilt in B (StageSpec::recompute_layers);
+// packed: the batch packed from documents (above), masked.
 Step run_step(const spec::ModelSpec& config, kernels::Backend& backend, spec::Precision precision,
-              Backward mode, int recompute) {
+              Backward mode, int recompute, bool packed = false) {
   const int rows = 2, seq = 12;
-  const Batch batch = random_batch(rows, seq, config.vocab, 17);
+  Batch batch = random_batch(rows, seq, config.vocab, 17);
+  int counted = rows * seq;
+  if (packed) {
+    for (int p = kPaddingFrom; p < seq; ++p) {
+      batch.tokens[seq + p] = 0;
+      batch.targets[seq + p] = -1;  // kernels::kNoTarget
+      --counted;
+    }
+  }
   const auto segments = segments_from_lengths(seq, {5, 7});
   MemoryTracker tracker;
   model::StageSpec stage = model::StageSpec::whole_model(config);
@@ -133,7 +151,8 @@ Step run_step(const spec::ModelSpec& config, kernels::Backend& backend, spec::Pr
   Step r;
   r.initial = read_back(backend, m.parameters());
   r.copy_rounded_initially = copy_is_master_rounded(backend, m);
-  r.loss = run_whole_model(m, 0, batch, segments, 1.0 / (rows * seq), mode);
+  if (packed) m.set_documents(0, kPackedMask, seq);
+  r.loss = run_whole_model(m, 0, batch, segments, 1.0 / counted, mode);
   r.sum_of_squares = backend.sum_of_squares(m.gradients().data(), m.gradients().size());
   r.gradients = read_back(backend, m.gradients());
   // A max norm below the gradient's norm, so that the clipping factor is in play.
@@ -179,7 +198,7 @@ class CudaBackendStep : public ::testing::TestWithParam<spec::Family> {
 // Both steps on the same model, precision, backward form and recomputation; the errors printed
 // and checked.
 void expect_step_matches(spec::Family family, spec::Precision precision, Backward mode,
-                         int recompute, const std::string& label) {
+                         int recompute, const std::string& label, bool packed = false) {
   // The bound below holds where both backends compute the same formulas. The CPU's vdpbf16ps
   // attention (kernels/attention_path.h) rounds P and dS to bf16 before their products, which
   // the CUDA kernels do not (they differ by about 2^-8 of attention's terms, 6-9e-3 measured):
@@ -192,9 +211,9 @@ void expect_step_matches(spec::Family family, spec::Precision precision, Backwar
   }
   const spec::ModelSpec config = step_model(family);
   const double bound = bound_for(precision);
-  Step cpu = run_step(config, kernels::cpu_backend(), precision, mode, recompute);
+  Step cpu = run_step(config, kernels::cpu_backend(), precision, mode, recompute, packed);
   kernels::cuda::CudaBackend backend;
-  Step cuda = run_step(config, backend, precision, mode, recompute);
+  Step cuda = run_step(config, backend, precision, mode, recompute, packed);
 
   MemoryTracker tracker;
   const model::StageModel layout(config, model::StageSpec::whole_model(config), tracker);
@@ -246,6 +265,18 @@ TEST_P(CudaBackendStep, MatchesTheCpuBackendInBf16) {
 TEST_P(CudaBackendStep, MatchesTheCpuBackendInBf16FusedWithRecomputation) {
   expect_step_matches(GetParam(), spec::Precision::bf16, Backward::kFused, 1,
                       std::string(spec::family_name(GetParam())) + " bf16 fused+recompute");
+}
+
+// Packed documents: the document mask through the CUDA attention kernels, the restarted
+// positions through the embedding and rotary kernels, the padding through the cross-entropy.
+TEST_P(CudaBackendStep, MatchesTheCpuBackendOnPackedDocuments) {
+  expect_step_matches(GetParam(), spec::Precision::fp32, Backward::kSplitDeferred, 0,
+                      std::string(spec::family_name(GetParam())) + " packed", true);
+}
+
+TEST_P(CudaBackendStep, MatchesTheCpuBackendOnPackedDocumentsInBf16) {
+  expect_step_matches(GetParam(), spec::Precision::bf16, Backward::kFused, 1,
+                      std::string(spec::family_name(GetParam())) + " packed bf16 fused+recompute", true);
 }
 
 // The backend's AdamW that also writes the bf16 copy (kernels/backend.h), through the CUDA

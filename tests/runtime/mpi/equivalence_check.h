@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
@@ -138,16 +139,15 @@ inline std::pair<double, std::string> worst_parameter(DistributedTrainer& traine
 }
 
 // Runs `plan` for global.steps steps on every rank and checks it against the single-process
-// reference; returns the rank's parameters after the steps (gathered where sharded), chunk after
-// chunk. `check` (optional) runs before the first step and after every step with the rank's
-// trainer and device tracker.
+// reference, both reading `loader`; returns the rank's parameters after the steps (gathered where
+// sharded), chunk after chunk. `check` (optional) runs before the first step and after every step
+// with the rank's trainer and device tracker.
 template <typename Check>
-std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global, Check&& check) {
+std::vector<float> expect_equivalent_on(const PipelinePlan& plan, const TrainConfig& global,
+                                        const data::BatchSource& loader, Check&& check) {
   comm::Communicator& w = plait::test::mpi_session().world();
   const double first_tol = tolerance(global.precision);
   const double later_tol = later_tolerance(global.precision, plan.tensor_parallel);
-  const TinyData data(plan.model.vocab);
-  const data::BatchLoader loader = data.loader(global);
   MemoryTracker tracker, ref_tracker;
   DistributedTrainer trainer(plan, global, w, tracker);
   LocalTrainer reference(plan.model, global, plan.partition, ref_tracker);
@@ -168,10 +168,20 @@ std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig
   }
   const auto [error, name] = worst_parameter(trainer, reference);
   EXPECT_LE(error, later_tol) << "rank " << trainer.rank() << ": worst tensor " << name;
+  std::printf("[ measured ] rank %d: worst parameter error after %d steps %.2e (%s)\n", trainer.rank(),
+              global.steps, error, name.c_str());
   expect_replicas_equal(trainer);
   std::vector<float> parameters;
   for (const std::vector<float>& p : trainer.gather_parameters()) parameters.insert(parameters.end(), p.begin(), p.end());
   return parameters;
+}
+
+// The same on TinyData's random windows.
+template <typename Check>
+std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global, Check&& check) {
+  const TinyData data(plan.model.vocab);
+  const data::BatchLoader loader = data.loader(global);
+  return expect_equivalent_on(plan, global, loader, check);
 }
 
 inline std::vector<float> expect_equivalent(const PipelinePlan& plan, const TrainConfig& global) {

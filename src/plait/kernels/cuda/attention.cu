@@ -9,7 +9,7 @@
 // with dq computed by its own kernel instead of atomics, so that results are deterministic):
 //
 //   forward_kernel   one block per (query tile of kBR rows, query head, batch row): for each key
-//                    tile, S = Q K^T / sqrt(d) with the causal mask, the online softmax update of
+//                    tile it sees, S = Q K^T / sqrt(d) with the causal (and document) mask, the online softmax update of
 //                    the row maximum m and sum l, O = diag(e^(m_old - m)) O + P V; at the end
 //                    O / l and lse = m + log l.
 //   row_dot_kernel   D = rowsum(dO * O) per (row, head).
@@ -52,7 +52,22 @@ struct Shape {
   int blocks;
   int batch, s, e, q_start, c, heads, kv_heads, d, group, ckv;
   float scale;  // 1 / sqrt(d)
+  const std::int32_t* doc;  // the document mask (attention.h), null: causal only
+  int doc_stride;
 };
+
+// Where the document of position p (< e) of batch row b begins: the first key p sees.
+template <typename T>
+__device__ int first_key(const Shape<T>& g, int b, int p) {
+  return g.doc ? g.doc[static_cast<std::size_t>(b) * g.doc_stride + p] : 0;
+}
+
+// The first key tile some query of positions [p0, p0 + rows) sees, on the tiles' grid of bc keys:
+// the keys they see are [first_key(p0), p0 + rows) (their documents are consecutive intervals).
+template <typename T>
+__device__ int first_key_tile(const Shape<T>& g, int b, int p0, int bc) {
+  return first_key(g, b, p0) / bc * bc;
+}
 
 // Offset of key position kp's row, K/V head j, in batch row b of its block; *block_index is set.
 template <typename T>
@@ -205,7 +220,7 @@ __global__ void __launch_bounds__(kThreads)
   float o[RM][DN];
   zero(o);
 
-  for (int k0 = 0; k0 < kmax; k0 += BC) {
+  for (int k0 = first_key_tile(g, b, g.q_start + r0, BC); k0 < kmax; k0 += BC) {
     __syncthreads();  // the previous tile's readers of ks, vs, ps are done
     load_key_tile<BC, D, T>(g, b, j, k0, kmax, k_rows, nullptr, ks, vs);
     float sc[RM][CN];
@@ -214,23 +229,27 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < RM; ++i) {
       const int r = ty * RM + i;
       const int p = g.q_start + r0 + r;  // the query's absolute position
+      const int lo = r < rows ? first_key(g, b, p) : 0;  // (rows past the segment: unused)
 #pragma unroll
       for (int jj = 0; jj < CN; ++jj) {
         const int kk = tx + kTx * jj, kp = k0 + kk;
-        ps[r * Tl::kPStride + kk] = (kp <= p && kp < kmax) ? sc[i][jj] * g.scale : -INFINITY;
+        ps[r * Tl::kPStride + kk] = (kp <= p && kp < kmax && kp >= lo) ? sc[i][jj] * g.scale : -INFINITY;
       }
     }
     __syncthreads();
-    // Online softmax, one thread per row. Key 0 is in the first tile and visible to every row,
-    // so m is finite from the first tile on and a fully masked later tile leaves alpha = 1.
+    // Online softmax, one thread per row. Causal alone, key 0 is in the first tile and visible
+    // to every row, so m is finite from the first tile on and a fully masked later tile leaves
+    // alpha = 1. Under a document mask a row may see no key of its tile's first key tiles (an
+    // earlier document's): its m stays -inf (shifted by 0, its P is 0) until it does.
     for (int r = threadIdx.x; r < BR; r += kThreads) {
       float* row = ps + r * Tl::kPStride;
       float mx = row_m[r];
       for (int kk = 0; kk < BC; ++kk) mx = fmaxf(mx, row[kk]);
-      const float alpha = expf(row_m[r] - mx);
+      const float shift = mx == -INFINITY ? 0.0f : mx;
+      const float alpha = expf(row_m[r] - shift);
       float sum = 0.0f;
       for (int kk = 0; kk < BC; ++kk) {
-        const float pv = expf(row[kk] - mx);
+        const float pv = expf(row[kk] - shift);
         row[kk] = pv;
         sum += pv;
       }
@@ -285,13 +304,15 @@ __global__ void row_dot_kernel(float* d_out, const T* dout, const T* out, int ba
 }
 
 // The probabilities and score gradients of one (kBR, kBC) tile, in the S micro-tile layout:
-// p = e^(S - lse) where the key is visible (kp <= query position, kp < key_end, row < rows),
-// else 0; ds = p * (dP - D).
+// p = e^(S - lse) where the key is visible (row_first[r] <= kp <= query position, kp < key_end,
+// row < rows), else 0; ds = p * (dP - D). row_first: the first key each row sees (its
+// document's start; 0 causal).
 template <int RM, int CN, int D>
 __device__ void tile_probabilities(const float* qs, const float* dos, const float* ks,
-                                   const float* vs, const float* row_lse, const float* row_d, int d,
-                                   float scale, int q_pos0, int rows, int k0, int key_end, int ty,
-                                   int tx, float (&p)[RM][CN], float (&ds)[RM][CN]) {
+                                   const float* vs, const float* row_lse, const float* row_d,
+                                   const int* row_first, int d, float scale, int q_pos0, int rows,
+                                   int k0, int key_end, int ty, int tx, float (&p)[RM][CN],
+                                   float (&ds)[RM][CN]) {
   float dp[RM][CN];
   dot_rows<RM, CN, D>(qs, ks, d, ty, tx, p);
   dot_rows<RM, CN, D>(dos, vs, d, ty, tx, dp);
@@ -302,7 +323,7 @@ __device__ void tile_probabilities(const float* qs, const float* dos, const floa
 #pragma unroll
     for (int jj = 0; jj < CN; ++jj) {
       const int kp = k0 + tx + kTx * jj;
-      const bool visible = r < rows && kp <= pos && kp < key_end;
+      const bool visible = r < rows && kp <= pos && kp < key_end && kp >= row_first[r];
       const float pr = visible ? expf(p[i][jj] * scale - row_lse[r]) : 0.0f;
       p[i][jj] = pr;
       ds[i][jj] = pr * (dp[i][jj] - row_d[r]);
@@ -311,12 +332,13 @@ __device__ void tile_probabilities(const float* qs, const float* dos, const floa
 }
 
 // The backward kernels' shared memory, one layout for both (dq_kernel leaves ps unused): the
-// query side Q, dO (kBR rows) and its rows' lse and D, the key side K, V (kBC rows), and the
-// (kBR, kBC) tiles of P and dS.
+// query side Q, dO (kBR rows) and its rows' lse, D and first visible key, the key side K, V
+// (kBC rows), and the (kBR, kBC) tiles of P and dS.
 template <int D>
 struct BackwardTiles {
   using Tl = Tiles<D>;
   float *qs, *dos, *ks, *vs, *ps, *dss, *row_lse, *row_d;
+  int* row_first;
   __device__ explicit BackwardTiles(float* smem) {
     qs = smem;
     dos = qs + Tl::kBR * Tl::kStride;
@@ -326,19 +348,21 @@ struct BackwardTiles {
     dss = ps + Tl::kBR * Tl::kPStride;
     row_lse = dss + Tl::kBR * Tl::kPStride;
     row_d = row_lse + Tl::kBR;
+    row_first = reinterpret_cast<int*>(row_d + Tl::kBR);
   }
   static constexpr std::size_t bytes() {
     return sizeof(float) *
-           (2 * (Tl::kBR + Tl::kBC) * Tl::kStride + 2 * Tl::kBR * Tl::kPStride + 2 * Tl::kBR);
+           (2 * (Tl::kBR + Tl::kBC) * Tl::kStride + 2 * Tl::kBR * Tl::kPStride + 3 * Tl::kBR);
   }
 };
 
-// Loads the query-side tiles of rows r0.. of head h: Q, dO, and the rows' lse and D (zero past
-// `rows`).
+// Loads the query-side tiles of rows r0.. of head h: Q, dO, and the rows' lse, D and first
+// visible key (zero past `rows`).
 template <int D, int BR, typename T>
-__device__ void load_query_side(float* qs, float* dos, float* row_lse, float* row_d, const T* q,
-                                const T* dout, const float* lse, const float* dvec,
-                                const Shape<T>& g, int b, int h, int r0, int rows) {
+__device__ void load_query_side(float* qs, float* dos, float* row_lse, float* row_d,
+                                int* row_first, const T* q, const T* dout, const float* lse,
+                                const float* dvec, const Shape<T>& g, int b, int h, int r0,
+                                int rows) {
   auto at = [&](const T* base, int r) -> const T* {
     return r < rows ? base + (static_cast<std::size_t>(b) * g.s + r0 + r) * g.c +
                           static_cast<std::size_t>(h) * g.d
@@ -352,6 +376,7 @@ __device__ void load_query_side(float* qs, float* dos, float* row_lse, float* ro
     const std::size_t i = (static_cast<std::size_t>(b) * g.heads + h) * g.s + r0 + r;
     row_lse[r] = r < rows ? lse[i] : 0.0f;
     row_d[r] = r < rows ? dvec[i] : 0.0f;
+    row_first[r] = r < rows ? first_key(g, b, g.q_start + r0 + r) : 0;
   }
 }
 
@@ -365,6 +390,7 @@ __global__ void __launch_bounds__(kThreads)
   const BackwardTiles<D> t(smem);
   float *qs = t.qs, *dos = t.dos, *ks = t.ks, *vs = t.vs, *dss = t.dss;
   float *row_lse = t.row_lse, *row_d = t.row_d;
+  int* row_first = t.row_first;
   __shared__ const T* k_rows[BC];
 
   const int r0 = blockIdx.x * BR, h = blockIdx.y, b = blockIdx.z;
@@ -372,16 +398,17 @@ __global__ void __launch_bounds__(kThreads)
   const int rows = g.s - r0 < BR ? g.s - r0 : BR;
   const int kmax = g.q_start + r0 + rows;
   const int ty = threadIdx.x / kTx, tx = threadIdx.x % kTx;
-  load_query_side<D, BR, T>(qs, dos, row_lse, row_d, q, dout, lse, dvec, g, b, h, r0, rows);
+  load_query_side<D, BR, T>(qs, dos, row_lse, row_d, row_first, q, dout, lse, dvec, g, b, h, r0,
+                            rows);
 
   float acc[RM][DN];
   zero(acc);
-  for (int k0 = 0; k0 < kmax; k0 += BC) {
+  for (int k0 = first_key_tile(g, b, g.q_start + r0, BC); k0 < kmax; k0 += BC) {
     __syncthreads();
     load_key_tile<BC, D, T>(g, b, j, k0, kmax, k_rows, nullptr, ks, vs);
     float p[RM][CN], ds[RM][CN];
-    tile_probabilities<RM, CN, D>(qs, dos, ks, vs, row_lse, row_d, g.d, g.scale, g.q_start + r0,
-                                  rows, k0, kmax, ty, tx, p, ds);
+    tile_probabilities<RM, CN, D>(qs, dos, ks, vs, row_lse, row_d, row_first, g.d, g.scale,
+                                  g.q_start + r0, rows, k0, kmax, ty, tx, p, ds);
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
 #pragma unroll
@@ -415,6 +442,7 @@ __global__ void __launch_bounds__(kThreads)
   const BackwardTiles<D> t(smem);
   float *qs = t.qs, *dos = t.dos, *ks = t.ks, *vs = t.vs, *ps = t.ps, *dss = t.dss;
   float *row_lse = t.row_lse, *row_d = t.row_d;
+  int* row_first = t.row_first;
   __shared__ const T* k_rows[BC];
   __shared__ float* dk_rows[BC];
 
@@ -426,17 +454,21 @@ __global__ void __launch_bounds__(kThreads)
   float dk[KM][DN], dv[KM][DN];
   zero(dk);
   zero(dv);
-  // Query row r (position q_start + r) sees key k0 exactly when r >= k0 - q_start.
+  // Query row r (position q_start + r) sees key k0 exactly when r >= k0 - q_start. Under a
+  // document mask the query tiles whose first query's document begins after the key tile's last
+  // key see none of it, nor do the tiles after them (documents begin in increasing order).
   const int first_row = k0 - g.q_start > 0 ? k0 - g.q_start : 0;
   for (int h = j * g.group; h < (j + 1) * g.group; ++h) {
     for (int r0 = (first_row / BR) * BR; r0 < g.s; r0 += BR) {
+      if (first_key(g, b, g.q_start + r0) >= k0 + keys) break;
       const int rows = g.s - r0 < BR ? g.s - r0 : BR;
       __syncthreads();  // the previous tile's readers of qs, dos, ps, dss are done
-      load_query_side<D, BR, T>(qs, dos, row_lse, row_d, q, dout, lse, dvec, g, b, h, r0, rows);
+      load_query_side<D, BR, T>(qs, dos, row_lse, row_d, row_first, q, dout, lse, dvec, g, b, h,
+                                r0, rows);
       __syncthreads();
       float p[RM][CN], ds[RM][CN];
-      tile_probabilities<RM, CN, D>(qs, dos, ks, vs, row_lse, row_d, g.d, g.scale, g.q_start + r0,
-                                    rows, k0, g.e, ty, tx, p, ds);
+      tile_probabilities<RM, CN, D>(qs, dos, ks, vs, row_lse, row_d, row_first, g.d, g.scale,
+                                    g.q_start + r0, rows, k0, g.e, ty, tx, p, ds);
 #pragma unroll
       for (int i = 0; i < RM; ++i) {
 #pragma unroll
@@ -469,7 +501,7 @@ __global__ void __launch_bounds__(kThreads)
 // The call's Shape, after the CPU kernel's checks and this kernel's limits.
 template <typename T>
 Shape<T> make_shape(const char* name, std::span<const KVBlock<T>> blocks, int batch, int s, int c,
-                    int heads, int kv_heads, bool backward) {
+                    int heads, int kv_heads, bool backward, DeviceDocumentMask mask) {
   if (blocks.size() > static_cast<std::size_t>(kMaxKVBlocks)) {
     throw Error(std::string(name) + ": " + std::to_string(blocks.size()) + " K/V blocks; at most " +
                 std::to_string(kMaxKVBlocks) + " per call");
@@ -505,6 +537,12 @@ Shape<T> make_shape(const char* name, std::span<const KVBlock<T>> blocks, int ba
   g.group = heads / kv_heads;
   g.ckv = kv_heads * g.d;
   g.scale = 1.0f / sqrtf(static_cast<float>(g.d));
+  if (mask.start != nullptr && mask.stride < e) {
+    throw Error(std::string(name) + ": the document mask covers " + std::to_string(mask.stride) +
+                " positions of a row, the keys reach " + std::to_string(e));
+  }
+  g.doc = mask.start;
+  g.doc_stride = mask.stride;
   if (g.d > 128) {
     throw Error(std::string(name) + ": head dimension " + std::to_string(g.d) +
                 " is above the 128 the kernels are built for");
@@ -537,9 +575,10 @@ void backward_with(T* dq, const T* dout, const T* q, const float* lse, const flo
 
 template <typename T>
 void attention_forward(T* out, float* lse, const T* q, std::span<const KVBlock<T>> blocks,
-                       int batch, int s, int c, int heads, int kv_heads, const Context& ctx) {
+                       int batch, int s, int c, int heads, int kv_heads, const Context& ctx,
+                       DeviceDocumentMask mask) {
   const Shape<T> g =
-      make_shape("attention_forward (CUDA)", blocks, batch, s, c, heads, kv_heads, false);
+      make_shape("attention_forward (CUDA)", blocks, batch, s, c, heads, kv_heads, false, mask);
   if (batch == 0) return;
   if (g.d <= 64) {
     forward_with<64>(out, lse, q, g, ctx);
@@ -551,9 +590,10 @@ void attention_forward(T* out, float* lse, const T* q, std::span<const KVBlock<T
 template <typename T>
 void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
                         const T* out, const float* lse, int batch, int s, int c, int heads,
-                        int kv_heads, float* workspace, const Context& ctx) {
+                        int kv_heads, float* workspace, const Context& ctx,
+                        DeviceDocumentMask mask) {
   const Shape<T> g =
-      make_shape("attention_backward (CUDA)", blocks, batch, s, c, heads, kv_heads, true);
+      make_shape("attention_backward (CUDA)", blocks, batch, s, c, heads, kv_heads, true, mask);
   if (batch == 0) return;
   const long long items = static_cast<long long>(batch) * s * heads;
   launch("attention_backward: rowsum(dout * out)", row_dot_kernel<T>,
@@ -568,14 +608,14 @@ void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout
 
 template void attention_forward<float>(float*, float*, const float*,
                                        std::span<const KVBlock<float>>, int, int, int, int, int,
-                                       const Context&);
+                                       const Context&, DeviceDocumentMask);
 template void attention_forward<bf16>(bf16*, float*, const bf16*, std::span<const KVBlock<bf16>>,
-                                      int, int, int, int, int, const Context&);
+                                      int, int, int, int, int, const Context&, DeviceDocumentMask);
 template void attention_backward<float>(float*, std::span<const KVBlock<float>>, const float*,
                                         const float*, const float*, const float*, int, int, int,
-                                        int, int, float*, const Context&);
+                                        int, int, float*, const Context&, DeviceDocumentMask);
 template void attention_backward<bf16>(bf16*, std::span<const KVBlock<bf16>>, const bf16*,
                                        const bf16*, const bf16*, const float*, int, int, int, int,
-                                       int, float*, const Context&);
+                                       int, float*, const Context&, DeviceDocumentMask);
 
 }  // namespace plait::kernels::cuda

@@ -11,11 +11,15 @@
 // [h*d, (h+1)*d); each K/V block kv (B, len, 2 Ckv), K in [0, Ckv), V in [Ckv, 2 Ckv), K/V head j
 // at offset j*d; out, dout, dq (B, s, C); lse (B, heads, s) fp32, in units of the scaled scores
 // (lse = log sum_j exp(q.k_j / sqrt(d))). Query head h reads K/V head h / (heads / kv_heads).
-// Query position p = start + r (start = e - s) sees keys 0..p.
+// Query position p = start + r (start = e - s) sees keys 0..p; with a document mask
+// (DeviceDocumentMask, packed documents) only keys start(p)..p, start(p) being where p's document
+// begins (the CPU kernel's DocumentMask, kernels/attention.h): key tiles wholly before a query
+// tile's first document are never loaded, partial ones masked key by key.
 //
 // Limits: head dimension d <= 128 (tiles are specialised for d <= 64 and d <= 128) and at most
 // kMaxKVBlocks blocks per call; beyond either, plait::Error.
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "plait/kernels/cuda/context.h"
@@ -35,12 +39,21 @@ struct KVBlock {
   int length;
 };
 
-// out (B,s,C) = softmax(q k^T / sqrt(d) + causal mask) v per query head with its group's K/V
-// head; lse (B,heads,s) for the backward. Throws plait::Error unless 0 < s <= e, heads divides C,
-// kv_heads divides heads, d <= 128 and blocks.size() <= kMaxKVBlocks.
+// The CPU kernel's DocumentMask in device memory: start[b * stride + p] is where the document
+// holding position p of batch row b begins (stride >= e); start null: causal only.
+struct DeviceDocumentMask {
+  const std::int32_t* start = nullptr;
+  int stride = 0;
+};
+
+// out (B,s,C) = softmax(q k^T / sqrt(d) + causal [and document] mask) v per query head with its
+// group's K/V head; lse (B,heads,s) for the backward. Throws plait::Error unless 0 < s <= e,
+// heads divides C, kv_heads divides heads, d <= 128, blocks.size() <= kMaxKVBlocks and a mask's
+// stride covers e.
 template <typename T>
 void attention_forward(T* out, float* lse, const T* q, std::span<const KVBlock<T>> blocks,
-                       int batch, int s, int c, int heads, int kv_heads, const Context& ctx);
+                       int batch, int s, int c, int heads, int kv_heads, const Context& ctx,
+                       DeviceDocumentMask mask = {});
 
 // fp32 elements of workspace attention_backward needs: one value per query row and head,
 // D = rowsum(dout * out) (FlashAttention-2, Algorithm 2, line 4).
@@ -59,6 +72,7 @@ inline std::size_t attention_backward_workspace(int batch, int s, int heads) {
 template <typename T>
 void attention_backward(T* dq, std::span<const KVBlock<T>> blocks, const T* dout, const T* q,
                         const T* out, const float* lse, int batch, int s, int c, int heads,
-                        int kv_heads, float* workspace, const Context& ctx);
+                        int kv_heads, float* workspace, const Context& ctx,
+                        DeviceDocumentMask mask = {});
 
 }  // namespace plait::kernels::cuda

@@ -18,6 +18,12 @@ __global__ void forward_backward_kernel(T* logits, float* losses, const std::int
                                         int v, double loss_scale) {
   T* row = logits + static_cast<std::size_t>(blockIdx.x) * v;
   const std::int32_t target = targets[blockIdx.x];
+  if (target == kNoTarget) {
+    // Nothing to predict (a packed sequence's padding): loss 0, gradient 0, as the CPU kernel.
+    for (int j = threadIdx.x; j < v; j += blockDim.x) row[j] = from_float<T>(0.0f);
+    if (threadIdx.x == 0) losses[blockIdx.x] = 0.0f;
+    return;
+  }
   const bool valid = target >= 0 && target < v;
   // Every thread reads the target's logit before block_max's barriers; only after them does any
   // thread overwrite the row.

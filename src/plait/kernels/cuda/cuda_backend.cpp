@@ -1,8 +1,10 @@
 #include "plait/kernels/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <new>
 #include <type_traits>
 
+#include "plait/core/error.h"
 #include "plait/kernels/cuda/adamw.h"
 #include "plait/kernels/cuda/attention.h"
 #include "plait/kernels/cuda/cross_entropy.h"
@@ -62,7 +64,7 @@ CudaBackend::~CudaBackend() {
   // Nothing may still read or write the staging when it is freed.
   cudaStreamSynchronize(ctx_.stream());
   for (auto& [sequence, event] : pending_) cudaEventDestroy(event);
-  for (Staging* s : {&targets_, &sum_workspace_, &sum_result_}) {
+  for (Staging* s : {&targets_, &sum_workspace_, &sum_result_, &mask_}) {
     if (s->data != nullptr) cudaFree(s->data);
   }
 }
@@ -236,19 +238,20 @@ void CudaBackend::rotary_backward(float* dx, int batch, int s, int heads, int he
 
 void CudaBackend::attention_forward(float* out, float* lse, const float* q,
                                     std::span<const kernels::KVBlock<float>> blocks, int batch,
-                                    int s, int c, int heads, int kv_heads) {
+                                    int s, int c, int heads, int kv_heads, DocumentMask mask) {
   const auto kv = device_blocks(blocks);
   cuda::attention_forward<float>(out, lse, q, std::span<const KVBlock<float>>(kv), batch, s,
-                                 c, heads, kv_heads, ctx_);
+                                 c, heads, kv_heads, ctx_, device_mask(mask, batch));
 }
 
 void CudaBackend::attention_backward(float* dq, std::span<const kernels::KVBlock<float>> blocks,
                                      const float* dout, const float* q, const float* out,
                                      const float* lse, int batch, int s, int c, int heads,
-                                     int kv_heads, float* workspace) {
+                                     int kv_heads, float* workspace, DocumentMask mask) {
   const auto kv = device_blocks(blocks);
   cuda::attention_backward<float>(dq, std::span<const KVBlock<float>>(kv), dout, q, out, lse,
-                                  batch, s, c, heads, kv_heads, workspace, ctx_);
+                                  batch, s, c, heads, kv_heads, workspace, ctx_,
+                                  device_mask(mask, batch));
 }
 
 void CudaBackend::embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
@@ -261,6 +264,19 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout
                                      const std::int32_t* tokens, int batch, int s, int c, int pos0,
                                      int vocab) {
   cuda::embedding_backward<float>(dwte, dwpe, dout, tokens, batch, s, c, pos0, vocab, ctx_);
+}
+
+DeviceDocumentMask CudaBackend::device_mask(const DocumentMask& mask, int batch) {
+  if (mask.start == nullptr) return {};
+  const std::size_t n = static_cast<std::size_t>(batch) * mask.stride;
+  if (mask_stride_ != mask.stride || mask_host_.size() != n ||
+      !std::equal(mask_host_.begin(), mask_host_.end(), mask.start)) {
+    auto* dst = static_cast<std::int32_t*>(staging(mask_, n * sizeof(std::int32_t)));
+    copy(dst, mask.start, n * sizeof(std::int32_t), CopyKind::kHostToDevice);
+    mask_host_.assign(mask.start, mask.start + n);
+    mask_stride_ = mask.stride;
+  }
+  return {static_cast<const std::int32_t*>(mask_.data), mask.stride};
 }
 
 template <typename T>
@@ -409,21 +425,21 @@ void CudaBackend::rotary_backward(bf16* dx, int batch, int s, int heads, int hea
 
 void CudaBackend::attention_forward(bf16* out, float* lse, const bf16* q,
                                     std::span<const kernels::KVBlock<bf16>> blocks, int batch,
-                                    int s, int c, int heads, int kv_heads) {
+                                    int s, int c, int heads, int kv_heads, DocumentMask mask) {
   const auto kv = device_blocks(blocks);
   cuda::attention_forward<cuda::bf16>(device(out), lse, device(q),
                                       std::span<const KVBlock<cuda::bf16>>(kv), batch, s, c, heads,
-                                      kv_heads, ctx_);
+                                      kv_heads, ctx_, device_mask(mask, batch));
 }
 
 void CudaBackend::attention_backward(bf16* dq, std::span<const kernels::KVBlock<bf16>> blocks,
                                      const bf16* dout, const bf16* q, const bf16* out,
                                      const float* lse, int batch, int s, int c, int heads,
-                                     int kv_heads, float* workspace) {
+                                     int kv_heads, float* workspace, DocumentMask mask) {
   const auto kv = device_blocks(blocks);
   cuda::attention_backward<cuda::bf16>(device(dq), std::span<const KVBlock<cuda::bf16>>(kv),
                                        device(dout), device(q), device(out), lse, batch, s, c,
-                                       heads, kv_heads, workspace, ctx_);
+                                       heads, kv_heads, workspace, ctx_, device_mask(mask, batch));
 }
 
 void CudaBackend::embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte,

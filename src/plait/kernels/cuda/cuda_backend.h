@@ -19,7 +19,10 @@
 //     floats per row of the head's unit, ⌈N/16384⌉ doubles), and both copy their per-row losses
 //     or sum back and synchronise, as the interface says;
 //   - a device-to-host copy synchronises before returning, so the host may read what it asked for
-//     (a pinned destination would otherwise still be in flight).
+//     (a pinned destination would otherwise still be in flight);
+//   - attention's document mask (packed documents) is host memory in the interface, as the token
+//     ids are: uploaded into staging of the backend's own (B x seq int32, untracked like the
+//     targets' staging) when it changes.
 //
 // Status: both precisions run only on the CPU emulation of CUDA (kernels/cuda/emulation/), never
 // on a GPU: a whole StageModel step of both families, fp32 and bf16, against the CPU backend's
@@ -35,6 +38,8 @@
 #include "plait/kernels/cuda/context.h"
 
 namespace plait::kernels::cuda {
+
+struct DeviceDocumentMask;  // attention.h (not included here: its KVBlock would hide kernels::KVBlock)
 
 class CudaBackend final : public Backend {
  public:
@@ -94,10 +99,11 @@ class CudaBackend final : public Backend {
                        int pos0, double theta) override;
   void attention_forward(float* out, float* lse, const float* q,
                          std::span<const KVBlock<float>> blocks, int batch, int s, int c,
-                         int heads, int kv_heads) override;
+                         int heads, int kv_heads, DocumentMask mask = {}) override;
   void attention_backward(float* dq, std::span<const KVBlock<float>> blocks, const float* dout,
                           const float* q, const float* out, const float* lse, int batch, int s,
-                          int c, int heads, int kv_heads, float* workspace) override;
+                          int c, int heads, int kv_heads, float* workspace,
+                          DocumentMask mask = {}) override;
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                          const float* wpe, int batch, int s, int c, int pos0,
                          int vocab) override;
@@ -149,10 +155,11 @@ class CudaBackend final : public Backend {
                        int pos0, double theta) override;
   void attention_forward(bf16* out, float* lse, const bf16* q,
                          std::span<const KVBlock<bf16>> blocks, int batch, int s, int c,
-                         int heads, int kv_heads) override;
+                         int heads, int kv_heads, DocumentMask mask = {}) override;
   void attention_backward(bf16* dq, std::span<const KVBlock<bf16>> blocks, const bf16* dout,
                           const bf16* q, const bf16* out, const float* lse, int batch, int s,
-                          int c, int heads, int kv_heads, float* workspace) override;
+                          int c, int heads, int kv_heads, float* workspace,
+                          DocumentMask mask = {}) override;
   void embedding_forward(bf16* out, const std::int32_t* tokens, const bf16* wte, const bf16* wpe,
                          int batch, int s, int c, int pos0, int vocab) override;
   void embedding_backward(float* dwte, float* dwpe, const bf16* dout, const std::int32_t* tokens,
@@ -175,9 +182,15 @@ class CudaBackend final : public Backend {
   template <typename T>
   double cross_entropy(T* logits, float* losses, const std::int32_t* targets, int n, int v,
                        double loss_scale);
+  // Attention's document mask (host memory, kernels/attention.h) in device memory: uploaded to
+  // staging on the stream when it differs from the last one uploaded (the micro-batch's first
+  // layer; its other layers, F and B, reuse it), ordered after the kernels that read the old one.
+  DeviceDocumentMask device_mask(const DocumentMask& mask, int batch);
 
   Context ctx_;
-  Staging targets_, sum_workspace_, sum_result_;
+  Staging targets_, sum_workspace_, sum_result_, mask_;
+  std::vector<std::int32_t> mask_host_;  // the mask in mask_ (B x stride), for the comparison
+  int mask_stride_ = 0;
   std::vector<float> host_losses_;
   std::uint64_t recorded_ = 0;
   // Recorded and not yet known complete, oldest first (sequence, event).
