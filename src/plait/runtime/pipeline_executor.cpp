@@ -89,15 +89,28 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
               chunks_.empty() ? kernels::cpu_backend().computes_on_calling_thread()
                               : chunks_.front()->backend().computes_on_calling_thread()),
       planned_slowdown_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
-      data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
       state_(std::make_unique<State>()) {
-  lazy_gathers_ = !plan.sharded() || lazy_gathers_deadlock_free(plan, *program_.lowered);
+  prepare_program();
+}
+
+void PipelineExecutor::prepare_program() {
+  lazy_gathers_ = !plan_.sharded() || lazy_gathers_deadlock_free(plan_, *program_.lowered);
+  data_uses_.assign(static_cast<std::size_t>(plan_.global_microbatches()), 0);
   for (const ComputeStep& s : program_.steps) {
     const model::StageSpec& spec = chunks_[static_cast<std::size_t>(s.action.chunk)]->spec();
     if (s.action.kind == schedule::ActionKind::F && (spec.has_embedding || spec.has_head)) {
       ++data_uses_[static_cast<std::size_t>(s.action.microbatch)];
     }
   }
+}
+
+void PipelineExecutor::set_program(RankProgram program) {
+  if (program.rank != program_.rank) {
+    throw Error("pipeline executor: a program of rank " + std::to_string(program.rank) + " given to rank " +
+                std::to_string(program_.rank));
+  }
+  program_ = std::move(program);
+  prepare_program();
 }
 
 PipelineExecutor::~PipelineExecutor() = default;

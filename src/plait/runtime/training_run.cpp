@@ -69,7 +69,8 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
       world_(world),
       tracker_(tracker),
       options_(std::move(options)),
-      stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()) {
+      stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()),
+      rebalancer_(job.run.stragglers.value_or(StragglerConfig{}), plan) {
   if (job.run.data.packs_documents()) {
     // The loader packs documents and reports their boundaries, but attention would still see
     // across them and positions would not restart: training so would silently be wrong.
@@ -246,6 +247,11 @@ TrainingStep TrainingRun::next() {
   std::vector<double> speed;
   for (const RankStepTimes& t : rec.result->ranks) speed.push_back(t.seconds_per_unit());
   rec.stragglers = stragglers_.observe(rec.step, speed);
+  if (std::optional<ShareRebalancer::Decision> d = rebalancer_.observe(rec.step, rec.result->ranks, rec.stragglers, stragglers_)) {
+    trainer_->reschedule(std::move(d->schedule));
+    rec.rebalances = std::move(d->changes);
+    rec.rebalance_seconds = d->decide_seconds;
+  }
   rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;
   if (ckpt && (rec.stopped || next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {
