@@ -27,13 +27,15 @@ double group_seconds(const std::vector<int>& counts, const std::vector<double>& 
 
 }  // namespace
 
-std::string describe(const ShareChange& c) {
+std::string describe(const ShareChange& c) { return "re-balance: step " + std::to_string(c.step) + ": " + describe_shares(c); }
+
+std::string describe_shares(const ShareChange& c) {
   std::string stages;
   for (std::int32_t v : c.vstages) stages += (stages.empty() ? "" : ", ") + std::to_string(v);
   char why[120];
   std::snprintf(why, sizeof why, "rank %d %s at %.2fx its history", c.rank, c.flagged ? "flagged" : "cleared",
                 c.slowdown);
-  return "re-balance: step " + std::to_string(c.step) + ": stage" + (c.vstages.size() > 1 ? "s " : " ") + stages +
+  return "stage" + std::string(c.vstages.size() > 1 ? "s " : " ") + stages +
          " data-parallel shares " + joined(c.before, "/") + " -> " + joined(c.after, "/") + " (ranks " +
          joined(c.ranks, ", ") + "; " + why + (c.planned ? ", the plan's shares back" : "") + ")";
 }

@@ -44,8 +44,9 @@ struct ShareChange {
 };
 
 // "re-balance: step 12: stage 0 data-parallel shares 4/4 -> 6/2 (ranks 0, 2; rank 2 flagged at
-// 3.02x its history)".
+// 3.02x its history)"; describe_shares: the part from "stage".
 std::string describe(const ShareChange& change);
+std::string describe_shares(const ShareChange& change);
 
 class ShareRebalancer {
  public:
