@@ -5,7 +5,6 @@
 
 #include "plait/core/error.h"
 #include "plait/core/median.h"
-#include "plait/core/monotonic_clock.h"
 #include "plait/schedule/microbatch_shares.h"
 #include "plait/schedule/validator.h"
 
@@ -156,7 +155,6 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
     }
   }
   if (d.changes.empty()) return std::nullopt;
-  const double from = monotonic_seconds();
   if (current_.stage_counts == planned_pipeline_.stage_counts) {
     d.schedule = planned_;
   } else {
@@ -173,7 +171,6 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
                   schedule::summary(d.schedule, *v));
     }
   }
-  d.decide_seconds = monotonic_seconds() - from;
   return d;
 }
 

@@ -53,7 +53,6 @@ class ShareRebalancer {
   struct Decision {
     std::vector<ShareChange> changes;
     schedule::Schedule schedule;  // validated; run it from the next step on
-    double decide_seconds = 0;    // regenerating and validating it (the re-balance's cost)
   };
 
   // `plan` as built from the config (its schedule is the one restored); `config` the

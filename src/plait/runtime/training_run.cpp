@@ -247,10 +247,11 @@ TrainingStep TrainingRun::next() {
   std::vector<double> speed;
   for (const RankStepTimes& t : rec.result->ranks) speed.push_back(t.seconds_per_unit());
   rec.stragglers = stragglers_.observe(rec.step, speed);
+  const double deciding = monotonic_seconds();
   if (std::optional<ShareRebalancer::Decision> d = rebalancer_.observe(rec.step, rec.result->ranks, rec.stragglers, stragglers_)) {
     trainer_->reschedule(std::move(d->schedule));
     rec.rebalances = std::move(d->changes);
-    rec.rebalance_seconds = d->decide_seconds;
+    rec.rebalance_seconds = monotonic_seconds() - deciding;
   }
   rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;

@@ -71,8 +71,8 @@ struct TrainingStep {
   bool stopped = false;  // the run stops after this step because of them (see above)
   // Ranks the straggler detector flagged or cleared at this step (the same on every rank).
   std::vector<StragglerChange> stragglers;
-  // Micro-batch shares changed after this step (the next step runs them), and how long deciding
-  // and regenerating the schedule took.
+  // Micro-batch shares changed after this step (the next step runs them), and how long deciding,
+  // regenerating, validating and lowering the new schedule took (the re-balance's cost).
   std::vector<ShareChange> rebalances;
   double rebalance_seconds = 0;
 };
