@@ -604,6 +604,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
       metrics->write({{"step", step},
                       {"straggler", {{"rank", c.rank}, {"flagged", c.flagged}, {"vs_history", c.vs_history}, {"vs_peers", c.vs_peers}}}});
     }
+    if (!rec.rebalance_failure.empty()) progress->note("plait: warning: " + rec.rebalance_failure);
     for (const runtime::ShareChange& c : rec.rebalances) {
       std::snprintf(line, sizeof line, " (decided in %.2f ms)", 1e3 * rec.rebalance_seconds);
       progress->note(runtime::describe(c) + line);

@@ -287,6 +287,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   bool nan_loss = failure.at(rank, step, Kind::kNanLoss);
   bool nan_gradient = failure.at(rank, step, Kind::kNanGradient);
   apply_injected_slowdown(step, failure);
+  std::vector<bool> ran(chunks_.size() * kUnitKinds, false);  // by (chunk, kind): ran this step
 
   char doing[96];
   for (std::size_t i = 0; i < program_.steps.size(); ++i) {
@@ -349,8 +350,15 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     // The device's time for the action, not the wall time: the wall time of an unslowed rank
     // also holds its waits for a core it shares with other emulated ranks (DeviceEmulator).
     const std::size_t kind = unit_kind_index(a.kind);
-    result.times.compute_seconds[kind] += device_.padded_end(t0, t1, cpu) - t0;
+    const double device_seconds = device_.padded_end(t0, t1, cpu) - t0;
+    result.times.compute_seconds[kind] += device_seconds;
     result.times.units[kind] += 1;
+    const std::size_t first = static_cast<std::size_t>(a.chunk) * kUnitKinds + kind;
+    if (!ran[first]) {  // (RankStepTimes::first_seconds: it ran cold)
+      ran[first] = true;
+      result.times.first_seconds += device_seconds;
+      result.times.first_units += 1;
+    }
     result.finish_seconds = t2 - start;
     if (record_events) {
       trace::Event e;

@@ -157,7 +157,9 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
   if (d.changes.empty()) return std::nullopt;
   if (current_.stage_counts == planned_pipeline_.stage_counts) {
     d.schedule = planned_;
-  } else {
+    return d;
+  }
+  try {
     schedule::HeterogeneousCosts costs;
     // Measured seconds per unit by kind (B holds fused BW); segments and stages are not told
     // apart: every rank ran its own mix of them in the measured steps.
@@ -167,11 +169,23 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
     };
     d.schedule = schedule::heterogeneous_schedule(*family_, current_, costs);
     if (std::optional<schedule::Violation> v = schedule::validate(d.schedule)) {
-      throw Error("re-balance at step " + std::to_string(step) + ": the regenerated schedule is invalid: " +
-                  schedule::summary(d.schedule, *v));
+      throw Error("the regenerated schedule is invalid: " + schedule::summary(d.schedule, *v));
     }
+  } catch (const Error& e) {
+    // The same failure on every rank (the same inputs): keep the shares in force, and stop
+    // re-balancing rather than the job.
+    for (const ShareChange& c : d.changes) current_.stage_counts[static_cast<std::size_t>(c.position)] = c.before;
+    unavailable_ = "re-balancing stopped at step " + std::to_string(step) + ": " + e.what();
+    failure_ = unavailable_;
+    return std::nullopt;
   }
   return d;
+}
+
+std::string ShareRebalancer::take_failure() {
+  std::string f = std::move(failure_);
+  failure_.clear();
+  return f;
 }
 
 }  // namespace plait::runtime

@@ -67,6 +67,10 @@ class ShareRebalancer {
   std::optional<Decision> observe(std::int64_t step, const std::vector<RankStepTimes>& ranks,
                                   const std::vector<StragglerChange>& changes, const StragglerDetector& detector);
 
+  // Why the last observe() could not regenerate the schedule (the shares in force stay and
+  // re-balancing stops), once, or "". The same on every rank.
+  std::string take_failure();
+
   // The micro-batches every rank runs now, by group (HeterogeneousPipeline::stage_counts).
   const schedule::HeterogeneousPipeline& pipeline() const { return current_; }
 
@@ -80,7 +84,7 @@ class ShareRebalancer {
   schedule::Schedule planned_;
   const schedule::ScheduleFamily* family_ = nullptr;
   int tensor_parallel_ = 1;
-  std::string unavailable_;
+  std::string unavailable_, failure_;
   schedule::HeterogeneousPipeline planned_pipeline_, current_;
   std::vector<int> position_of_rank_;  // schedule rank -> its group
   // Per schedule rank, the last `consecutive` steps' seconds and units per kind.

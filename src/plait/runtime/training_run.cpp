@@ -253,6 +253,7 @@ TrainingStep TrainingRun::next() {
     rec.rebalances = std::move(d->changes);
     rec.rebalance_seconds = monotonic_seconds() - deciding;
   }
+  rec.rebalance_failure = rebalancer_.take_failure();
   rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;
   if (ckpt && (rec.stopped || next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {

@@ -75,6 +75,8 @@ struct TrainingStep {
   // regenerating, validating and lowering the new schedule took (the re-balance's cost).
   std::vector<ShareChange> rebalances;
   double rebalance_seconds = 0;
+  // Why a re-balance decided after this step could not be applied (re-balancing stops), or "".
+  std::string rebalance_failure;
 };
 
 class TrainingRun {

@@ -9,8 +9,10 @@
 // from that checkpoint (which starts with the plan's shares) does too.
 //
 // Layouts: pp 2 x dp 2 Seq1F1B (generated, 8 micro-batches of 2 segments: stage 0 on ranks 0
-// and 2, 4/4) and the planner-style heterogeneous 1F1B layout of tiny_job.h (explicit form,
-// stage 0 on ranks 0 and 1, the latter 2x slow by plan, 3/2 of 5; rank 0 slowed).
+// and 2, 4/4; rank 2 slowed), also with every stage sharded at ZeRO level 3; pp 2 x dp 2 ZB-V
+// (V placement, split backward: ranks 1 and 3 hold stages 1 and 2; rank 3 slowed); and the
+// planner-style heterogeneous 1F1B layout of tiny_job.h (explicit form, stage 0 on ranks 0 and
+// 1, the latter 2x slow by plan, 3/2 of 5; rank 0 slowed).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,7 +134,11 @@ struct Case {
 std::vector<Case> cases() {
   JobConfig heterogeneous = test::heterogeneous_job("1f1b", spec::Family::gpt2);
   heterogeneous.parallel.schedule_name = "1f1b";  // as `plait plan` writes it: the family
+  JobConfig sharded = test::tiny_job("seq1f1b", 2, 2, 4, 2);
+  sharded.parallel.shard = {3};  // level-3 gathers follow the new action lists
   return {{"seq1f1b pp 2 x dp 2", test::tiny_job("seq1f1b", 2, 2, 4, 2), 2, {0, 2}, {4, 4}},
+          {"zb-v pp 2 x dp 2", test::tiny_job("zb-v", 2, 2, 4, 1), 3, {1, 3}, {4, 4}},
+          {"seq1f1b pp 2 x dp 2, ZeRO-3", sharded, 2, {0, 2}, {4, 4}},
           {"heterogeneous 1f1b", heterogeneous, 0, {0, 1}, {3, 2}}};
 }
 
