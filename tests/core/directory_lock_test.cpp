@@ -1,6 +1,7 @@
 // One run per output directory (directory_lock.h): a second lock of the directory is refused at
 // once naming the holder; a lock whose holder was killed is free; a link at the lock file's name
-// is refused without touching its target; the holder line parses strictly.
+// is refused without touching its target; the holder line parses strictly; a supervisor's wait for
+// the lock takes it once its live holder ends, and gives up after its timeout naming the holder.
 #include "plait/core/directory_lock.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "plait/core/unique_name.h"
 #include "support/temp_dir.h"
@@ -86,6 +88,41 @@ TEST_F(DirectoryLockTest, AKilledHoldersLockNeverBlocksTheNextRun) {
   EXPECT_EQ(parse_lock_holder(bytes_of(path(DirectoryLock::kFileName)))->pid, child);
   const DirectoryLock next(Directory::open(dir_.string()), "a test directory");
   EXPECT_EQ(parse_lock_holder(bytes_of(path(DirectoryLock::kFileName)))->pid, ::getpid());
+}
+
+TEST_F(DirectoryLockTest, AWaitTakesTheLockOnceItsLiveHolderEnds) {
+  const pid_t child = child_holding(dir_.string());
+  ASSERT_GT(child, 0);
+  std::string told;
+  std::thread killer([child] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(child, SIGKILL);
+  });
+  const std::unique_ptr<DirectoryLock> lock =
+      wait_for_directory_lock(Directory::open(dir_.string()), "a test directory", 30, [&](const std::string& why) { told = why; });
+  killer.join();
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_NE(lock, nullptr);
+  EXPECT_NE(told.find("(pid " + std::to_string(child) + " on host "), std::string::npos) << told;
+  EXPECT_EQ(parse_lock_holder(bytes_of(path(DirectoryLock::kFileName)))->pid, ::getpid());
+}
+
+TEST_F(DirectoryLockTest, AWaitGivesUpAfterItsTimeoutNamingTheHolder) {
+  const pid_t child = child_holding(dir_.string());
+  ASSERT_GT(child, 0);
+  try {
+    wait_for_directory_lock(Directory::open(dir_.string()), "a test directory", 0.3);
+    ADD_FAILURE() << "the live child's lock was taken";
+  } catch (const DirectoryInUseError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("(pid " + std::to_string(child) + " on host "), std::string::npos) << what;
+    EXPECT_NE(what.find("; waited 0."), std::string::npos) << what;
+    EXPECT_NE(what.find(" s for it to be released"), std::string::npos) << what;
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
 }
 
 TEST_F(DirectoryLockTest, ALinkAtTheLockFilesNameIsRefusedAndItsTargetUntouched) {

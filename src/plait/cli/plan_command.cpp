@@ -173,8 +173,9 @@ void register_plan(CLI::App& app) {
       ->type_name("INT");
   cmd->add_option("--seq", o->seq, "Tokens per sequence S")->type_name("INT");
   cmd->add_option("--config", o->config,
-                  "Base config whose \"train\" (lr, steps, ...) and \"data\" sections the plan file takes\n"
-                  "over (seq, microbatch_size, microbatches and segments are the plan's)")
+                  "Base config whose \"train\" fields (lr, steps, ...) and other sections (\"data\",\n"
+                  "\"checkpoint\", ...) the plan file takes over (seq, microbatch_size, microbatches and\n"
+                  "segments are the plan's; its \"model\" and \"parallel\" are not taken)")
       ->type_name("FILE");
   cmd->add_option("--out", o->out, "Write the chosen plan as a config file (plait train --config FILE)")
       ->type_name("FILE");

@@ -59,7 +59,10 @@ void ProgressBar::update(int step, double loss, double lr) {
     std::fprintf(out_, "\r  step %*d (%*d/%d done) [%s] loss %.4f  lr %.2e  %.0f tok/s  ETA %s \x1b[K",
                  width, step, width, done, total_, bar.c_str(), loss, lr, tps, clock_text(eta).c_str());
     drawn_ = true;
-  } else if (done % every_ == 0 || last || step == 0) {
+  } else if (done % every_ == 0 || last || !printed_) {
+    // The run's first step too (step 0, or the first of a resumed run): a supervisor reading the
+    // output (plait launch) times a restart to it.
+    printed_ = true;
     std::fprintf(out_, "  step %d (%d/%d done)  loss %.4f  lr %.2e  %.0f tok/s  ETA %s\n", step, done,
                  total_, loss, lr, tps, clock_text(eta).c_str());
   }

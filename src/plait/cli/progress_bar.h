@@ -36,6 +36,7 @@ class ProgressBar {
   double last_draw_;
   std::deque<double> step_seconds_;
   bool drawn_ = false;
+  bool printed_ = false;  // a line was printed (not on a terminal): a run's first step always is
 };
 
 }  // namespace plait::cli

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "plait/core/unique_name.h"
 
@@ -102,6 +105,28 @@ DirectoryLock::DirectoryLock(const Directory& dir, const std::string& what) {
 
 DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+std::unique_ptr<DirectoryLock> wait_for_directory_lock(const Directory& dir, const std::string& what,
+                                                       double timeout_seconds,
+                                                       const std::function<void(const std::string&)>& on_wait) {
+  const auto start = std::chrono::steady_clock::now();
+  bool told = false;
+  while (true) {
+    try {
+      return std::make_unique<DirectoryLock>(dir, what);
+    } catch (const DirectoryInUseError& e) {
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited >= timeout_seconds) {
+        char text[64];
+        std::snprintf(text, sizeof text, "; waited %.1f s for it to be released", waited);
+        throw DirectoryInUseError(e.what() + std::string(text));
+      }
+      if (!told && on_wait) on_wait(e.what());
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace plait

@@ -15,6 +15,8 @@
 // local_lock=flock/all or nolock), runs on any machine exclude each other; on Lustre mounted with
 // -o localflock (or NFS with local_lock) only runs on the same machine do; where flock is not
 // supported at all (Lustre -o noflock), no lock is taken and `warning()` says so.
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,5 +64,14 @@ class DirectoryLock {
   int fd_ = -1;
   std::string warning_;
 };
+
+// Takes the lock of `dir`, waiting while another run holds it (a supervisor relaunching a job
+// whose last processes are still ending: plait launch): tries every 0.1 s for up to
+// `timeout_seconds`; `on_wait` is told the first refusal's message once. A lock whose holder died
+// is no obstacle (the kernel dropped it). Throws DirectoryInUseError when the time is up:
+// "<the refusal>; waited 60.0 s for it to be released".
+std::unique_ptr<DirectoryLock> wait_for_directory_lock(const Directory& dir, const std::string& what,
+                                                       double timeout_seconds,
+                                                       const std::function<void(const std::string&)>& on_wait = {});
 
 }  // namespace plait

@@ -34,7 +34,13 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   // ... and what its gradient synchronisation moved (the cluster's grad_reduce; fp32 unsaid).
   if (problem.cluster.grad_reduce == spec::GradReduce::bf16) train["grad_reduce"] = "bf16";
   doc["train"] = train;
-  if (base && base->contains("data")) doc["data"] = (*base)["data"];
+  // The base's other sections (data, checkpoint, stragglers, init, ...) are the run's, not the
+  // plan's: taken over as they are.
+  if (base && base->is_object()) {
+    for (const auto& [key, value] : base->items()) {
+      if (key != "model" && key != "train" && key != "parallel") doc[key] = value;
+    }
+  }
 
   schedule::ParallelSpec parallel = schedule::explicit_parallel_spec(plan.schedule, choice.vstage_layers, choice.family);
   parallel.recompute = choice.recompute();

@@ -9,8 +9,8 @@
 //   parallel.schedule_name  the family
 //   parallel.devices        for emulated clusters: {type, slowdown, memory_bytes} per rank
 // and train.microbatches = the global number of micro-batches, train.microbatch_size,
-// train.seq and train.segments (the segment lengths). Other train fields and the data section
-// come from a base config when one is given.
+// train.seq and train.segments (the segment lengths). Other train fields and the base config's
+// other sections (data, checkpoint, stragglers, ...) come from a base config when one is given.
 //
 // The parallel section is written and read by schedule::ParallelSpec (schedule/parallel_spec.h),
 // the reader the runtime uses, and train.segments by spec::read_segment_request.
@@ -26,7 +26,8 @@
 
 namespace plait::plan {
 
-// `base` (may be null): a config whose "train" and "data" sections are taken over.
+// `base` (may be null): a config whose "train" fields and every section besides "model", "train"
+// and "parallel" are taken over.
 nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, const nlohmann::json* base);
 
 struct LoadedPlan {
