@@ -145,6 +145,17 @@ TEST(RankStepTimes, PacksIntoItsSlotAndBack) {
   EXPECT_EQ(u.sent_bytes, 4096);
   EXPECT_DOUBLE_EQ(u.seconds_per_unit(), 6.0 / 10);
   EXPECT_EQ(RankStepTimes{}.seconds_per_unit(), 0);
+  // The cold first actions are left out of the speed when there are others.
+  t.first_seconds = 2;
+  t.first_units = 2;
+  pack(t, slot);
+  const RankStepTimes w = unpack_rank_step_times(slot);
+  EXPECT_EQ(w.first_seconds, 2);
+  EXPECT_EQ(w.first_units, 2);
+  EXPECT_DOUBLE_EQ(w.seconds_per_unit(), 4.0 / 8);
+  t.units = {1, 1, 0};
+  t.compute_seconds = {1, 1, 0};
+  EXPECT_DOUBLE_EQ(t.seconds_per_unit(), 1.0);  // nothing but first actions: all of them
 }
 
 }  // namespace

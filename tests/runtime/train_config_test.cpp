@@ -153,6 +153,9 @@ TEST(TrainConfig, StragglersSectionDefaultsRoundTripAndErrors) {
   const RunConfig back = parse_run_config(to_json(c), "again.json");
   EXPECT_DOUBLE_EQ(back.stragglers->clear_below, 1.5);
   EXPECT_EQ(back.stragglers->cooldown, c.stragglers->cooldown);
+  EXPECT_TRUE(back.stragglers->rebalance);  // tier (a) on by default
+  const RunConfig off = parse_run_config(nlohmann::json::parse(m + R"(, "stragglers": {"rebalance": false}})"), "cfg.json");
+  EXPECT_FALSE(parse_run_config(to_json(off), "again.json").stragglers->rebalance);
   EXPECT_EQ(error_of(m + R"(, "stragglers": {"threshold": 0.8}})"),
             "cfg.json: stragglers.threshold: expected a slowdown factor above 1 (e.g. 1.5)");
   EXPECT_EQ(error_of(m + R"(, "stragglers": {"threshold": 1.5, "clear_below": 2}})"),

@@ -108,6 +108,9 @@ TEST_F(TrainingMetricsTest, ReadsEachRanksTimesAndStragglerRecordsAndTablesThem)
       "\n"
       R"({"step":7,"straggler":{"rank":1,"flagged":true,"vs_history":3.02,"vs_peers":2.97}})"
       "\n"
+      R"({"step":7,"rebalance":{"stages":[0],"ranks":[0,1],"before":[4,4],"after":[6,2],"rank":1,"flagged":true,)"
+      R"("slowdown":3.02,"decide_seconds":0.00025}})"
+      "\n"
       R"({"step":30,"straggler":{"rank":1,"flagged":false,"vs_history":1.01,"vs_peers":0.99}})"
       "\n");
   const TrainingMetrics m = read_training_metrics(path("s.jsonl"));
@@ -123,6 +126,19 @@ TEST_F(TrainingMetricsTest, ReadsEachRanksTimesAndStragglerRecordsAndTablesThem)
                               [](const trace::ReportTable& x) { return x.title == "Stragglers (flagged and cleared)"; });
   ASSERT_NE(t, r.tables.end());
   EXPECT_EQ(t->rows.at(0), (std::vector<std::string>{"7", "1", "flagged", "3.02x", "2.97x"}));
+  // The re-balance: tabled, and a dot on the throughput of its step.
+  ASSERT_EQ(m.rebalances.size(), 1u);
+  EXPECT_EQ(m.rebalances[0].after, (std::vector<std::int64_t>{6, 2}));
+  const auto moved = std::find_if(r.tables.begin(), r.tables.end(),
+                                  [](const trace::ReportTable& x) { return x.title.starts_with("Re-balances"); });
+  ASSERT_NE(moved, r.tables.end());
+  EXPECT_EQ(moved->rows.at(0), (std::vector<std::string>{"7", "0", "0, 1", "4/4 -> 6/2", "rank 1 flagged 3.02x", "0.25 ms"}));
+  const trace::ReportChart& rate = r.charts.back();
+  ASSERT_EQ(rate.series.size(), 2u);
+  EXPECT_EQ(rate.series[1].points, (std::vector<std::pair<double, double>>{{7.0, 128.0}}));
+  EXPECT_EQ(error_of(R"({"step":7,"rebalance":{"stages":[0],"ranks":[0,1],"before":[4],"after":[6,2],"rank":1,)"
+                     R"("slowdown":3,"decide_seconds":0}})" "\n"),
+            path("m.jsonl") + ": line 1.rebalance.after: expected as many shares before and after as ranks (2)");
 }
 
 TEST_F(TrainingMetricsTest, BadLinesAreOneErrorNamingTheLine) {
@@ -131,7 +147,7 @@ TEST_F(TrainingMetricsTest, BadLinesAreOneErrorNamingTheLine) {
             f + ": line 2.loss: expected a number, found string \"x\"");
   EXPECT_EQ(error_of("{\"step\":0,\"val_loss\":1,\"extra\":2}\n"), f + ": line 1.extra: unknown field");
   EXPECT_EQ(error_of("{\"what\":1}\n"),
-            f + ": line 1: expected a step (loss), validation (val_loss), sample, straggler, run or memory record");
+            f + ": line 1: expected a step (loss), validation (val_loss), sample, straggler, rebalance, run or memory record");
   EXPECT_NE(error_of("{\"step\":0,\n").find(f + ": line 1: (syntax)"), std::string::npos) << error_of("{\"step\":0,\n");
 }
 

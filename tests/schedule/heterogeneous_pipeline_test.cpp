@@ -7,6 +7,7 @@
 
 #include "plait/core/error.h"
 #include "plait/schedule/heterogeneous_pipeline.h"
+#include "plait/schedule/replicate.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/schedule/schedule_text.h"
 #include "plait/schedule/unit_index.h"
@@ -98,6 +99,12 @@ TEST(HeterogeneousPipeline, RandomLayoutsValidateForEveryFamily) {
       const auto violation = validate(s);
       ASSERT_FALSE(violation.has_value()) << family.name << " trial " << trial << "\n"
                                           << format_schedule(s) << describe(s, *violation);
+      // The pipeline reads back from the schedule (what a re-balance regenerates from).
+      const HeterogeneousPipeline back = heterogeneous_pipeline_of(s, family);
+      EXPECT_EQ(back.stage_ranks, q.stage_ranks) << family.name << " trial " << trial;
+      EXPECT_EQ(back.stage_counts, q.stage_counts) << family.name << " trial " << trial;
+      EXPECT_EQ(back.shape().chunks, q.chunks);
+      EXPECT_EQ(back.num_segments, q.num_segments);
       for (int g = 0; g < groups; ++g) {
         for (std::size_t i = 0; i < q.stage_ranks[g].size(); ++i) {
           const int r = q.stage_ranks[g][i];
@@ -112,6 +119,24 @@ TEST(HeterogeneousPipeline, RandomLayoutsValidateForEveryFamily) {
   }
   EXPECT_EQ(checked + short_of_microbatches, 160 * static_cast<int>(schedule_families().size()));
   EXPECT_LT(short_of_microbatches, 160);  // DualPipeV runs on the trials with m >= 2P
+}
+
+// A generated pipeline replicated over data-parallel replicas (rank = replica x p + position) is
+// a heterogeneous pipeline of equal counts; a layout the family does not place is refused.
+TEST(HeterogeneousPipeline, ReadsBackReplicatedGeneratedSchedulesAndRefusesOtherPlacements) {
+  for (const char* name : {"seq1f1b", "interleaved", "zb-v"}) {
+    const ScheduleFamily& f = schedule_family(name);
+    const int chunks = f.fixed_chunks > 0 ? f.fixed_chunks : 2;
+    const Schedule s = replicate(generate_schedule(f, {2, chunks, 4, f.sequence_level ? 2 : 1}), 2);
+    const HeterogeneousPipeline p = heterogeneous_pipeline_of(s, f);
+    EXPECT_EQ(p.stage_ranks, (std::vector<std::vector<int>>{{0, 2}, {1, 3}})) << name;
+    EXPECT_EQ(p.stage_counts, (std::vector<std::vector<int>>{{4, 4}, {4, 4}})) << name;
+    EXPECT_EQ(p.num_microbatches, 8);
+    EXPECT_EQ(p.chunks, chunks);
+  }
+  // Interleaved's placement read as ZB-V's V: rank 0 holds stages 0 and 2, not 0 and 3.
+  const Schedule interleaved = generate_schedule("interleaved", {2, 2, 4, 1});
+  EXPECT_THROW(heterogeneous_pipeline_of(interleaved, schedule_family("zb-v")), Error);
 }
 
 // With one rank per stage and equal costs, the 1F1B policy is 1F1B action for action, the ZB-V

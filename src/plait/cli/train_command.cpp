@@ -227,11 +227,16 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
   }
 }
 
+// `rebalances`: the re-balances decided before the step, each shown in the timeline's summary.
 void write_timelines(const TrainArgs& args, const runtime::PipelinePlan& plan,
-                     const runtime::MeasuredStep& step, int step_index) {
+                     const runtime::MeasuredStep& step, int step_index,
+                     const std::vector<runtime::ShareChange>& rebalances) {
   if (args.trace.empty() && args.html.empty()) return;
   char buf[128];
   std::vector<std::pair<std::string, std::string>> summary;
+  for (const runtime::ShareChange& c : rebalances) {
+    summary.emplace_back("re-balanced after step " + std::to_string(c.step), runtime::describe_shares(c));
+  }
   std::snprintf(buf, sizeof buf, "%.4f s (pipeline), %.4f s (whole step)", step.makespan(), step.step_seconds);
   summary.emplace_back("step time (measured)", buf);
   std::snprintf(buf, sizeof buf, "%.2f%%", 100 * step.bubble_fraction());
@@ -314,9 +319,12 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
   if (const std::optional<runtime::StragglerConfig>& g = job.run.stragglers) {
     // (Shown when the config has the section; the defaults apply silently otherwise.)
     if (g->enabled) {
+      const std::string& off = run.rebalance_unavailable();
       std::printf("  stragglers: flagged when %.2fx slower than their last %d steps and their peers for %d steps in a "
-                  "row, cleared below %.2fx, then %d steps of cool-down (reported only: nothing re-balances yet)\n",
-                  g->threshold, g->window, g->consecutive, g->clear_below, g->cooldown);
+                  "row, cleared below %.2fx, then %d steps of cool-down; %s\n",
+                  g->threshold, g->window, g->consecutive, g->clear_below, g->cooldown,
+                  off.empty() ? "a flagged rank hands micro-batches to its stage's data-parallel peers"
+                              : ("reported only, not re-balanced: " + off).c_str());
     } else {
       std::printf("  stragglers: not detected (stragglers.enabled false)\n");
     }
@@ -537,10 +545,12 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   constexpr int kAverage = 10;
   const int window = std::max(1, std::min(kAverage, steps / 2));
   runtime::MeasuredStep traced;
+  std::vector<runtime::ShareChange> rebalances, traced_rebalances;  // the latter: before the traced step
   char line[512];
   while (!run->done()) {
     const int step = static_cast<int>(run->next_step());
     run->trainer().set_record_events(timeline && step == trace_step);
+    if (step == trace_step) traced_rebalances = rebalances;
     const runtime::TrainingStep rec = reported_by_lead<runtime::CollectiveError>(lead, [&] { return run->next(); });
     if (rec.val_loss && lead) {
       std::snprintf(line, sizeof line, "  step %d: validation loss %.4f", step, *rec.val_loss);
@@ -548,6 +558,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
       metrics->write({{"step", step}, {"val_loss", *rec.val_loss}});
     }
     if (!rec.result) continue;  // the final validation
+    rebalances.insert(rebalances.end(), rec.rebalances.begin(), rec.rebalances.end());
     const runtime::DistributedStepResult& r = *rec.result;
     // The schedule's ranks (each TP rank's communicator of them gathers alike).
     const runtime::MeasuredStep measured = runtime::gather_step(run->trainer().schedule_world(), r);
@@ -593,6 +604,15 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
       metrics->write({{"step", step},
                       {"straggler", {{"rank", c.rank}, {"flagged", c.flagged}, {"vs_history", c.vs_history}, {"vs_peers", c.vs_peers}}}});
     }
+    if (!rec.rebalance_failure.empty()) progress->note("plait: warning: " + rec.rebalance_failure);
+    for (const runtime::ShareChange& c : rec.rebalances) {
+      std::snprintf(line, sizeof line, " (decided in %.2f ms)", 1e3 * rec.rebalance_seconds);
+      progress->note(runtime::describe(c) + line);
+      metrics->write({{"step", step},
+                      {"rebalance", {{"stages", c.vstages}, {"ranks", c.ranks}, {"before", c.before}, {"after", c.after},
+                                     {"rank", c.rank}, {"flagged", c.flagged}, {"slowdown", c.slowdown},
+                                     {"decide_seconds", rec.rebalance_seconds}}}});
+    }
     if (!rec.sample.empty()) metrics->write({{"step", step}, {"sample", samples.print(*progress, step, rec.sample)}});
     if (rec.stop_requests > 0) {
       progress->note(stop_note(rec, world.size()));
@@ -636,7 +656,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   }
   print_rank_memory_table(stdout, plan, memory);
   print_host_memory_table(stdout, plan, host);
-  write_timelines(args, plan, traced, trace_step);
+  write_timelines(args, plan, traced, trace_step, traced_rebalances);
   if (stopped) {
     std::printf("preempted: exit status %d; continue with plait train --resume\n", runtime::kPreemptedExitStatus);
   }
@@ -805,8 +825,8 @@ void register_train(CLI::App& app) {
   cmd->add_option("--metrics", args->metrics,
                   "Append one JSON line per step ({step, loss, grad_norm, lr, skipped, perf:\n"
                   "{step_seconds, tokens_per_second, peak_memory_bytes, seconds_per_unit and\n"
-                  "wait_seconds per rank}}), per straggler flagged or cleared, per validation\n"
-                  "({step, val_loss}) and per sample to FILE, with a run record at the start and\n"
+                  "wait_seconds per rank}}), per straggler flagged or cleared, per re-balance, per\n"
+                  "validation ({step, val_loss}) and per sample to FILE, with a run record at the start and\n"
                   "the memory by rank at the end; numbers in round-trip precision. plait report\n"
                   "draws it (docs/runtime.md, \"Metrics and the training report\")")
       ->type_name("FILE");

@@ -2,8 +2,7 @@
 // Two balancing steps of the planner.
 //
 // microbatch_shares: a stage's micro-batches over its devices in proportion to their speed
-// (Zorse: n_g ~ 1/(f_g + b_g)), largest remainders first, ties and leftovers to the fastest
-// devices, every device at least one.
+// (schedule/microbatch_shares.h, which the runtime's re-balancing shares).
 //
 // balance_layers: layers per stage minimising the slowest stage: every stage starts with one
 // layer and each further layer goes to the stage whose time after taking it is smallest, among
@@ -15,10 +14,11 @@
 #include <functional>
 #include <vector>
 
+#include "plait/schedule/microbatch_shares.h"
+
 namespace plait::plan {
 
-// Empty when total < the number of devices (each needs one micro-batch).
-std::vector<int> microbatch_shares(int total, const std::vector<double>& speed);
+using schedule::microbatch_shares;
 
 // time(stage, layers): seconds of the stage with that many layers; fits(stage, layers): whether
 // its devices hold them. Every stage gets at least `minimum` layers (a stage of v chunks needs

@@ -179,6 +179,20 @@ DistributedStepResult DistributedTrainer::step(std::int64_t step, const data::Ba
   return r;
 }
 
+void DistributedTrainer::reschedule(schedule::Schedule schedule) {
+  if (schedule.layout != plan_.schedule.layout) {
+    throw Error("reschedule: the new schedule's layout (" + std::to_string(schedule.layout.num_ranks()) + " ranks, " +
+                std::to_string(schedule.layout.num_microbatches) + " micro-batches) is not the plan's (" +
+                std::to_string(plan_.num_ranks()) + " ranks, " + std::to_string(plan_.global_microbatches()) +
+                " micro-batches): only the micro-batches' ranks may change");
+  }
+  plan_.schedule = std::move(schedule);
+  // The executor reads the plan and the lowered schedule held here, replaced in place.
+  lowered_ = lower_plan(plan_, options_.recv_lookahead);
+  executor_->set_program(make_rank_program(plan_, lowered_, rank_, logical_->max_tag()));
+  eval_executor_.reset();  // rebuilt from the new schedule's forwards on its next use
+}
+
 std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local_loss_bad) {
   // Per rank: [loss not finite, then per chunk: virtual stage, 1 + first bad tensor (0: none),
   // kind]. Gradients are compared after their reduction, in the part of the stage the rank

@@ -106,6 +106,11 @@ class DistributedTrainer {
   DistributedTrainer& operator=(const DistributedTrainer&) = delete;
 
   DistributedStepResult step(std::int64_t step, const data::BatchSource& batches);
+  // Runs `schedule` from the next step on (a re-balance of micro-batch shares, share_rebalancer.h):
+  // the plan's layout and global batch, other ranks for some micro-batches; validated by the
+  // caller. Every rank must switch at the same step boundary, to the same schedule. Stages,
+  // parameters, optimizer state and the emulated device's speed stay; evaluation follows.
+  void reschedule(schedule::Schedule schedule);
   // Whether the next steps record their timed events (DistributedStepResult::events).
   void set_record_events(bool on) { options_.record_events = on; }
 

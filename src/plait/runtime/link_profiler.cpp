@@ -6,6 +6,7 @@
 #include <set>
 
 #include "plait/core/error.h"
+#include "plait/core/median.h"
 #include "plait/core/monotonic_clock.h"
 
 namespace plait::runtime {
@@ -13,12 +14,6 @@ namespace {
 
 constexpr int kPingTag = 901, kPongTag = 902;
 constexpr std::size_t kMaxHost = 255;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::size_t floats_of(std::size_t bytes) { return std::max<std::size_t>(1, bytes / sizeof(float)); }
 

@@ -90,15 +90,28 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
               chunks_.empty() ? kernels::cpu_backend().computes_on_calling_thread()
                               : chunks_.front()->backend().computes_on_calling_thread()),
       planned_slowdown_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
-      data_uses_(static_cast<std::size_t>(plan.global_microbatches()), 0),
       state_(std::make_unique<State>()) {
-  lazy_gathers_ = !plan.sharded() || lazy_gathers_deadlock_free(plan, *program_.lowered);
+  prepare_program();
+}
+
+void PipelineExecutor::prepare_program() {
+  lazy_gathers_ = !plan_.sharded() || lazy_gathers_deadlock_free(plan_, *program_.lowered);
+  data_uses_.assign(static_cast<std::size_t>(plan_.global_microbatches()), 0);
   for (const ComputeStep& s : program_.steps) {
     const model::StageSpec& spec = chunks_[static_cast<std::size_t>(s.action.chunk)]->spec();
     if (s.action.kind == schedule::ActionKind::F && (spec.has_embedding || spec.has_head)) {
       ++data_uses_[static_cast<std::size_t>(s.action.microbatch)];
     }
   }
+}
+
+void PipelineExecutor::set_program(RankProgram program) {
+  if (program.rank != program_.rank) {
+    throw Error("pipeline executor: a program of rank " + std::to_string(program.rank) + " given to rank " +
+                std::to_string(program_.rank));
+  }
+  program_ = std::move(program);
+  prepare_program();
 }
 
 PipelineExecutor::~PipelineExecutor() = default;
@@ -285,6 +298,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   bool nan_loss = failure.at(rank, step, Kind::kNanLoss);
   bool nan_gradient = failure.at(rank, step, Kind::kNanGradient);
   apply_injected_slowdown(step, failure);
+  std::vector<bool> ran(chunks_.size() * kUnitKinds, false);  // by (chunk, kind): ran this step
 
   char doing[96];
   for (std::size_t i = 0; i < program_.steps.size(); ++i) {
@@ -347,8 +361,15 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     // The device's time for the action, not the wall time: the wall time of an unslowed rank
     // also holds its waits for a core it shares with other emulated ranks (DeviceEmulator).
     const std::size_t kind = unit_kind_index(a.kind);
-    result.times.compute_seconds[kind] += device_.padded_end(t0, t1, cpu) - t0;
+    const double device_seconds = device_.padded_end(t0, t1, cpu) - t0;
+    result.times.compute_seconds[kind] += device_seconds;
     result.times.units[kind] += 1;
+    const std::size_t first = static_cast<std::size_t>(a.chunk) * kUnitKinds + kind;
+    if (!ran[first]) {  // (RankStepTimes::first_seconds: it ran cold)
+      ran[first] = true;
+      result.times.first_seconds += device_seconds;
+      result.times.first_units += 1;
+    }
     result.finish_seconds = t2 - start;
     if (record_events) {
       trace::Event e;

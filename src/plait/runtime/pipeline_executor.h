@@ -68,11 +68,17 @@ class PipelineExecutor {
                    double loss_scale = 0);
 
   const RankProgram& program() const { return program_; }
+  // Runs `program` from the next run on: the same rank, chunks and plan's layout, another action
+  // list (a re-balance, share_rebalancer.h; the plan the executor refers to holds its schedule).
+  // The emulated device keeps its speed. Between runs only.
+  void set_program(RankProgram program);
 
  private:
   struct MicrobatchData;
   struct Posted;
   struct Sending;
+  // What the program implies: each micro-batch's data uses and whether level-3 gathers may be lazy.
+  void prepare_program();
   // Sets the emulated slow-down when `failure` changes it at `step` (FailureInjection::kSlow).
   void apply_injected_slowdown(std::int64_t step, const FailureInjection& failure);
   const MicrobatchData& data_for(std::int64_t step, int microbatch, const data::BatchSource& batches);

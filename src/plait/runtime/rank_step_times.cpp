@@ -10,6 +10,8 @@ void pack(const RankStepTimes& t, std::span<double> out) {
   out[i++] = t.collective_wait_seconds;
   out[i++] = t.send_seconds;
   out[i++] = t.sent_bytes;
+  out[i++] = t.first_seconds;
+  out[i++] = t.first_units;
 }
 
 RankStepTimes unpack_rank_step_times(std::span<const double> in) {
@@ -21,6 +23,8 @@ RankStepTimes unpack_rank_step_times(std::span<const double> in) {
   t.collective_wait_seconds = in[i++];
   t.send_seconds = in[i++];
   t.sent_bytes = in[i++];
+  t.first_seconds = in[i++];
+  t.first_units = in[i++];
   return t;
 }
 

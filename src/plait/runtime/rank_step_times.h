@@ -24,15 +24,26 @@ struct RankStepTimes {
   double send_seconds = 0;           // sends open: isend to the first test that saw them done,
                                      // summed (an upper bound, at the granularity of one action)
   double sent_bytes = 0;
+  // Of compute_seconds and units: the first action of each (chunk, kind) in the step. It runs
+  // cold: the weights the optimizer just changed (or a level-3 gather just brought) come into the
+  // caches, and at levels 2-3 the first weight-gradient action touches a freshly committed
+  // gradient buffer; measured 3-4x a later action's time on the tiny test jobs.
+  double first_seconds = 0;
+  double first_units = 0;
 
   double compute_total() const { return compute_seconds[0] + compute_seconds[1] + compute_seconds[2]; }
   double unit_total() const { return units[0] + units[1] + units[2]; }
-  // The rank's speed as the detector judges it: compute seconds per unit of work (the schedule
-  // gives a rank the same units every step, so this follows its device's speed), 0 without units.
-  double seconds_per_unit() const { return unit_total() > 0 ? compute_total() / unit_total() : 0.0; }
+  // The rank's speed as the detector and the re-balancer judge it: compute seconds per unit of
+  // work, without the cold first actions when there are others (their cost is per step, not per
+  // unit: counted in, a rank given fewer micro-batches by a re-balance would look slower per unit
+  // than its history; 1.8x at 1 micro-batch of 8 under ZeRO-3 here); 0 without units.
+  double seconds_per_unit() const {
+    if (unit_total() > first_units) return (compute_total() - first_seconds) / (unit_total() - first_units);
+    return unit_total() > 0 ? compute_total() / unit_total() : 0.0;
+  }
 };
 
-inline constexpr std::size_t kRankStepFields = 2 * kUnitKinds + 4;
+inline constexpr std::size_t kRankStepFields = 2 * kUnitKinds + 6;
 
 // Into / out of kRankStepFields doubles (the reduction's slot of one rank).
 void pack(const RankStepTimes& t, std::span<double> out);

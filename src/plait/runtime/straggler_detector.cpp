@@ -4,20 +4,9 @@
 #include <cstdio>
 
 #include "plait/core/error.h"
+#include "plait/core/median.h"
 
 namespace plait::runtime {
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 1;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  return (upper + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
-}
-
-}  // namespace
 
 StragglerDetector::StragglerDetector(StragglerConfig config, int ranks)
     : config_(config), ranks_(static_cast<std::size_t>(std::max(0, ranks))) {}

@@ -1,7 +1,8 @@
 #pragma once
 // Which ranks are stragglers, decided from every rank's measured step times (rank_step_times.h),
-// the same decision on every rank (they all see the same reduced values). Issue 26, part 1; for
-// now it only reports (docs/runtime.md, "Stragglers and restarts").
+// the same decision on every rank (they all see the same reduced values). Issue 26, part 1; tier
+// (a) of re-balancing acts on its flags (share_rebalancer.h; docs/runtime.md, "Stragglers and
+// restarts").
 //
 // A rank's speed is its compute seconds per unit of work. Its baseline is the median of its last
 // `window` steps judged normal (a median, so one slow step, a page-fault storm or a checkpoint
@@ -14,7 +15,7 @@
 // `threshold` for `consecutive` steps in a row, and cleared when either falls below `clear_below`
 // for as many (it is then no longer slow against one of the two; hysteresis: a rank hovering at
 // the threshold does not flap). After a flag or a clear
-// the rank's state holds for `cooldown` steps: a re-balancing (tier a/b, not built yet) needs
+// the rank's state holds for `cooldown` steps: a re-balancing (tier a: share_rebalancer.h) needs
 // steps to show its effect before it is judged again. While a rank is suspect or flagged its
 // baseline stays frozen, so a lasting straggler does not become its own history.
 #include <cstdint>
@@ -41,6 +42,10 @@ struct StragglerConfig {
   int consecutive = 3;
   // Steps after a flag or clear before the rank's state may change again.
   int cooldown = 10;
+  // Tier (a): a flagged rank with data-parallel peers on its stage hands micro-batches to them
+  // (share_rebalancer.h). On by default: it moves no state, keeps the global batch, and costs one
+  // schedule regeneration per flag or clear (measured: docs/runtime.md).
+  bool rebalance = true;
 };
 
 struct StragglerChange {

@@ -158,6 +158,7 @@ StragglerConfig parse_stragglers(const JsonFields& s) {
   }
   c.consecutive = static_cast<int>(s.integer_in("consecutive", 1, 1 << 16, c.consecutive));
   c.cooldown = static_cast<int>(s.integer_in("cooldown", 0, 1 << 20, c.cooldown));
+  c.rebalance = s.boolean("rebalance", c.rebalance);
   s.check_no_unknown_fields();
   return c;
 }
@@ -296,7 +297,8 @@ nlohmann::json to_json(const RunConfig& c) {
   if (c.stragglers) {
     const StragglerConfig& s = *c.stragglers;
     j["stragglers"] = {{"enabled", s.enabled},     {"window", s.window},           {"threshold", s.threshold},
-                       {"clear_below", s.clear_below}, {"consecutive", s.consecutive}, {"cooldown", s.cooldown}};
+                       {"clear_below", s.clear_below}, {"consecutive", s.consecutive}, {"cooldown", s.cooldown},
+                       {"rebalance", s.rebalance}};
   }
   return j;
 }

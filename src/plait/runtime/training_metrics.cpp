@@ -115,6 +115,23 @@ TrainingMetrics read_training_metrics(const std::string& path) {
       x.vs_peers = g.number("vs_peers");
       g.check_no_unknown_fields();
       m.stragglers.push_back(x);
+    } else if (f.has("rebalance")) {
+      const JsonFields g = f.object("rebalance");
+      MetricsRebalance x;
+      x.step = f.integer("step");
+      x.stages = g.integers("stages");
+      x.ranks = g.integers("ranks");
+      x.before = g.integers("before");
+      x.after = g.integers("after");
+      if (x.before.size() != x.ranks.size() || x.after.size() != x.ranks.size()) {
+        g.fail("after", "expected as many shares before and after as ranks (" + std::to_string(x.ranks.size()) + ")");
+      }
+      x.rank = static_cast<int>(g.integer_in("rank", 0, 1 << 24));
+      x.flagged = g.boolean("flagged", true);
+      x.slowdown = g.number("slowdown");
+      x.decide_seconds = g.number("decide_seconds");
+      g.check_no_unknown_fields();
+      m.rebalances.push_back(x);
     } else if (f.has("sample")) {
       m.samples.emplace_back(f.integer("step"), f.string("sample"));
     } else if (f.has("loss")) {
@@ -136,7 +153,7 @@ TrainingMetrics read_training_metrics(const std::string& path) {
       }
       steps[s.step] = s;
     } else {
-      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, straggler, run or memory record");
+      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, straggler, rebalance, run or memory record");
     }
     f.check_no_unknown_fields();
   }
@@ -201,7 +218,14 @@ trace::Report training_report(const TrainingMetrics& m) {
   r.charts.push_back({"Loss", "step", "cross-entropy (nats)", {loss, val}, false});
   r.charts.push_back({"Learning rate", "step", "learning rate", {lr}, false});
   r.charts.push_back({"Gradient norm", "step", "global norm", {norm}, true});
-  r.charts.push_back({"Throughput", "step", "tokens/s", {rate}, false});
+  // Each re-balance as a dot on the throughput of the step after which it was decided.
+  trace::ReportSeries moved{"re-balanced after this step", {}, true};
+  for (const MetricsRebalance& x : m.rebalances) {
+    for (const auto& [step, tokens] : rate.points) {
+      if (step == static_cast<double>(x.step)) moved.points.emplace_back(step, tokens);
+    }
+  }
+  r.charts.push_back({"Throughput", "step", "tokens/s", {rate, moved}, false});
   if (!m.memory.empty()) {
     r.tables.push_back(memory_table(m.memory, "Peak memory by rank and category",
                                     "Measured by each rank's accounting (plait's memory tracker); each category's column is its "
@@ -216,7 +240,27 @@ trace::Report training_report(const TrainingMetrics& m) {
                         fixed("%.2fx", x.vs_history), fixed("%.2fx", x.vs_peers)});
     }
     t.note = "Compute seconds per unit of work against the rank's own recent median and against the other ranks' "
-             "(docs/runtime.md, \"Stragglers and restarts\"); reported only, nothing is re-balanced yet.";
+             "(docs/runtime.md, \"Stragglers and restarts\"); a flagged rank with data-parallel peers hands them "
+             "micro-batches (re-balances below).";
+    r.tables.push_back(t);
+  }
+  if (!m.rebalances.empty()) {
+    const auto joined = [](const std::vector<std::int64_t>& v, const char* sep) {
+      std::string out;
+      for (std::int64_t x : v) out += (out.empty() ? "" : sep) + std::to_string(x);
+      return out;
+    };
+    trace::ReportTable t;
+    t.title = "Re-balances (micro-batch shares inside a stage's data-parallel group)";
+    t.header = {"after step", "stages", "ranks", "shares", "because", "decided in"};
+    for (const MetricsRebalance& x : m.rebalances) {
+      t.rows.push_back({std::to_string(x.step), joined(x.stages, ", "), joined(x.ranks, ", "),
+                        joined(x.before, "/") + " -> " + joined(x.after, "/"),
+                        "rank " + std::to_string(x.rank) + (x.flagged ? " flagged " : " cleared ") + fixed("%.2fx", x.slowdown),
+                        fixed("%.2f ms", 1e3 * x.decide_seconds)});
+    }
+    t.note = "The next step runs the new shares: the same global batch and micro-batches, other ranks for some of them "
+             "(tier a; docs/runtime.md, \"Stragglers and restarts\").";
     r.tables.push_back(t);
   }
   bool host = false;

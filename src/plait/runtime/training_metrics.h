@@ -9,6 +9,9 @@
 //             "seconds_per_unit": [per rank], "wait_seconds": [per rank]}}       a step
 //   {"step", "straggler": {"rank", "flagged", "vs_history", "vs_peers"}}      a straggler flagged
 //                                                                             or cleared
+//   {"step", "rebalance": {"stages", "ranks", "before", "after", "rank", "flagged", "slowdown",
+//                          "decide_seconds"}}          a stage's micro-batch shares changed
+//                                                      after the step (share_rebalancer.h)
 //   {"step", "val_loss"}                                                     a validation
 //   {"step", "sample": "text"}                                               a sample
 //   {"memory": [{"rank", "stages", "peak_bytes": {category: bytes}, "peak_total_bytes",
@@ -53,6 +56,15 @@ struct MetricsStraggler {
   double vs_history = 1, vs_peers = 1;
 };
 
+// A re-balance of one stage group's micro-batch shares (runtime::ShareChange).
+struct MetricsRebalance {
+  std::int64_t step = 0;
+  std::vector<std::int64_t> stages, ranks, before, after;
+  int rank = 0;  // the rank whose flag or clear decided it
+  bool flagged = true;
+  double slowdown = 1, decide_seconds = 0;
+};
+
 struct MetricsRankMemory {
   int rank = 0;
   std::string stages;
@@ -68,13 +80,14 @@ struct TrainingMetrics {
   std::vector<std::pair<std::int64_t, double>> validations;
   std::vector<std::pair<std::int64_t, std::string>> samples;
   std::vector<MetricsStraggler> stragglers;  // in file order
+  std::vector<MetricsRebalance> rebalances;  // in file order
   std::vector<MetricsRankMemory> memory, host_memory;  // the last run's end
 };
 
 TrainingMetrics read_training_metrics(const std::string& path);
 
 // The report: a summary, charts of the training and validation loss, learning rate, gradient
-// norm and tokens/s over steps, the per-rank memory table (and the host tier's, when used) and
+// norm and tokens/s over steps (the re-balances marked on the last), the per-rank memory table (and the host tier's, when used) and
 // the last samples.
 trace::Report training_report(const TrainingMetrics& metrics);
 

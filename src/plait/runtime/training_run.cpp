@@ -69,7 +69,8 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
       world_(world),
       tracker_(tracker),
       options_(std::move(options)),
-      stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()) {
+      stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()),
+      rebalancer_(job.run.stragglers.value_or(StragglerConfig{}), plan) {
   const std::optional<CheckpointConfig>& ckpt = job.run.checkpoint;
   std::error_code ec;
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
@@ -239,6 +240,13 @@ TrainingStep TrainingRun::next() {
   std::vector<double> speed;
   for (const RankStepTimes& t : rec.result->ranks) speed.push_back(t.seconds_per_unit());
   rec.stragglers = stragglers_.observe(rec.step, speed);
+  const double deciding = monotonic_seconds();
+  if (std::optional<ShareRebalancer::Decision> d = rebalancer_.observe(rec.step, rec.result->ranks, rec.stragglers, stragglers_)) {
+    trainer_->reschedule(std::move(d->schedule));
+    rec.rebalances = std::move(d->changes);
+    rec.rebalance_seconds = monotonic_seconds() - deciding;
+  }
+  rec.rebalance_failure = rebalancer_.take_failure();
   rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;
   if (ckpt && (rec.stopped || next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {

@@ -17,7 +17,10 @@
 //
 // Every step's measured times (DistributedStepResult::ranks) go to the straggler detector
 // (straggler_detector.h, the config's "stragglers" section); its decisions are the same on every
-// rank and, for now, only reported (TrainingStep::stragglers).
+// rank (TrainingStep::stragglers). A rank flagged with data-parallel peers on its stage hands them
+// micro-batches from the next step on (tier a, share_rebalancer.h; TrainingStep::rebalances).
+// Checkpoints record the config's plan, not the shares in force: a resumed run starts with the
+// plan's shares, and the detector judges the ranks afresh.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,6 +36,7 @@
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/share_rebalancer.h"
 #include "plait/runtime/straggler_detector.h"
 #include "plait/runtime/training_data.h"
 
@@ -67,6 +71,12 @@ struct TrainingStep {
   bool stopped = false;  // the run stops after this step because of them (see above)
   // Ranks the straggler detector flagged or cleared at this step (the same on every rank).
   std::vector<StragglerChange> stragglers;
+  // Micro-batch shares changed after this step (the next step runs them), and how long deciding,
+  // regenerating, validating and lowering the new schedule took (the re-balance's cost).
+  std::vector<ShareChange> rebalances;
+  double rebalance_seconds = 0;
+  // Why a re-balance decided after this step could not be applied (re-balancing stops), or "".
+  std::string rebalance_failure;
 };
 
 class TrainingRun {
@@ -97,6 +107,8 @@ class TrainingRun {
   const std::string& initialised_from() const { return initialised_from_; }
   // The step-0 checkpoint of checkpoint.save_initial, or "".
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }
+  // Why tier (a) re-balancing cannot act on this job, or "" (ShareRebalancer::unavailable).
+  const std::string& rebalance_unavailable() const { return rebalancer_.unavailable(); }
   bool done() const { return finished_; }
   // The run stopped before stop_step() because a rank was asked to (TrainingStep::stopped).
   bool stopped_by_request() const { return stopped_; }
@@ -132,6 +144,7 @@ class TrainingRun {
   std::vector<std::string> notes_;
   std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
   StragglerDetector stragglers_;
+  ShareRebalancer rebalancer_;
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
   bool final_validation_ = false;  // one more validation after the last step of train.steps
   bool finished_ = false;

@@ -5,18 +5,13 @@
 #include <random>
 #include <thread>
 
+#include "plait/core/median.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/core/monotonic_clock.h"
 #include "plait/model/stage_model.h"
 
 namespace plait::runtime {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 enum class Probe { layers, embedding, head };
 

@@ -110,6 +110,36 @@ Layout heterogeneous_layout(const HeterogeneousPipeline& pipeline, StagePlacemen
   return layout;
 }
 
+HeterogeneousPipeline heterogeneous_pipeline_of(const Schedule& schedule, const ScheduleFamily& family) {
+  const Layout& layout = schedule.layout;
+  HeterogeneousPipeline p;
+  p.num_microbatches = layout.num_microbatches;
+  p.num_segments = layout.num_segments;
+  p.chunks = layout.num_ranks() > 0 ? layout.num_chunks(0) : 0;
+  if (p.chunks < 1 || layout.num_vstages % p.chunks != 0) {
+    throw Error("the layout's " + std::to_string(layout.num_vstages) + " virtual stages are not " +
+                std::to_string(p.chunks) + " chunks per pipeline position");
+  }
+  const int positions = layout.num_vstages / p.chunks;
+  p.stage_ranks.resize(static_cast<std::size_t>(positions));
+  p.stage_counts.resize(static_cast<std::size_t>(positions));
+  for (int r = 0; r < layout.num_ranks(); ++r) {
+    const int g = placed_position(family.placement, positions, layout.vstage(r, 0));
+    std::vector<bool> runs(static_cast<std::size_t>(layout.num_microbatches), false);
+    for (const Action& a : schedule.ranks[static_cast<std::size_t>(r)]) {
+      if (a.chunk == 0 && a.kind == ActionKind::F) runs[static_cast<std::size_t>(a.microbatch)] = true;
+    }
+    p.stage_ranks[static_cast<std::size_t>(g)].push_back(r);
+    p.stage_counts[static_cast<std::size_t>(g)].push_back(static_cast<int>(std::count(runs.begin(), runs.end(), true)));
+  }
+  check_heterogeneous_pipeline(p);
+  if (heterogeneous_layout(p, family.placement) != layout) {
+    throw Error("the layout is not the " + std::string(placement_name(family.placement)) + " placement of " +
+                family.name + " over " + std::to_string(positions) + " groups of ranks");
+  }
+  return p;
+}
+
 std::vector<std::vector<std::int32_t>> route_microbatches(const HeterogeneousPipeline& pipeline,
                                                           const Layout& layout,
                                                           const HeterogeneousCosts& costs) {

@@ -92,6 +92,15 @@ std::vector<int> heterogeneous_in_flight_limits(std::string_view family,
                                                 const Layout& layout,
                                                 const HeterogeneousCosts& costs);
 
+// The heterogeneous pipeline `schedule` runs under `family`'s placement: its groups (the ranks at
+// each pipeline position, ascending) and every rank's micro-batch count (the micro-batches it
+// forwards on its first chunk), read from the action lists. The inverse of heterogeneous_schedule
+// for the layout and counts, so a running job can regenerate its schedule with other counts (a
+// re-balance, docs/runtime.md "Stragglers and restarts"). Throws plait::Error saying why when the
+// layout is not one heterogeneous_layout makes for the family (ranks with unlike chunk counts, a
+// group whose ranks hold other stages).
+HeterogeneousPipeline heterogeneous_pipeline_of(const Schedule& schedule, const ScheduleFamily& family);
+
 // Routes, list-schedules and returns the schedule (not yet validated; schedule::validate it) with
 // the family's policy fields: its placement, split or fused backward, forwards first, and the
 // in-flight limits above. Throws plait::Error with the reason when the family does not fit.

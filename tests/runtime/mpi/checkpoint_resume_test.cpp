@@ -47,6 +47,7 @@
 #include "plait/runtime/training_run.h"
 #include "shared_dir.h"
 #include "tiny_job.h"
+#include "training_state.h"
 
 namespace plait::runtime {
 namespace {
@@ -116,17 +117,7 @@ Outcome run(const JobConfig& j, comm::Communicator& w, TrainingRunOptions option
     if (s.result) o.loss[s.step] = s.result->loss;
     if (s.val_loss) o.val_loss[s.step] = *s.val_loss;
   }
-  // The full parameters (gathered where level 3 shards them) and the rank's moments (its shard
-  // where they are sharded).
-  const std::vector<std::vector<float>> parameters = r.trainer().gather_parameters();
-  for (int c = 0; c < r.trainer().num_chunks(); ++c) {
-    std::vector<float> all = parameters[static_cast<std::size_t>(c)];
-    for (std::span<const float> part : {std::span<const float>(r.trainer().optimizer(c).first_moment()),
-                                        std::span<const float>(r.trainer().optimizer(c).second_moment())}) {
-      all.insert(all.end(), part.begin(), part.end());
-    }
-    o.state.push_back(std::move(all));
-  }
+  o.state = test::training_state(r.trainer());
   o.optimizer_steps = r.trainer().optimizer_steps();
   return o;
 }
