@@ -61,6 +61,12 @@ struct LayerState {
   PooledBuffer dkv;  // their gradient accumulator, kv_cache, from the micro-batch's first B to W
                      // (bf16: to the end of this unit's B, which rounds it into dkv_kept)
   PooledBuffer dkv_kept;  // bf16 only: the completed dK/dV, kv_cache, from this unit's B to W
+
+  // Every buffer of the state, empty or not (activation offload moves the non-empty activations
+  // ones between F and B: runtime/activation_offload.h). Each family's state adds its own.
+  virtual void buffers(std::vector<PooledBuffer*>& out) {
+    for (PooledBuffer* b : {&x_in, &dx_out, &kv, &dkv, &dkv_kept}) out.push_back(b);
+  }
 };
 
 class Block {

@@ -21,6 +21,7 @@
 #include "plait/data/batch_source.h"
 #include "plait/model/stage_model.h"
 #include "plait/model/tensor_pool.h"
+#include "plait/runtime/activation_offload.h"
 #include "plait/runtime/device_emulator.h"
 #include "plait/runtime/failure_injection.h"
 #include "plait/runtime/sharded_data_parallel.h"
@@ -47,9 +48,12 @@ struct ExecutedStep {
 class PipelineExecutor {
  public:
   // chunks[c]: the model of the rank's chunk c; buffers: the tracker charged for comm buffers.
+  // host, copies: the rank's host tier and copy engine, required in training when one of its
+  // stages offloads its activations (plan.offloads_activations; runtime/activation_offload.h).
   PipelineExecutor(const PipelinePlan& plan, RankProgram program, comm::Communicator& world,
                    std::vector<model::StageModel*> chunks, ShardedDataParallel& data_parallel,
-                   MemoryTracker& buffers, ExecutorMode mode = ExecutorMode::kTrain);
+                   MemoryTracker& buffers, ExecutorMode mode = ExecutorMode::kTrain,
+                   MemoryTracker* host = nullptr, CopyEngine* copies = nullptr);
   ~PipelineExecutor();
   PipelineExecutor(const PipelineExecutor&) = delete;
   PipelineExecutor& operator=(const PipelineExecutor&) = delete;
@@ -66,6 +70,8 @@ class PipelineExecutor {
                    double loss_scale = 0);
 
   const RankProgram& program() const { return program_; }
+  // The rank's activation offload (null when none of its stages offloads in training).
+  const ActivationOffload* activation_offload() const { return offload_.get(); }
 
  private:
   struct MicrobatchData;
@@ -102,6 +108,7 @@ class PipelineExecutor {
   std::vector<int> data_uses_;
   struct State;
   std::unique_ptr<State> state_;
+  std::unique_ptr<ActivationOffload> offload_;
 };
 
 }  // namespace plait::runtime
