@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -46,6 +47,21 @@ TEST(ThreadCopyEngine, DestructionFinishesQueuedCopies) {
     engine.submit(dst.data(), src.data(), src.size() * sizeof(float));
   }
   EXPECT_EQ(dst, src);
+}
+
+// Paced to a host link (activation offload on CPU ranks): a copy is not done before bytes /
+// bandwidth has passed from its start (a lower bound, which load cannot break), and the bytes
+// arrive as without pacing.
+TEST(ThreadCopyEngine, PacesCopiesToTheHostLink) {
+  std::vector<float> src(1 << 18, 3.0f), dst(1 << 18);  // 1 MiB
+  const double bytes = static_cast<double>(src.size() * sizeof(float));
+  ThreadCopyEngine engine(bytes / 0.05);  // 50 ms for the copy
+  const auto start = std::chrono::steady_clock::now();
+  const CopyEvent e = engine.submit(dst.data(), src.data(), src.size() * sizeof(float));
+  engine.wait(e);
+  EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.05);
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(engine.bytes_copied(), src.size() * sizeof(float));
 }
 
 }  // namespace

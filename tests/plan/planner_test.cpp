@@ -317,6 +317,32 @@ TEST(Planner, RecomputesPerStageOnlyWhereMemoryNeedsIt) {
   EXPECT_FALSE(without.fits);
 }
 
+// The same cluster with a host tier on every device (share/clusters/cpu4-offload.json: 1 GiB at
+// 16 GB/s): where a stage needed recomputation to fit, the planner may keep its activations on
+// the host between F and B (schedule/activation_offload.h). The best plan offloads activations,
+// its prediction (the simulator timing the copies) is faster than the plan without a host tier,
+// and every device, host tier included, stays within its capacity.
+TEST(Planner, OffloadsActivationsWhereAStageRecomputedToFit) {
+  const PlanningProblem without = cpu4_problem("cpu4-recompute.json");
+  const PlanningProblem with = cpu4_problem("cpu4-offload.json");
+  PlannerOptions o;
+  o.simulate = 12;
+  o.top = 8;
+  const PlannerResult before = plan_cluster(without, o);
+  const PlannerResult after = plan_cluster(with, o);
+  ASSERT_FALSE(before.plans.empty());
+  ASSERT_FALSE(after.plans.empty());
+  const PlanChoice& c = after.plans[0].choice;
+  ASSERT_FALSE(c.offload_activations.empty()) << c.summary(with.cluster);
+  EXPECT_NE(c.summary(with.cluster).find(", offload activations "), std::string::npos);
+  EXPECT_LT(after.plans[0].prediction.step_seconds, before.plans[0].prediction.step_seconds)
+      << c.summary(with.cluster) << " against " << before.plans[0].choice.summary(without.cluster);
+  for (const DevicePrediction& d : after.plans[0].prediction.devices) {
+    EXPECT_LE(d.total_bytes(), d.capacity_bytes);
+    EXPECT_LE(d.host_bytes, d.host_capacity_bytes);
+  }
+}
+
 std::string cannot_plan(const PlanningProblem& p, const PlannerOptions& o) {
   try {
     plan_cluster(p, o);

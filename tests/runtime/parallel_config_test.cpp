@@ -216,12 +216,50 @@ TEST(ParallelConfig, ShardingIsReadPerStageAndCheckedAgainstTheLayout) {
   EXPECT_EQ(parse_error(R"({"dp": 2, "shard": 4})"),
             "p.json: parallel.shard: expected a ZeRO level 0, 1, 2 or 3 (or a list with one per virtual stage), found 4");
   EXPECT_EQ(parse_error(R"({"dp": 2, "offload": "yes"})"),
-            "p.json: parallel.offload: expected true or false (or a list with one per virtual stage), found \"yes\"");
+            "p.json: parallel.offload: expected true, false, \"none\", \"optimizer\", \"activations\" or \"all\" (or a "
+            "list with one per virtual stage), found \"yes\"");
   EXPECT_EQ(parse_error(R"({"dp": 2, "shard_shares": "big"})"),
             "p.json: parallel.shard_shares: expected \"equal\" or \"memory\" (shards proportional to the devices' "
             "memory_bytes), found \"big\"");
   EXPECT_EQ(parse_error(R"({"devices": [{"host_memory_bytes": 0}]})"),
             "p.json: parallel.devices[0].host_memory_bytes: expected an integer in [1, 9223372036854775807], found 0");
+}
+
+// parallel.offload's levels: "activations" (a unit's saved activations between its F and its B,
+// runtime/activation_offload.h) beside the optimizer state; read per stage, written back as level
+// names, resolved into the plan; the device's host link read and written; bad input refused.
+TEST(ParallelConfig, OffloadLevelsAndTheHostLink) {
+  const JobConfig j = job(R"({"schedule": "seq1f1b", "pp": 2, "dp": 2, "offload": ["activations", "all"],
+    "devices": [{"host_memory_bytes": 1000000000, "host_bytes_per_second": 4e9}, {"host_memory_bytes": 1000000000},
+      {"host_memory_bytes": 1000000000}, {"host_memory_bytes": 1000000000}]})");
+  EXPECT_EQ(j.parallel.offload, (std::vector<bool>{false, true}));
+  EXPECT_EQ(j.parallel.offload_activations, (std::vector<bool>{true, true}));
+  EXPECT_EQ(to_json(j.parallel)["offload"], nlohmann::json::parse(R"(["activations", "all"])"));
+  EXPECT_EQ(to_json(j.parallel)["devices"][0]["host_bytes_per_second"], 4e9);
+  EXPECT_EQ(j.parallel.devices[0].host_bytes_per_second, 4e9);
+  EXPECT_FALSE(j.parallel.devices[1].host_bytes_per_second);
+  const PipelinePlan plan = build_pipeline_plan(j, 4);
+  EXPECT_EQ(plan.vstage_offload_activations, (std::vector<bool>{true, true}));
+  EXPECT_EQ(plan.vstage_shard, (std::vector<spec::ShardPolicy>{{0, false}, {0, true}}));
+  // One level for every stage; true/false keep their meaning (the optimizer state).
+  const JobConfig one = job(R"({"pp": 2, "offload": "activations", "devices": [{"host_memory_bytes": 1000}, {"host_memory_bytes": 1000}]})");
+  EXPECT_TRUE(one.parallel.activations_offloaded(1));
+  EXPECT_FALSE(one.parallel.offloaded(1));
+  EXPECT_EQ(to_json(one.parallel)["offload"], "activations");
+  EXPECT_EQ(to_json(job(R"({"dp": 2, "offload": "none"})").parallel)["offload"], false);
+
+  EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 2, "offload": [false, "activations"]})", 2),
+            "p.json: parallel.offload: virtual stage 1 offloads its activations but rank 1 has no host memory tier; "
+            "give its device a host_memory_bytes capacity");
+  EXPECT_EQ(error_of(R"({"schedule": "seq1f1b", "pp": 2, "offload": ["activations", "none", "all"],
+                        "devices": [{"host_memory_bytes": 1000}, {"host_memory_bytes": 1000}]})", 2),
+            "p.json: parallel.offload: expected one offload flag per virtual stage (2), found 3");
+  EXPECT_EQ(parse_error(R"({"pp": 2, "offload": ["activation"]})"),
+            "p.json: parallel.offload: expected true, false, \"none\", \"optimizer\", \"activations\" or \"all\" (or a "
+            "list with one per virtual stage), found \"activation\"");
+  EXPECT_EQ(parse_error(R"({"devices": [{"host_bytes_per_second": 0}]})"),
+            "p.json: parallel.devices[0].host_bytes_per_second: expected a device <-> host bandwidth in bytes per "
+            "second in [1e3, 1e15], found 0.000000");
 }
 
 TEST(ParallelConfig, TheShippedConfigsParseAndPlan) {

@@ -65,6 +65,10 @@ struct BenchRuntimeOptions {
   std::vector<std::string> precisions = {"fp32", "bf16"};
   // train.grad_reduce of the bf16 rows: what data parallelism reduces.
   std::string grad_reduce = "fp32";
+  // parallel.offload levels to run each memory and speed row with: "none" and/or "activations"
+  // (every stage; runtime/activation_offload.h), the copy engine paced to host_gbyte_per_s.
+  std::vector<std::string> offload = {"none"};
+  double host_gbyte_per_s = 4;
 };
 
 // The benchmark's model: GPT-2 of the given sizes (vocabulary 256, byte tokens), or a LLaMA of
@@ -137,6 +141,19 @@ runtime::JobConfig shard_job(const BenchRuntimeOptions& o, int p, int level, boo
   return job;
 }
 
+// Activation offload on every stage of `job` (`level` "activations"; "none" leaves it), every
+// rank with a host tier of 1 TiB reached at --host-gbyte-per-s.
+void apply_offload(const BenchRuntimeOptions& o, runtime::JobConfig& job, int ranks, const std::string& level) {
+  if (level == "none") return;
+  job.parallel.offload = {false};
+  job.parallel.offload_activations = {true};
+  job.parallel.devices.resize(static_cast<std::size_t>(ranks));
+  for (runtime::DeviceEmulation& d : job.parallel.devices) {
+    d.host_memory_bytes = std::size_t{1} << 40;
+    d.host_bytes_per_second = o.host_gbyte_per_s * 1e9;
+  }
+}
+
 // Random tokens (the benchmarks time the engine, not the data).
 struct RandomTokens {
   explicit RandomTokens(std::size_t n) : tokens(n) {
@@ -178,7 +195,7 @@ struct MeasuredTrainer {
 };
 
 struct MemoryRow {
-  std::string family, precision, schedule, recompute;
+  std::string family, precision, schedule, recompute, offload;
 };
 
 // The memory bench's row sets: every family, precision, schedule and recompute value, in that
@@ -188,7 +205,9 @@ std::vector<MemoryRow> memory_rows(const BenchRuntimeOptions& o, const std::vect
   for (const std::string& family : o.families) {
     for (const std::string& precision : o.precisions) {
       for (const std::string& schedule : schedules) {
-        for (const std::string& recompute : o.recompute) rows.push_back({family, precision, schedule, recompute});
+        for (const std::string& recompute : o.recompute) {
+          for (const std::string& offload : o.offload) rows.push_back({family, precision, schedule, recompute, offload});
+        }
       }
     }
   }
@@ -213,15 +232,16 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 "units = peak of activations + K/V together; comm buffers (on their own tracker) are "
                 "not modelled\n",
                 o.steps);
-    std::printf("%-5s %-4s %-10s %-9s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "model", "prec",
-                "schedule", "recompute", "rank", "parameters", "gradients", "optimizer_state", "activations",
+    std::printf("%-5s %-4s %-10s %-9s %-7s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "model", "prec",
+                "schedule", "recompute", "offload", "rank", "parameters", "gradients", "optimizer_state", "activations",
                 "kv_cache", "units", "comm");
   }
   std::vector<double> stage0;  // measured stage-0 units peak per schedule, without recomputation
-  for (const auto& [family, precision, name, variant] : memory_rows(o, schedules)) {
+  for (const auto& [family, precision, name, variant, offload] : memory_rows(o, schedules)) {
     {
       runtime::JobConfig job = bench_job(o, name, p, 0, family, precision);
       job.parallel.recompute = parse_recompute_flag("--recompute", variant);
+      apply_offload(o, job, p, offload);
       const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
       const runtime::TrainConfig t = job.global_train();
       const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
@@ -249,12 +269,16 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                     {t.precision, job.parallel.recompute, omp_get_max_threads()});
       const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
       const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
-      const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, {false, false});
+      sim::SimOptions sim_options{false, false};
+      const sim::ActivationOffloadModel offloads = runtime::activation_offload_model(plan);
+      sim_options.activation_offload = &offloads;
+      const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, sim_options);
       for (int r = 0; r < p; ++r) {
         const sim::StaticMemory st = memory.static_memory(plan.schedule.layout.rank_vstages[r]);
         const sim::AllocatedPeaks& a = predicted.ranks[r].allocated;
         const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache, a.total};
-        std::printf("%-5s %-4s %-10s %-9s %4d |", family.c_str(), precision.c_str(), name.c_str(), variant.c_str(), r);
+        std::printf("%-5s %-4s %-10s %-9s %-7s %4d |", family.c_str(), precision.c_str(), name.c_str(), variant.c_str(),
+                    offload == "none" ? "no" : "act", r);
         for (int c = 0; c < 6; ++c) {
           const double got = all[r][c];
           std::printf(" %8.2f MiB %+5.1f%%%s", mib(got), got > 0 ? 100 * (want[c] - got) / got : 0.0,
@@ -262,7 +286,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
         }
         std::printf(" | %6.2f MiB\n", mib(all[r][6]));
       }
-      if (variant == "none" && family == o.families.front() && precision == o.precisions.front()) {
+      if (variant == "none" && offload == "none" && family == o.families.front() && precision == o.precisions.front()) {
         stage0.push_back(all[0][5]);
       }
     }
@@ -494,7 +518,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   // Every schedule's trainer first; then the measured steps round-robin over the schedules, so
   // a change in the machine's load (other programs) hits them all alike.
   struct Run {
-    std::string name, recompute;
+    std::string name, recompute, offload;
     bool segment_row = false;  // of the row set over segment counts
     runtime::JobConfig job;
     runtime::PipelinePlan plan;
@@ -508,10 +532,13 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   struct Row {
     std::string name, recompute;
     int segments = 0;
+    std::string offload = "none";
   };
   std::vector<Row> rows;
-  for (const std::string& variant : o.recompute) {
-    for (const std::string& name : schedules) rows.push_back({name, variant, 0});
+  for (const std::string& offload : o.offload) {
+    for (const std::string& variant : o.recompute) {
+      for (const std::string& name : schedules) rows.push_back({name, variant, 0, offload});
+    }
   }
   if (!o.segment_counts.empty()) {
     const schedule::ScheduleFamily* f = schedule::find_schedule_family(o.segment_family);
@@ -532,6 +559,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     run.segment_row = row.segments > 0;
     run.job = bench_job(o, row.name, p, row.segments, o.families.front(), o.precisions.front());
     run.job.parallel.recompute = parse_recompute_flag("--recompute", row.recompute);
+    run.offload = row.offload;
+    apply_offload(o, run.job, p, row.offload);
     recomputes = recomputes || run.job.parallel.recompute.any();
     run.plan = runtime::build_pipeline_plan(run.job, p);
     const runtime::TrainConfig t = run.job.global_train();
@@ -601,8 +630,9 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     }
     std::printf("\n");
   }
-  std::printf("%-12s %-9s %2s %2s | %10s %21s | %10s %7s | %7s %7s | %9s %9s\n", "schedule", "recompute", "v",
-              "k", "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim", "busy", "sim");
+  std::printf("%-12s %-9s %-7s %2s %2s | %10s %21s | %10s %7s | %7s %7s | %9s %9s | %s\n", "schedule", "recompute",
+              "offload", "v", "k", "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim", "busy", "sim",
+              "offload wait (sim)");
   for (const Run& run : runs) {
     if (run.segment_row && (&run == runs.data() || !(&run - 1)->segment_row)) {
       std::printf("%s over segment counts (many short segments against few long ones):\n", run.name.c_str());
@@ -610,7 +640,16 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const Profiles& e = profiles[profile_of[static_cast<std::size_t>(&run - runs.data())]];
     const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link);
     const schedule::LoweredSchedule lowered = runtime::lower_plan(run.plan, INT32_MAX);
-    const sim::SimResult typical = sim::simulate(run.plan.schedule, lowered, cost, nullptr, {false, false});
+    // With activation offload the copies' bytes come from the exact unit table and take
+    // bytes / --host-gbyte-per-s on each rank's copy engine (sim::ActivationOffloadModel).
+    const sim::MemoryModel memory(run.plan.model, run.plan.vstage_layers, run.plan.partition, run.plan.microbatch_size,
+                                  {run.plan.precision, run.job.parallel.recompute, 1});
+    sim::SimOptions sim_options{false, false};
+    const sim::ActivationOffloadModel offloads = runtime::activation_offload_model(run.plan);
+    sim_options.activation_offload = &offloads;
+    const sim::SimResult typical = sim::simulate(run.plan.schedule, lowered, cost, &memory, sim_options);
+    double offload_wait = 0;
+    for (const sim::RankResult& r : typical.ranks) offload_wait = std::max(offload_wait, r.offload_wait);
     std::vector<double> sorted = run.makespans;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted[sorted.size() / 2];
@@ -620,12 +659,13 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     std::sort(busy.begin(), busy.end());
     double sim_busy = 0;
     for (const sim::RankResult& r : typical.ranks) sim_busy += r.busy / static_cast<double>(typical.ranks.size());
-    std::printf("%-12s %-9s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%% | %6.1f ms %6.1f ms\n",
-                run.name.c_str(), run.recompute.c_str(), run.plan.schedule.layout.max_chunks(),
+    std::printf("%-12s %-9s %-7s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%% | %6.1f ms %6.1f ms | %.1f ms\n",
+                run.name.c_str(), run.recompute.c_str(), run.offload == "none" ? "no" : "act",
+                run.plan.schedule.layout.max_chunks(),
                 run.plan.partition.count(),
                 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
                 100 * (typical.step_time - median) / median, 100 * bubble,
-                100 * typical.bubble_fraction, 1e3 * busy[busy.size() / 2], 1e3 * sim_busy);
+                100 * typical.bubble_fraction, 1e3 * busy[busy.size() / 2], 1e3 * sim_busy, 1e3 * offload_wait);
   }
   std::printf("measured = median over rounds of the pipeline makespan (first compute start to last compute end over all ranks; the "
               "gradient all-reduce and optimizer step are not simulated); bubble = measured mean and "
@@ -763,6 +803,16 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
   cmd->add_option("--grad-reduce", o.grad_reduce,
                   "train.grad_reduce of the bf16 rows: fp32 or bf16 gradients on the data-parallel wire")
       ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  cmd->add_option("--offload", o.offload,
+                  "parallel.offload levels to run each schedule row with: none and/or activations (every\n"
+                  "stage's saved activations to the host tier between F and B)")
+      ->check(CLI::IsMember({"none", "activations"}))
+      ->expected(1, 2)
+      ->capture_default_str();
+  cmd->add_option("--host-gbyte-per-s", o.host_gbyte_per_s,
+                  "The host link the copy engine paces activation offload to (GB/s)")
+      ->check(CLI::Range(0.001, 1e6))
       ->capture_default_str();
 }
 

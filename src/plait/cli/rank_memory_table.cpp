@@ -43,8 +43,10 @@ void print_host_memory_table(std::FILE* out, const runtime::PipelinePlan& plan,
   bool used = false;
   for (const MemoryReport& r : reports) used = used || r.peak_total > 0;
   if (!used) return;
+  // Activations (and K/V): activation offload's units between their F and B.
   constexpr MemoryCategory kHostCategories[] = {MemoryCategory::kParameters, MemoryCategory::kOptimizerState,
-                                                MemoryCategory::kGradients};
+                                                MemoryCategory::kGradients, MemoryCategory::kActivations,
+                                                MemoryCategory::kKVCache};
   std::fprintf(out, "host tier peak by rank and category (measured; offloaded state):\n");
   std::fprintf(out, "  %-5s", "rank");
   for (MemoryCategory c : kHostCategories) std::fprintf(out, " %15s", std::string(name_of(c)).c_str());

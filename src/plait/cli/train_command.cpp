@@ -222,6 +222,16 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
   if (const std::string sharding = describe_sharding(job.parallel, plan.num_vstages()); !sharding.empty()) {
     std::printf("  sharding: %s\n", sharding.c_str());
   }
+  std::vector<int> moving;
+  for (int v = 0; v < plan.num_vstages(); ++v) {
+    if (plan.offloads_activations(v)) moving.push_back(v);
+  }
+  if (!moving.empty()) {
+    // The cause of the host tier's activations in the memory tables (runtime/activation_offload.h).
+    std::printf("  activation offload: virtual stage(s) %s move each unit's saved activations to the host tier "
+                "between its F and its B (parallel.offload)\n",
+                join(moving, ", ").c_str());
+  }
   for (int r = 0; r < plan.num_ranks(); ++r) {
     std::printf("    %s: %zu actions\n", plan.rank_label(r).c_str(), plan.schedule.ranks[r].size());
   }

@@ -1,10 +1,12 @@
 #include "plait/core/thread_copy_engine.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace plait {
 
-ThreadCopyEngine::ThreadCopyEngine() : worker_([this] { run(); }) {}
+ThreadCopyEngine::ThreadCopyEngine(double bytes_per_second)
+    : bytes_per_second_(bytes_per_second), worker_([this] { run(); }) {}
 
 ThreadCopyEngine::~ThreadCopyEngine() {
   {
@@ -54,7 +56,12 @@ void ThreadCopyEngine::run() {
     const Copy copy = queue_.front();
     queue_.pop_front();
     lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
     if (copy.bytes > 0) std::memcpy(copy.dst, copy.src, copy.bytes);
+    if (bytes_per_second_ > 0) {
+      const std::chrono::duration<double> link(static_cast<double>(copy.bytes) / bytes_per_second_);
+      std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(link));
+    }
     lock.lock();
     ++completed_;
     bytes_ += copy.bytes;

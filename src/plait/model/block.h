@@ -65,6 +65,12 @@ struct LayerState {
   // model before F: attention's mask, and positions restarting at each document
   // (position_runs.h). Host memory the stage model holds for the micro-batch.
   kernels::DocumentMask documents;
+
+  // Every buffer of the state, empty or not (activation offload moves the non-empty activations
+  // ones between F and B: runtime/activation_offload.h). Each family's state adds its own.
+  virtual void buffers(std::vector<PooledBuffer*>& out) {
+    for (PooledBuffer* b : {&x_in, &dx_out, &kv, &dkv, &dkv_kept}) out.push_back(b);
+  }
 };
 
 class Block {

@@ -38,6 +38,13 @@ struct Gpt2State : LayerState {
   PooledBuffer q, lse, fc_pre;
   PooledBuffer ln1, mean1, rstd1, atty, x_mid, ln2, mean2, rstd2, fc_gelu;
   PooledBuffer d_fc_pre, d_ln2, dx_mid, dq, d_ln1;
+  void buffers(std::vector<PooledBuffer*>& out) override {
+    LayerState::buffers(out);
+    for (PooledBuffer* b : {&q, &lse, &fc_pre, &ln1, &mean1, &rstd1, &atty, &x_mid, &ln2, &mean2, &rstd2, &fc_gelu,
+                            &d_fc_pre, &d_ln2, &dx_mid, &dq, &d_ln1}) {
+      out.push_back(b);
+    }
+  }
 };
 
 template <typename T>

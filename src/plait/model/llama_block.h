@@ -43,6 +43,13 @@ struct LlamaState : LayerState {
   PooledBuffer q, lse, gate_up;
   PooledBuffer n1, rstd1, atty, x_mid, n2, rstd2, h;
   PooledBuffer d_gate_up, d_n2, dx_mid, dq, d_n1;
+  void buffers(std::vector<PooledBuffer*>& out) override {
+    LayerState::buffers(out);
+    for (PooledBuffer* b : {&q, &lse, &gate_up, &n1, &rstd1, &atty, &x_mid, &n2, &rstd2, &h, &d_gate_up, &d_n2,
+                            &dx_mid, &dq, &d_n1}) {
+      out.push_back(b);
+    }
+  }
 };
 
 // T: the activation type (float, or bf16 under mixed precision: spec/precision_policy.h).

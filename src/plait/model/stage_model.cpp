@@ -623,6 +623,24 @@ void StageModel::set_documents(int microbatch, std::vector<std::int32_t> start, 
 
 void StageModel::discard(int microbatch) { microbatches_.erase(microbatch); }
 
+std::vector<PooledBuffer*> StageModel::saved_activations(int microbatch, int segment, bool with_kv) {
+  std::vector<PooledBuffer*> all, out;
+  auto it = microbatches_.find(microbatch);
+  if (it == microbatches_.end() || segment < 0 || segment >= static_cast<int>(it->second.units.size())) return out;
+  UnitState& u = it->second.units[static_cast<std::size_t>(segment)];
+  for (PooledBuffer* b : {&u.tokens, &u.d_embed, &u.head.x_final, &u.head.lnf, &u.head.meanf, &u.head.rstdf,
+                          &u.head.logits, &u.head.d_lnf}) {
+    all.push_back(b);
+  }
+  for (auto& layer : u.layers) layer->buffers(all);
+  for (PooledBuffer* b : all) {
+    // After F the unit's only kv_cache buffers are its K/V (the dK/dV come with the first B).
+    const bool kv = with_kv && b->category() == MemoryCategory::kKVCache;
+    if (!b->empty() && (b->category() == MemoryCategory::kActivations || kv)) out.push_back(b);
+  }
+  return out;
+}
+
 template <typename T>
 void StageModel::copy_logits_out(const HeadState& hs, int n, float* out) const {
   const std::size_t count = static_cast<std::size_t>(n) * config_.vocab;

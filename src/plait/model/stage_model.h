@@ -36,6 +36,7 @@
 // the token ids and targets, which are host memory.
 #include <cstdint>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <span>
 #include <string_view>
@@ -154,6 +155,16 @@ class StageModel {
   // row. Host memory held with the micro-batch, outside the tracker (B x stride int32, as the
   // caller's token ids).
   void set_documents(int microbatch, std::vector<std::int32_t> start, int stride);
+  // Activation offload (runtime/activation_offload.h): the buffers of the unit (microbatch,
+  // segment) in the activations category that hold something now; right after its F, every
+  // tensor F left for B and W (spec::UnitMemory::forward_activations, the recomputed layers'
+  // inputs only); with `with_kv` also its K/V (kv_cache, spec::UnitMemory::forward_kv), which
+  // only the micro-batch's last segment may give up: the later segments of the micro-batch
+  // attend to an earlier one's K/V in their F and add into its dK/dV in their B. The pointers
+  // stay valid until the unit's W (or the micro-batch's discard); the runtime may move a
+  // buffer's contents to the host and back in between, as long as each holds its bytes again
+  // before the unit's B. Empty when the unit is not held.
+  std::vector<PooledBuffer*> saved_activations(int microbatch, int segment, bool with_kv = false);
 
   // Drops everything held for a micro-batch (e.g. an evaluation forward with no backward).
   void discard(int microbatch);
@@ -210,7 +221,9 @@ class StageModel {
     int batch = 0;
     bool backward_started = false;
     Documents documents;
-    std::vector<UnitState> units;  // by segment index
+    // By segment index; a deque, so that a later segment's F leaves the earlier units' buffers
+    // where they are (activation offload holds pointers to them: saved_activations).
+    std::deque<UnitState> units;
   };
 
   template <typename T>

@@ -47,6 +47,7 @@ class PooledBuffer {
     return static_cast<T*>(data_);
   }
   DType dtype() const { return dtype_; }
+  MemoryCategory category() const { return category_; }
   // The same bytes as 32-bit integers (token ids).
   std::int32_t* ints() const { return static_cast<std::int32_t*>(data_); }
   std::size_t size() const { return count_; }

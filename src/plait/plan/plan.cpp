@@ -209,6 +209,10 @@ std::string PlanChoice::summary(const ClusterSpec& cluster) const {
     }
     if (memory_shares) out += " (memory shares)";
   }
+  if (!offload_activations.empty()) {
+    out += ", offload activations ";
+    for (std::size_t g = 0; g < offload_activations.size(); ++g) out += (g ? "," : "") + std::string(offload_activations[g] ? "1" : "0");
+  }
   return out;
 }
 

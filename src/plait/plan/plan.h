@@ -97,6 +97,12 @@ struct PlanChoice {
   // memory rather than equal.
   std::vector<spec::ShardPolicy> shard;
   bool memory_shares = false;
+  // Activation offload of each group's stages (parallel.offload "activations";
+  // schedule/activation_offload.h), chosen where a group does not fit otherwise; empty: none.
+  std::vector<bool> offload_activations;
+  bool offloads_activations(int group) const {
+    return !offload_activations.empty() && offload_activations[static_cast<std::size_t>(group)];
+  }
   // A flops split's lengths are multiples of this (sequence parallelism: of every group's t).
   std::int64_t split_multiple = 1;
   // Why each group runs its TP degree (the planner's comparison of the degrees it could use;

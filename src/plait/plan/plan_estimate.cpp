@@ -6,6 +6,7 @@
 #include "plait/plan/gradient_sync.h"
 #include "plait/plan/plan_schedule.h"
 #include "plait/plan/plan_simulation.h"
+#include "plait/schedule/activation_offload.h"
 #include "plait/schedule/heterogeneous_pipeline.h"
 #include "plait/sim/flops_cost_model.h"
 #include "plait/sim/memory_model.h"
@@ -151,7 +152,11 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
       p.busy_seconds = load;
       const double all_units = n * units_per_mb;
       const double in_flight = limits[r] > 0 ? std::min<double>(limits[r], all_units) : all_units;
-      p.activation_bytes = in_flight * activation;
+      // Activation offload keeps at most kOffloadResidentUnits on the device, the rest on the host.
+      const double resident = choice.offloads_activations(g)
+                                  ? std::min<double>(in_flight, schedule::kOffloadResidentUnits) : in_flight;
+      p.activation_bytes = resident * activation;
+      p.host_bytes += (in_flight - resident) * activation;
     }
   }
   double sum_e = 0, max_e = 0;

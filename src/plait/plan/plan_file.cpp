@@ -49,7 +49,11 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
     if (!problem.cluster.emulated) continue;
     const DeviceType& t = problem.cluster.type_of(d);
     schedule::DeviceEmulation e{t.name, t.slowdown, static_cast<std::size_t>(t.memory_bytes), {}};
-    if (t.host_memory_bytes > 0) e.host_memory_bytes = static_cast<std::size_t>(t.host_memory_bytes);
+    if (t.host_memory_bytes > 0) {
+      e.host_memory_bytes = static_cast<std::size_t>(t.host_memory_bytes);
+      // The link the copy engine paces offload copies to (core/thread_copy_engine.h).
+      e.host_bytes_per_second = t.host_bytes_per_second;
+    }
     parallel.devices.push_back(std::move(e));
   }
   // The planner's sharding choice, per virtual stage (each stage is its group's).
@@ -63,6 +67,15 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
       }
     }
     if (choice.memory_shares) parallel.shard_shares = schedule::ParallelSpec::Shares::memory;
+  }
+  if (!choice.offload_activations.empty()) {
+    parallel.offload_activations.assign(choice.vstage_layers.size(), false);
+    if (parallel.offload.empty()) parallel.offload.assign(choice.vstage_layers.size(), false);
+    for (int g = 0; g < choice.num_groups(); ++g) {
+      for (std::int32_t v : choice.group_vstages(g)) {
+        parallel.offload_activations[static_cast<std::size_t>(v)] = choice.offloads_activations(g);
+      }
+    }
   }
   // Tensor parallelism per virtual stage (each stage is its group's); a rank is then the TP group
   // of t devices from its cluster device on.
@@ -166,12 +179,17 @@ LoadedPlan read_plan_file(const std::string& path, const ClusterSpec& cluster) {
     })));
   }
   // The sharding the file asks for, per group (its stages share one policy: the first's).
-  if (!parallel.shard.empty() || !parallel.offload.empty()) {
+  // (An offload list of false alone comes with activation offload's levels: no sharding choice.)
+  const bool optimizer_offload = std::find(parallel.offload.begin(), parallel.offload.end(), true) != parallel.offload.end();
+  if (!parallel.shard.empty() || optimizer_offload) {
     for (const auto& held : keys) {
       const int v = *std::min_element(held.begin(), held.end());
       choice.shard.push_back({parallel.shard_level(v), parallel.offloaded(v)});
     }
     choice.memory_shares = parallel.shard_shares == schedule::ParallelSpec::Shares::memory;
+  }
+  if (!parallel.offload_activations.empty()) {
+    for (const auto& held : keys) choice.offload_activations.push_back(parallel.activations_offloaded(*std::min_element(held.begin(), held.end())));
   }
   // Tensor parallelism per group (its stages share one degree: the first's).
   for (std::size_t g = 0; g < keys.size(); ++g) {

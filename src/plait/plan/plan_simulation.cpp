@@ -49,6 +49,21 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
       config.tensor_parallel_links.push_back(tp.link);
     }
   }
+  if (!choice.offload_activations.empty()) {
+    // Each rank's chunks offload as their group does; copies at the device's host link.
+    for (std::size_t r = 0; r < devices.size(); ++r) {
+      config.activation_offload.chunk_offloads.emplace_back(schedule.layout.rank_vstages[r].size(), false);
+      config.activation_offload.host_bytes_per_second.push_back(
+          problem.cluster.type_of(devices[r]).host_bytes_per_second);
+    }
+    for (int g = 0; g < choice.num_groups(); ++g) {
+      for (int d : choice.groups[static_cast<std::size_t>(g)].devices) {
+        const auto r = static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+        config.activation_offload.chunk_offloads[r].assign(schedule.layout.rank_vstages[r].size(),
+                                                           choice.offloads_activations(g));
+      }
+    }
+  }
   const sim::SimulationReport report = sim::simulate_schedule(config, schedule, choice.family);
 
   const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, report.partition,
@@ -72,6 +87,7 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
       p = device_memory(problem, choice, policy, memory, report.partition, g, i, r);
       p.busy_seconds = rr.busy;
       p.activation_bytes = rr.peak_activation_bytes;
+      p.host_bytes += rr.memory.host_activations + rr.memory.host_kv_cache;  // activation offload
       finish = std::max(finish, rr.finish);
     }
     step = std::max(step, finish + sync[g]);

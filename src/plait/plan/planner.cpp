@@ -17,6 +17,7 @@
 #include "plait/plan/plan_simulation.h"
 #include "plait/plan/stage_grouping.h"
 #include "plait/plan/tensor_parallel_options.h"
+#include "plait/schedule/activation_offload.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/memory_model.h"
 #include "plait/spec/tensor_parallel_plan.h"
@@ -518,6 +519,7 @@ class PlanSearch {
   struct Keeping {
     int option = -1, shard = -1, recompute = -1;
     double time = std::numeric_limits<double>::infinity();
+    bool offload = false;  // the group's activations go to the host tier between F and B
   };
 
   // One schedule option on one grouping: balance the layers against time and memory (each group
@@ -581,25 +583,43 @@ class PlanSearch {
       const int most = *std::max_element(opt.counts.begin(), opt.counts.end());
       const std::int64_t params = params_of(l, g == 0, last, opt.tp.degree);
       const std::vector<spec::ShardPolicy> options = shard_options(cluster_, opt.tp.leads, o_.shard);
+      // Activation offload (schedule/activation_offload.h) where every device has a host tier: at
+      // most kOffloadResidentUnits units stay on the device, the rest wait on the host. Tried
+      // after the sharding options and before recomputing a layer more, when a unit's copy at the
+      // slowest host link takes no longer than the stage's mean action (it hides under the next
+      // action; the simulator then times the copies and any stall exactly).
+      double host_link = std::numeric_limits<double>::infinity();
+      for (int d : opt.tp.leads) host_link = std::min(host_link, cluster_.type_of(d).host_memory_bytes > 0 ? cluster_.type_of(d).host_bytes_per_second : 0.0);
       for (int r = 0; r <= (o_.recompute ? l : 0); ++r) {
-        const double dynamic = in_flight(g, most) * ((l - r) * act.layer + r * recomputed_unit + (last ? act.head : 0.0)) +
-                               act.communication +
-                               policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0, opt.tp.degree});
-        for (std::size_t k = 0; k < options.size(); ++k) {
-          bool ok = true;
-          for (std::size_t i = 0; i < opt.tp.leads.size() && ok; ++i) {
-            const int d = opt.tp.leads[i];
-            const double share = share_of(cluster_, opt.tp.leads, i, options[k], memory_shares);
-            const double capacity = cluster_.type_of(d).memory_bytes;
-            ok = policy.static_bytes(params, share, options[k]) + dynamic + policy.reserve_bytes(capacity) <= capacity &&
-                 policy.host_bytes(params, share, options[k]) <= cluster_.type_of(d).host_memory_bytes;
-          }
-          if (ok) {
-            double time = 0;
-            for (std::size_t i = 0; i < opt.tp.kinds.size(); ++i) {
-              time = std::max(time, opt.counts[i] * per_mb(opt.tp.kinds[i], l, r, last));
+        const double unit = (l - r) * act.layer + r * recomputed_unit + (last ? act.head : 0.0);
+        double action = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < opt.tp.kinds.size(); ++i) {
+          action = std::min(action, per_mb(opt.tp.kinds[i], l, r, last) / ((f.split_backward ? 3.0 : 2.0) * so.k));
+        }
+        const bool can_offload = o_.shard && host_link > 0 && unit / host_link <= action;
+        for (bool offload : {false, true}) {
+          if (offload && !can_offload) continue;
+          const double units = offload ? std::min<double>(in_flight(g, most), schedule::kOffloadResidentUnits)
+                                       : in_flight(g, most);
+          const double host_units = offload ? (in_flight(g, most) - units) * unit : 0.0;
+          const double dynamic = units * unit + act.communication +
+                                 policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0, opt.tp.degree});
+          for (std::size_t k = 0; k < options.size(); ++k) {
+            bool ok = true;
+            for (std::size_t i = 0; i < opt.tp.leads.size() && ok; ++i) {
+              const int d = opt.tp.leads[i];
+              const double share = share_of(cluster_, opt.tp.leads, i, options[k], memory_shares);
+              const double capacity = cluster_.type_of(d).memory_bytes;
+              ok = policy.static_bytes(params, share, options[k]) + dynamic + policy.reserve_bytes(capacity) <= capacity &&
+                   policy.host_bytes(params, share, options[k]) + host_units <= cluster_.type_of(d).host_memory_bytes;
             }
-            return {o, static_cast<int>(k), r, time};
+            if (ok) {
+              double time = 0;
+              for (std::size_t i = 0; i < opt.tp.kinds.size(); ++i) {
+                time = std::max(time, opt.counts[i] * per_mb(opt.tp.kinds[i], l, r, last));
+              }
+              return {o, static_cast<int>(k), r, time, offload};
+            }
           }
         }
       }
@@ -670,6 +690,8 @@ class PlanSearch {
         }
       }
       if (!ch.recomputes()) ch.recompute_layers.clear();
+      for (int g = 0; g < P; ++g) ch.offload_activations.push_back(kept[g].offload);
+      if (std::none_of(kept.begin(), kept.end(), [](const Keeping& k) { return k.offload; })) ch.offload_activations.clear();
       cand.estimate = estimate_plan(planning_, ch, times);
       ++result_.estimated;
       if (cand.estimate.fits) {

@@ -87,17 +87,20 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
     // Initialisation is a function of (seed, tensor name), so every holder of a stage, and the
     // single-process reference, start from the same parameters.
     m->init_parameters(train.seed);
-    offloads = offloads || (!plan_.vstage_shard.empty() && plan_.vstage_shard[static_cast<std::size_t>(v)].offload);
+    offloads = offloads || (!plan_.vstage_shard.empty() && plan_.vstage_shard[static_cast<std::size_t>(v)].offload) ||
+               plan_.offloads_activations(v);
     chunks.push_back(m.get());
     models_.push_back(std::move(m));
   }
-  if (offloads) copies_ = std::make_unique<ThreadCopyEngine>();
+  // Paced to the device's host link when the plan gives one (core/thread_copy_engine.h).
+  if (offloads) copies_ = std::make_unique<ThreadCopyEngine>(device.host_bytes_per_second.value_or(0.0));
   lowered_ = lower_plan(plan_, options.recv_lookahead);
   dp_ = std::make_unique<ShardedDataParallel>(plan_, rank_, *logical_, chunks,
                                               optim::AdamWConfig{train.beta1, train.beta2, train.eps, train.weight_decay},
                                               options.bucket_floats, buffers, host_.get(), copies_.get());
   executor_ = std::make_unique<PipelineExecutor>(
-      plan_, make_rank_program(plan_, lowered_, rank_, logical_->max_tag()), *logical_, chunks, *dp_, buffers);
+      plan_, make_rank_program(plan_, lowered_, rank_, logical_->max_tag()), *logical_, chunks, *dp_, buffers,
+      ExecutorMode::kTrain, host_.get(), copies_.get());
 }
 
 DistributedTrainer::~DistributedTrainer() = default;

@@ -136,6 +136,8 @@ class DistributedTrainer {
   const PipelinePlan& plan() const { return plan_; }
   int num_chunks() const { return static_cast<int>(models_.size()); }
   model::StageModel& chunk(int c) { return *models_[static_cast<std::size_t>(c)]; }
+  // The executor of the training steps (its activation offload: runtime/activation_offload.h).
+  const PipelineExecutor& pipeline() const { return *executor_; }
   // Chunk c's AdamW: over the rank's shard of it (the whole chunk at level 0), its moments the
   // shard's.
   optim::AdamW& optimizer(int c) { return dp_->chunk(c).optimizer(); }

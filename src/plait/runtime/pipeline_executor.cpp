@@ -1,5 +1,6 @@
 #include "plait/runtime/pipeline_executor.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <limits>
@@ -76,7 +77,7 @@ DType PipelineExecutor::message_dtype() const {
 PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program,
                                    comm::Communicator& world, std::vector<model::StageModel*> chunks,
                                    ShardedDataParallel& data_parallel, MemoryTracker& buffers,
-                                   ExecutorMode mode)
+                                   ExecutorMode mode, MemoryTracker* host, CopyEngine* copies)
     : plan_(plan),
       program_(std::move(program)),
       world_(world),
@@ -90,6 +91,8 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
               chunks_.empty() ? kernels::cpu_backend().computes_on_calling_thread()
                               : chunks_.front()->backend().computes_on_calling_thread()),
       planned_slowdown_(plan.devices[static_cast<std::size_t>(program_.rank)].slowdown),
+      host_(host),
+      copies_(copies),
       state_(std::make_unique<State>()) {
   prepare_program();
 }
@@ -101,6 +104,22 @@ void PipelineExecutor::prepare_program() {
     const model::StageSpec& spec = chunks_[static_cast<std::size_t>(s.action.chunk)]->spec();
     if (s.action.kind == schedule::ActionKind::F && (spec.has_embedding || spec.has_head)) {
       ++data_uses_[static_cast<std::size_t>(s.action.microbatch)];
+    }
+  }
+  // The offload table follows the program's actions (a re-balance gives another program).
+  offload_.reset();
+  if (mode_ == ExecutorMode::kTrain) {
+    std::vector<bool> chunk_offloads;
+    for (std::int32_t v : plan_.schedule.layout.rank_vstages[static_cast<std::size_t>(program_.rank)]) {
+      chunk_offloads.push_back(plan_.offloads_activations(v));
+    }
+    if (std::find(chunk_offloads.begin(), chunk_offloads.end(), true) != chunk_offloads.end()) {
+      if (host_ == nullptr || copies_ == nullptr) {
+        throw Error("rank " + std::to_string(program_.rank) +
+                    ": a stage that offloads its activations needs the rank's host memory tier and copy engine");
+      }
+      offload_ = std::make_unique<ActivationOffload>(program_, chunks_, chunk_offloads, plan_.partition.count(),
+                                                     *host_, *copies_);
     }
   }
 }
@@ -336,6 +355,11 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     }
 
     const schedule::Action& a = s.action;
+    if (offload_) {
+      // The copies out due finish and the copies back due start before the action; a B waits
+      // for its own (runtime/activation_offload.h).
+      offload_->before(i);
+    }
     const double t0 = monotonic_seconds();
     const double cpu0 = thread_cpu_seconds();
     try {
@@ -357,6 +381,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     const double cpu = thread_cpu_seconds() - cpu0;
     device_.pad(t0, t1, cpu, poll_fn);
     const double t2 = monotonic_seconds();
+    if (offload_) offload_->after(i);
     result.busy_seconds += t2 - t0;
     // The device's time for the action, not the wall time: the wall time of an unslowed rank
     // also holds its waits for a core it shares with other emulated ranks (DeviceEmulator).

@@ -21,6 +21,7 @@
 #include "plait/data/batch_source.h"
 #include "plait/model/stage_model.h"
 #include "plait/model/tensor_pool.h"
+#include "plait/runtime/activation_offload.h"
 #include "plait/runtime/device_emulator.h"
 #include "plait/runtime/failure_injection.h"
 #include "plait/runtime/sharded_data_parallel.h"
@@ -47,9 +48,12 @@ struct ExecutedStep {
 class PipelineExecutor {
  public:
   // chunks[c]: the model of the rank's chunk c; buffers: the tracker charged for comm buffers.
+  // host, copies: the rank's host tier and copy engine, required in training when one of its
+  // stages offloads its activations (plan.offloads_activations; runtime/activation_offload.h).
   PipelineExecutor(const PipelinePlan& plan, RankProgram program, comm::Communicator& world,
                    std::vector<model::StageModel*> chunks, ShardedDataParallel& data_parallel,
-                   MemoryTracker& buffers, ExecutorMode mode = ExecutorMode::kTrain);
+                   MemoryTracker& buffers, ExecutorMode mode = ExecutorMode::kTrain,
+                   MemoryTracker* host = nullptr, CopyEngine* copies = nullptr);
   ~PipelineExecutor();
   PipelineExecutor(const PipelineExecutor&) = delete;
   PipelineExecutor& operator=(const PipelineExecutor&) = delete;
@@ -72,6 +76,8 @@ class PipelineExecutor {
   // list (a re-balance, share_rebalancer.h; the plan the executor refers to holds its schedule).
   // The emulated device keeps its speed. Between runs only.
   void set_program(RankProgram program);
+  // The rank's activation offload (null when none of its stages offloads in training).
+  const ActivationOffload* activation_offload() const { return offload_.get(); }
 
  private:
   struct MicrobatchData;
@@ -106,10 +112,13 @@ class PipelineExecutor {
   model::TensorPool pool_;  // comm_buffers
   DeviceEmulator device_;
   double planned_slowdown_;  // the plan's, which an injected slow-down multiplies
+  MemoryTracker* host_;      // the rank's host tier and copy engine (activation offload), or null
+  CopyEngine* copies_;
   // Per micro-batch: how many of this rank's forwards read its tokens or targets.
   std::vector<int> data_uses_;
   struct State;
   std::unique_ptr<State> state_;
+  std::unique_ptr<ActivationOffload> offload_;
 };
 
 }  // namespace plait::runtime

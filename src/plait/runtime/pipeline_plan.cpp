@@ -163,6 +163,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   schedule::check_data_parallel(p, plan.schedule.layout, job.run.source);
   plan.shard_shares = p.shard_shares;
   for (int v = 0; v < vstages; ++v) plan.vstage_shard.push_back({p.shard_level(v), p.offloaded(v)});
+  for (int v = 0; v < vstages; ++v) plan.vstage_offload_activations.push_back(p.activations_offloaded(v));
 
   // Every rule of docs/schedules.md, including the deadlock check with receives posted ahead:
   // the executor never blocks on a send (nonblocking sends, completed lazily), which is exactly

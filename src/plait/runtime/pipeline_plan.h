@@ -34,6 +34,12 @@ struct PipelinePlan {
   // parallel.offload; spec/sharded_state.h), and how the holders' shares are weighed.
   std::vector<spec::ShardPolicy> vstage_shard;
   ParallelConfig::Shares shard_shares = ParallelConfig::Shares::equal;
+  // Activation offload of every virtual stage (parallel.offload "activations" or "all";
+  // runtime/activation_offload.h); empty: none.
+  std::vector<bool> vstage_offload_activations;
+  bool offloads_activations(int vstage) const {
+    return !vstage_offload_activations.empty() && vstage_offload_activations[static_cast<std::size_t>(vstage)];
+  }
   // Tensor parallelism (parallel.tp; model/tensor_parallel.h): every rank of the schedule is a
   // TP group of this many consecutive ranks of the job (job rank = rank x t + TP rank), every
   // stage split over it. The schedule, the layout, the devices and everything indexed by rank

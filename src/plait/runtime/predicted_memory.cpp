@@ -45,6 +45,18 @@ double predicted_dp_comm_bytes(const PipelinePlan& plan, int rank) {
   return bytes;
 }
 
+sim::ActivationOffloadModel activation_offload_model(const PipelinePlan& plan) {
+  sim::ActivationOffloadModel m;
+  for (int r = 0; r < plan.num_ranks(); ++r) {
+    std::vector<bool>& chunks = m.chunk_offloads.emplace_back();
+    for (std::int32_t v : plan.schedule.layout.rank_vstages[static_cast<std::size_t>(r)]) {
+      chunks.push_back(plan.offloads_activations(v));
+    }
+    m.host_bytes_per_second.push_back(plan.devices[static_cast<std::size_t>(r)].host_bytes_per_second.value_or(0.0));
+  }
+  return m;
+}
+
 std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads) {
   std::vector<int> recompute;
   for (const model::StageSpec& s : plan.vstage_specs) recompute.push_back(s.recompute_layers);
@@ -59,6 +71,8 @@ std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int t
   }
   const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
   sim::SimOptions options{false, false, &states};
+  const sim::ActivationOffloadModel offload = activation_offload_model(plan);
+  options.activation_offload = &offload;
   const sim::SimResult result = sim::simulate(plan.schedule, lower_plan(plan, 1), uniform, &memory, options);
   std::vector<sim::CategoryPeaks> peaks;
   for (const sim::RankResult& r : result.ranks) peaks.push_back(r.memory);

@@ -8,11 +8,17 @@
 #include <vector>
 
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/sim/event_simulator.h"
 #include "plait/sim/sharded_memory.h"
 
 namespace plait::runtime {
 
-// Per rank (one thread per rank: the attention workspace's size).
+// The plan's activation offload for the simulator (sim::ActivationOffloadModel): each rank's
+// chunks that offload, and its device's host link (0 where the plan gives none: unpaced).
+sim::ActivationOffloadModel activation_offload_model(const PipelinePlan& plan);
+
+// Per rank (one thread per rank: the attention workspace's size), with the plan's activation
+// offload (the copies' timing does not change memory).
 std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads = 1);
 
 // The comm_buffers bytes data parallelism holds on `rank` at most (runtime/sharded_chunk.h,

@@ -40,6 +40,14 @@ std::vector<DeviceEmulation> parse_devices(const JsonFields& p) {
     if (d.has("host_memory_bytes")) {
       e.host_memory_bytes = static_cast<std::size_t>(d.integer_in("host_memory_bytes", 1, INT64_MAX));
     }
+    if (d.has("host_bytes_per_second")) {
+      const double bw = d.number("host_bytes_per_second", 0.0);
+      if (!(bw >= 1e3 && bw <= 1e15)) {
+        d.fail("host_bytes_per_second", "expected a device <-> host bandwidth in bytes per second in [1e3, 1e15], found " +
+                                            std::to_string(bw));
+      }
+      e.host_bytes_per_second = bw;
+    }
     d.check_no_unknown_fields();
     devices.push_back(std::move(e));
   }
@@ -138,18 +146,36 @@ void per_stage_values(const JsonFields& p, const std::string& key, const std::st
   for (const nlohmann::json& x : v) out.push_back(one(x));
 }
 
-// "shard": 2 or [0, 1, 2, 3]; "offload": true or [false, true]; "shard_shares": "equal" | "memory".
+// An "offload" value: true / false (the optimizer state, as before the levels) or a level name.
+struct OffloadLevel {
+  bool optimizer = false, activations = false;
+};
+std::optional<OffloadLevel> parse_offload_level(const nlohmann::json& x) {
+  if (x.is_boolean()) return OffloadLevel{x.get<bool>(), false};
+  if (!x.is_string()) return std::nullopt;
+  const std::string s = x.get<std::string>();
+  if (s == "none") return OffloadLevel{false, false};
+  if (s == "optimizer") return OffloadLevel{true, false};
+  if (s == "activations") return OffloadLevel{false, true};
+  if (s == "all") return OffloadLevel{true, true};
+  return std::nullopt;
+}
+
+// "shard": 2 or [0, 1, 2, 3]; "offload": true, "activations" or [false, "all"]; "shard_shares":
+// "equal" | "memory".
 void parse_sharding(const JsonFields& p, ParallelSpec& c) {
   per_stage_values<int>(p, "shard", "a ZeRO level 0, 1, 2 or 3", [](const nlohmann::json& x) -> std::optional<int> {
     if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 3) return std::nullopt;
     return x.get<int>();
   }, c.shard);
-  std::vector<bool> offload;
-  per_stage_values<bool>(p, "offload", "true or false", [](const nlohmann::json& x) -> std::optional<bool> {
-    if (!x.is_boolean()) return std::nullopt;
-    return x.get<bool>();
-  }, offload);
-  c.offload = offload;
+  std::vector<OffloadLevel> offload;
+  per_stage_values<OffloadLevel>(p, "offload",
+                                 "true, false, \"none\", \"optimizer\", \"activations\" or \"all\"",
+                                 parse_offload_level, offload);
+  for (const OffloadLevel& o : offload) {
+    c.offload.push_back(o.optimizer);
+    c.offload_activations.push_back(o.activations);
+  }
   // Tensor parallelism (spec/tensor_parallel_plan.h): the simulator and the planner read it; the
   // runtime refuses a degree above 1 (runtime/pipeline_plan.cpp).
   per_stage_values<int>(p, "tp", "a tensor-parallel degree >= 1", [](const nlohmann::json& x) -> std::optional<int> {
@@ -254,6 +280,12 @@ bool ParallelSpec::offloaded(int vstage) const {
   return offload.size() == 1 ? offload.front() : offload.at(static_cast<std::size_t>(vstage));
 }
 
+bool ParallelSpec::activations_offloaded(int vstage) const {
+  if (offload_activations.empty()) return false;
+  return offload_activations.size() == 1 ? offload_activations.front()
+                                         : offload_activations.at(static_cast<std::size_t>(vstage));
+}
+
 void check_data_parallel(const ParallelSpec& spec, const Layout& layout, const std::string& file) {
   const int V = layout.num_vstages;
   const auto per_stage = [&](const char* field, std::size_t n, const char* what) {
@@ -265,6 +297,7 @@ void check_data_parallel(const ParallelSpec& spec, const Layout& layout, const s
   };
   per_stage("shard", spec.shard.size(), "shard level");
   per_stage("offload", spec.offload.size(), "offload flag");
+  per_stage("offload", spec.offload_activations.size(), "offload level");
   std::vector<std::vector<int>> holders(static_cast<std::size_t>(V));
   for (std::size_t r = 0; r < layout.rank_vstages.size(); ++r) {
     for (std::int32_t v : layout.rank_vstages[r]) holders[static_cast<std::size_t>(v)].push_back(static_cast<int>(r));
@@ -281,12 +314,13 @@ void check_data_parallel(const ParallelSpec& spec, const Layout& layout, const s
                        "shard it over (level " + std::to_string(level) + "); give it 0" +
                            (spec.shard.size() == 1 ? " (a list with one level per virtual stage)" : ""));
     }
-    if (spec.offloaded(v)) {
+    if (spec.offloaded(v) || spec.activations_offloaded(v)) {
       for (int r : h) {
         if (spec.devices.empty() || !spec.devices[static_cast<std::size_t>(r)].host_memory_bytes) {
           throw InputError(file, spec.devices.empty() ? "parallel.offload" : device_field(r, "host_memory_bytes"),
-                           "virtual stage " + std::to_string(v) + " is offloaded but rank " + std::to_string(r) +
-                               " has no host memory tier; give its device a host_memory_bytes capacity");
+                           "virtual stage " + std::to_string(v) +
+                               (spec.offloaded(v) ? " is offloaded" : " offloads its activations") + " but rank " +
+                               std::to_string(r) + " has no host memory tier; give its device a host_memory_bytes capacity");
         }
       }
     }
@@ -368,7 +402,21 @@ nlohmann::json to_json(const ParallelSpec& c) {
     return v;
   };
   if (!c.shard.empty()) j["shard"] = one_or_list(c.shard);
-  if (!c.offload.empty()) j["offload"] = one_or_list(c.offload);
+  const bool any_activations =
+      std::find(c.offload_activations.begin(), c.offload_activations.end(), true) != c.offload_activations.end();
+  if (any_activations) {
+    // The level names (true/false cannot say "activations").
+    std::vector<std::string> levels;
+    const std::size_t n = std::max(c.offload.size(), c.offload_activations.size());
+    for (std::size_t v = 0; v < n; ++v) {
+      const bool o = n == 1 ? c.offloaded(0) : c.offloaded(static_cast<int>(v));
+      const bool a = n == 1 ? c.activations_offloaded(0) : c.activations_offloaded(static_cast<int>(v));
+      levels.push_back(o && a ? "all" : o ? "optimizer" : a ? "activations" : "none");
+    }
+    j["offload"] = one_or_list(levels);
+  } else if (!c.offload.empty()) {
+    j["offload"] = one_or_list(c.offload);
+  }
   if (!c.tp.empty()) j["tp"] = one_or_list(c.tp);
   if (c.shard_shares == ParallelSpec::Shares::memory) j["shard_shares"] = "memory";
   if (!c.devices.empty()) {
@@ -377,6 +425,7 @@ nlohmann::json to_json(const ParallelSpec& c) {
       nlohmann::json e = {{"type", d.type}, {"slowdown", d.slowdown}};
       if (d.memory_bytes) e["memory_bytes"] = *d.memory_bytes;
       if (d.host_memory_bytes) e["host_memory_bytes"] = *d.host_memory_bytes;
+      if (d.host_bytes_per_second) e["host_bytes_per_second"] = *d.host_bytes_per_second;
       devices.push_back(std::move(e));
     }
     j["devices"] = std::move(devices);

@@ -16,7 +16,8 @@
 // rank; "recompute": "none" (default), "full", n (the first n layers of every virtual stage) or
 // [n0, n1, ...] (per virtual stage; what the planner writes), spec/recompute.h; and sharded data
 // parallelism inside each stage's group: "shard" (ZeRO level 0-3, one for every virtual stage or
-// a list with one per stage), "offload" (true/false likewise) and "shard_shares" ("equal" or
+// a list with one per stage), "offload" (true/false or "none" | "optimizer" | "activations" |
+// "all" likewise) and "shard_shares" ("equal" or
 // "memory": shards proportional to the holders' memory_bytes); spec/sharded_state.h defines what
 // each level shards; "tp": the tensor-parallel degree, one for every virtual stage or one per
 // virtual stage (the simulator and planner model it; the runtime refuses t > 1 for now).
@@ -42,6 +43,10 @@ struct DeviceEmulation {
   // The host memory tier beside the device (offloaded optimizer state, parked weights); none:
   // no host tier (offload is refused).
   std::optional<std::size_t> host_memory_bytes;
+  // The device <-> host link the copy engine paces its copies to (activation offload on CPU
+  // ranks, where host and device are the same memory: core/thread_copy_engine.h); none: copies
+  // run at memcpy speed. `plait plan` writes the cluster spec's host_gbyte_per_s here.
+  std::optional<double> host_bytes_per_second;
 };
 
 struct ParallelSpec {
@@ -75,13 +80,19 @@ struct ParallelSpec {
   std::vector<std::string> cluster_devices;
 
   // Sharded data parallelism (docs/config.md, "Sharding and offload"): empty: level 0 / no
-  // offload everywhere; one entry: every virtual stage; else one per virtual stage.
+  // offload everywhere; one entry: every virtual stage; else one per virtual stage. "offload"
+  // reads true/false (the optimizer state) or a level per stage, "none" | "optimizer" |
+  // "activations" | "all", into the two flags: `offload` (optimizer state, ZeRO-Offload) and
+  // `offload_activations` (a unit's saved activations between its F and its B,
+  // runtime/activation_offload.h), always of the same length.
   std::vector<int> shard;
   std::vector<bool> offload;
+  std::vector<bool> offload_activations;
   enum class Shares { equal, memory };
   Shares shard_shares = Shares::equal;
   int shard_level(int vstage) const;
   bool offloaded(int vstage) const;
+  bool activations_offloaded(int vstage) const;
   // Tensor parallelism (spec/tensor_parallel_plan.h): the TP degree of each virtual stage; empty:
   // 1; one entry: every virtual stage; else one per virtual stage (a plan's choice per stage). A
   // rank is then a TP group of that many devices. Read by `plait plan --evaluate`; `plait train`
@@ -105,8 +116,8 @@ nlohmann::json to_json(const spec::Recompute& recompute);
 
 // The sharding fields against the layout (which ranks hold which virtual stages): a list of
 // shard levels or offload flags of another length than the virtual stages, a shard level above 0
-// on a stage only one rank holds (no data parallelism to shard over), offload on a stage whose
-// holders' devices give no host_memory_bytes, memory-proportional shares without every holder's
+// on a stage only one rank holds (no data parallelism to shard over), offload (of either kind) on
+// a stage whose holders' devices give no host_memory_bytes, memory-proportional shares without every holder's
 // memory_bytes. InputErrors name `file` and the field ("<file>: parallel.shard: ...").
 void check_data_parallel(const ParallelSpec& spec, const Layout& layout, const std::string& file);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "plait/core/error.h"
+#include "plait/schedule/activation_offload.h"
 
 namespace plait::sim {
 
@@ -60,6 +61,30 @@ struct AllocatedLevels {
   }
 };
 
+// One rank's activation offload as the simulator replays it: the table, each unit's bytes
+// (activations; K/V, moved for a micro-batch's last segment only) and copy completions, the copy
+// engine's free time and the host tier's levels and peaks.
+struct OffloadReplay {
+  std::vector<schedule::UnitOffload> units;
+  schedule::OffloadPoints points;
+  std::vector<double> activations, kv, out_done, back_done;
+  double seconds_per_byte = 0, copy_free = 0;
+  double host_activations = 0, host_kv = 0, peak_activations = 0, peak_kv = 0;
+
+  bool empty() const { return units.empty(); }
+  double bytes(std::int32_t u) const { return activations[static_cast<std::size_t>(u)] + kv[static_cast<std::size_t>(u)]; }
+  double copy(double from, double b) {
+    copy_free = std::max(from, copy_free) + b * seconds_per_byte;
+    return copy_free;
+  }
+  // The unit's bytes leave the device (sign -1) or come back (+1).
+  void move(AllocatedLevels& device, double& held, std::int32_t u, double sign) const {
+    device.activations += sign * activations[static_cast<std::size_t>(u)];
+    device.kv += sign * kv[static_cast<std::size_t>(u)];
+    held += sign * bytes(u);
+  }
+};
+
 }  // namespace
 
 SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSchedule& lowered,
@@ -82,6 +107,26 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
   std::vector<double> forward_start(ranks, -1.0), arrived_since(ranks, 0.0);
   std::vector<std::int32_t> forward_chunk(ranks, -1);
   std::vector<double> arrival(lowered.messages.size(), -1.0);
+  std::vector<OffloadReplay> offload(static_cast<std::size_t>(ranks));
+  if (options.activation_offload && memory) {
+    const ActivationOffloadModel& model = *options.activation_offload;
+    for (int r = 0; r < ranks; ++r) {
+      if (static_cast<std::size_t>(r) >= model.chunk_offloads.size()) break;
+      OffloadReplay& o = offload[static_cast<std::size_t>(r)];
+      o.units = schedule::activation_offloads(schedule.ranks[r], model.chunk_offloads[static_cast<std::size_t>(r)]);
+      o.points = schedule::offload_points(o.units, schedule.ranks[r].size());
+      for (const schedule::UnitOffload& u : o.units) {
+        const spec::UnitMemory& m = memory->unit_memory(layout.vstage(r, u.chunk), u.segment);
+        o.activations.push_back(static_cast<double>(m.forward_activations));
+        o.kv.push_back(u.segment == k - 1 ? static_cast<double>(m.forward_kv) : 0.0);
+      }
+      o.out_done.assign(o.units.size(), 0.0);
+      o.back_done.assign(o.units.size(), 0.0);
+      const double bw = static_cast<std::size_t>(r) < model.host_bytes_per_second.size()
+                            ? model.host_bytes_per_second[static_cast<std::size_t>(r)] : 0.0;
+      o.seconds_per_byte = bw > 0 ? 1.0 / bw : 0.0;
+    }
+  }
   if (options.record_events) {
     result.events.reserve(static_cast<std::size_t>(schedule.num_actions()) +
                           (options.record_sends ? lowered.messages.size() : 0));
@@ -114,6 +159,26 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
       if (op.kind == OpKind::compute) {
         const schedule::Action& a = actions[op.index];
         const std::int32_t s = layout.vstage(r, a.chunk);
+        OffloadReplay& off = offload[static_cast<std::size_t>(r)];
+        if (!off.empty()) {
+          // The runtime's order before an action: finish the copies out due (freeing the
+          // device), start the copies back due (taking it again), wait for this B's copy back.
+          const double before_wait = now[r];
+          for (std::int32_t u : off.points.release[static_cast<std::size_t>(op.index)]) {
+            now[r] = std::max(now[r], off.out_done[static_cast<std::size_t>(u)]);
+            off.move(allocated[r], activation[r], u, -1.0);
+          }
+          for (std::int32_t u : off.points.prefetch[static_cast<std::size_t>(op.index)]) {
+            off.back_done[static_cast<std::size_t>(u)] = off.copy(now[r], off.bytes(u));
+            off.move(allocated[r], activation[r], u, +1.0);
+          }
+          if (const std::int32_t u = off.points.before_backward[static_cast<std::size_t>(op.index)]; u >= 0) {
+            now[r] = std::max(now[r], off.back_done[static_cast<std::size_t>(u)]);
+            off.host_activations -= off.activations[static_cast<std::size_t>(u)];
+            off.host_kv -= off.kv[static_cast<std::size_t>(u)];
+          }
+          rr.offload_wait += now[r] - before_wait;
+        }
         const bool paired = options.overlap_pairs && forward_start[r] >= 0 && schedule::is_backward_input(a.kind) &&
                             a.chunk != forward_chunk[r];
         const double start = paired ? std::max(forward_start[r], arrived_since[r]) : now[r];
@@ -158,6 +223,16 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
         const double busy_from = paired ? std::max(start, now[r]) : start;
         rr.busy += std::max(0.0, end - busy_from);
         now[r] = paired ? std::max(now[r], end) : end;
+        if (!off.empty()) {
+          if (const std::int32_t u = off.points.after_forward[static_cast<std::size_t>(op.index)]; u >= 0) {
+            off.out_done[static_cast<std::size_t>(u)] = off.copy(end, off.bytes(u));
+            off.host_activations += off.activations[static_cast<std::size_t>(u)];
+            off.host_kv += off.kv[static_cast<std::size_t>(u)];
+            off.peak_activations = std::max(off.peak_activations, off.host_activations);
+            off.peak_kv = std::max(off.peak_kv, off.host_kv);
+            rr.offload_bytes += off.bytes(u);
+          }
+        }
         if (gates) gates->start_after(r, pc[r], end);
         if (options.record_events) {
           trace::Event e;
@@ -224,6 +299,10 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
       m.total = std::max(m.total, p + g + m.optimizer);
       replay->host_peaks(r, m);
     }
+    m.host_activations = offload[static_cast<std::size_t>(r)].peak_activations;
+    m.host_kv_cache = offload[static_cast<std::size_t>(r)].peak_kv;
+    // An upper bound: the replay's host peak and these may not coincide.
+    m.host_total += m.host_activations + m.host_kv_cache;
     result.step_time = std::max(result.step_time, result.ranks[r].finish);
   }
   result.synchronized_step_time = result.step_time;

@@ -25,6 +25,18 @@
 
 namespace plait::sim {
 
+// Activation offload (schedule/activation_offload.h; runtime/activation_offload.h runs the same
+// table): per rank, whether each of its chunks offloads its activations, and its host link. A
+// moved unit's forward_activations (spec::UnitMemory) leave the device at its release and come
+// back at its prefetch; each copy takes bytes / host_bytes_per_second on the rank's one copy
+// engine (in submission order, beside compute), and the rank waits where the runtime waits: at
+// the release for the copy out, at the B for the copy back (a late prefetch stalls it). The host
+// tier holds a unit's bytes from its copy out to its B (CategoryPeaks::host_activations).
+struct ActivationOffloadModel {
+  std::vector<std::vector<bool>> chunk_offloads;  // [rank][chunk]
+  std::vector<double> host_bytes_per_second;      // per rank; 0 (or missing): copies take no time
+};
+
 struct SimOptions {
   bool record_events = true;
   bool record_sends = true;
@@ -42,6 +54,8 @@ struct SimOptions {
   // best case of the overlap, an upper bound on what it gains; CPU ranks run the pair in order
   // (the default). Busy time counts the pair's span once.
   bool overlap_pairs = false;
+  // Activation offload (with a memory model: the bytes it moves come from it); null: none.
+  const ActivationOffloadModel* activation_offload = nullptr;
 };
 
 // A rank's activations and K/V as the engine allocates them, action by action from the exact
@@ -60,6 +74,8 @@ struct RankResult {
   double peak_activation_bytes = 0.0;
   double peak_in_flight = 0.0;         // micro-batches of activations
   double step_end = 0.0;               // with SimOptions::data_parallel: its update done
+  double offload_wait = 0.0;           // activation offload: waiting for a copy out or back
+  double offload_bytes = 0.0;          // activation offload: bytes copied out (and back)
   AllocatedPeaks allocated;
   // Peaks by category: activations and K/V as `allocated`; with SimOptions::chunk_states also the
   // static categories, the device total with them and the host tier (sharded_memory.h).

@@ -38,6 +38,9 @@ struct CategoryPeaks {
   // communication; the stage messages' buffers are not modelled here).
   double communication = 0;
   double host_parameters = 0, host_optimizer = 0, host_gradients = 0, host_total = 0;
+  // Activation offload (schedule/activation_offload.h): the units' activations and K/V on the
+  // host tier.
+  double host_activations = 0, host_kv_cache = 0;
 };
 
 // The static bytes of every rank at every compute action.

@@ -206,6 +206,7 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   clock = monotonic_seconds();
   SimOptions options{config.record_events, config.record_events};
   options.overlap_pairs = config.overlap_pairs;
+  if (!config.activation_offload.chunk_offloads.empty()) options.activation_offload = &config.activation_offload;
   report.result = simulate(s, lowered, cost, &memory, options);
   report.seconds.simulate = seconds_since(clock);
 

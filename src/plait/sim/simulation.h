@@ -53,6 +53,8 @@ struct SimulationConfig {
   // parallelism: cut with split_multiple a multiple of it).
   std::vector<int> tensor_parallel;
   std::vector<LinkProfile> tensor_parallel_links;
+  // Activation offload per rank (SimOptions::activation_offload); empty: none.
+  ActivationOffloadModel activation_offload;
   int tensor_parallel_of(int rank) const {
     if (tensor_parallel.empty()) return 1;
     return tensor_parallel.size() == 1 ? tensor_parallel.front() : tensor_parallel.at(static_cast<std::size_t>(rank));
