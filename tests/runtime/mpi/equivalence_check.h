@@ -57,9 +57,23 @@ inline constexpr double kTensorParallelTolerance = 1e-4;
 // alone and x PP 2 with 4 segments). A wiring error (a missing reduction, a wrong shard, a
 // doubled replicated gradient) is O(1); the fp32 TP cases hold 1e-5.
 inline constexpr double kBf16TensorParallelTolerance = 8e-2;
+// bf16 without tensor parallelism, gradients from the second step on: the first steps'
+// gradients agree to ~2e-7 (same arithmetic, fp32 sums reassociated), but once an update has
+// moved a master weight across a bf16 rounding boundary in one run only, the two runs compute
+// with weights one bf16 ulp apart, and the gradient of a q/k projection reads that through the
+// softmax of q.k, whose probabilities shift by a multiple of the score change. Which weights
+// cross depends on the fp32 rounding of the sums, so on the compiler too: gpt2 seq1f1b pp2 x dp2
+// at shard level 1, step 2, measured worst 4.0e-3 in the Release build and 2.6e-2
+// (h.6.attn.c_attn.weight) in the sanitizer build (RelWithDebInfo, same inputs, steps 0-1 at
+// 2e-7 in both). That is the TP bf16 mechanism without its per-layer roundings, so the same
+// bound, 8e-2, for gradients; the parameters after the steps keep kBf16Tolerance (Adam's update
+// is lr-scaled: measured worst 3.4e-4), and a wiring error is O(1) at every step.
 inline double later_tolerance(spec::Precision p, int tp) {
-  if (tp == 1) return tolerance(p);
-  return p == spec::Precision::bf16 ? kBf16TensorParallelTolerance : kTensorParallelTolerance;
+  if (p == spec::Precision::bf16) return kBf16TensorParallelTolerance;
+  return tp == 1 ? kTolerance : kTensorParallelTolerance;
+}
+inline double parameter_tolerance(spec::Precision p, int tp) {
+  return tp == 1 ? tolerance(p) : later_tolerance(p, tp);
 }
 
 // Under TP every rank of a group holds the replicated tensors (norms, row-parallel biases, the
@@ -148,6 +162,7 @@ std::vector<float> expect_equivalent_on(const PipelinePlan& plan, const TrainCon
   comm::Communicator& w = plait::test::mpi_session().world();
   const double first_tol = tolerance(global.precision);
   const double later_tol = later_tolerance(global.precision, plan.tensor_parallel);
+  const double parameter_tol = parameter_tolerance(global.precision, plan.tensor_parallel);
   MemoryTracker tracker, ref_tracker;
   DistributedTrainer trainer(plan, global, w, tracker);
   LocalTrainer reference(plan.model, global, plan.partition, ref_tracker);
@@ -167,7 +182,7 @@ std::vector<float> expect_equivalent_on(const PipelinePlan& plan, const TrainCon
     check(trainer, tracker);
   }
   const auto [error, name] = worst_parameter(trainer, reference);
-  EXPECT_LE(error, later_tol) << "rank " << trainer.rank() << ": worst tensor " << name;
+  EXPECT_LE(error, parameter_tol) << "rank " << trainer.rank() << ": worst tensor " << name;
   std::printf("[ measured ] rank %d: worst parameter error after %d steps %.2e (%s)\n", trainer.rank(),
               global.steps, error, name.c_str());
   expect_replicas_equal(trainer);
