@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <algorithm>
 #include <cmath>
 
 #include "plait/core/error.h"
@@ -319,9 +320,12 @@ TEST(Planner, RecomputesPerStageOnlyWhereMemoryNeedsIt) {
 
 // The same cluster with a host tier on every device (share/clusters/cpu4-offload.json: 1 GiB at
 // 16 GB/s): where a stage needed recomputation to fit, the planner may keep its activations on
-// the host between F and B (schedule/activation_offload.h). The best plan offloads activations,
-// its prediction (the simulator timing the copies) is faster than the plan without a host tier,
-// and every device, host tier included, stays within its capacity.
+// the host between F and B (schedule/activation_offload.h). Among its best plans is one that
+// offloads activations, predicted (the simulator timing the copies) faster than the best plan
+// without a host tier, and every device, host tier included, stays within its capacity. Which
+// plan ranks first is not asserted: an optimizer-offload plan ties with it (2.418 vs 2.419 s), so
+// the order of the two follows the last bits of fp32 sums and differs between builds (the
+// sanitizer build ranks the optimizer-offload plan first).
 TEST(Planner, OffloadsActivationsWhereAStageRecomputedToFit) {
   const PlanningProblem without = cpu4_problem("cpu4-recompute.json");
   const PlanningProblem with = cpu4_problem("cpu4-offload.json");
@@ -332,12 +336,18 @@ TEST(Planner, OffloadsActivationsWhereAStageRecomputedToFit) {
   const PlannerResult after = plan_cluster(with, o);
   ASSERT_FALSE(before.plans.empty());
   ASSERT_FALSE(after.plans.empty());
-  const PlanChoice& c = after.plans[0].choice;
-  ASSERT_FALSE(c.offload_activations.empty()) << c.summary(with.cluster);
+  const double best_before = before.plans[0].prediction.step_seconds;
+  const auto offloading = std::find_if(after.plans.begin(), after.plans.end(), [](const auto& plan) {
+    return !plan.choice.offload_activations.empty();
+  });
+  ASSERT_NE(offloading, after.plans.end()) << "no plan offloads activations; best: "
+                                           << after.plans[0].choice.summary(with.cluster);
+  const PlanChoice& c = offloading->choice;
   EXPECT_NE(c.summary(with.cluster).find(", offload activations "), std::string::npos);
-  EXPECT_LT(after.plans[0].prediction.step_seconds, before.plans[0].prediction.step_seconds)
+  EXPECT_LT(offloading->prediction.step_seconds, best_before)
       << c.summary(with.cluster) << " against " << before.plans[0].choice.summary(without.cluster);
-  for (const DevicePrediction& d : after.plans[0].prediction.devices) {
+  EXPECT_LE(after.plans[0].prediction.step_seconds, offloading->prediction.step_seconds);
+  for (const DevicePrediction& d : offloading->prediction.devices) {
     EXPECT_LE(d.total_bytes(), d.capacity_bytes);
     EXPECT_LE(d.host_bytes, d.host_capacity_bytes);
   }
