@@ -255,11 +255,14 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 "static bytes from the model description, activations and K/V from sim::simulate of the "
                 "same schedule with the exact unit table (spec/unit_memory.h, action by action); "
                 "units = peak of activations + K/V together; comm buffers (on their own tracker) are "
-                "not modelled\n",
-                o.steps);
-    std::printf("%-5s %-4s %-10s %-9s %-7s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "model", "prec",
+                "not modelled%s\n",
+                o.steps,
+                o.tp > 1 ? "; tp comm = the TP collectives' buffers on the stage's tracker (units include them) against "
+                           "spec::UnitMemory::communication (StaticMemory::communication, one at a time)"
+                         : "");
+    std::printf("%-5s %-4s %-10s %-9s %-7s %4s | %17s %17s %17s | %17s %17s %17s | %10s%s\n", "model", "prec",
                 "schedule", "recompute", "offload", "rank", "parameters", "gradients", "optimizer_state", "activations",
-                "kv_cache", "units", "comm");
+                "kv_cache", "units", "comm", o.tp > 1 ? " |           tp comm" : "");
   }
   std::vector<double> stage0;  // measured stage-0 units peak per schedule, without recomputation
   for (const auto& [family, precision, name, variant, offload] : memory_rows(o, schedules)) {
@@ -287,7 +290,8 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                         static_cast<double>(tracker.peak(MemoryCategory::kActivations)),
                                         static_cast<double>(tracker.peak(MemoryCategory::kKVCache)),
                                         static_cast<double>(tracker.peak_total()) - fixed,
-                                        static_cast<double>(buffers.peak(MemoryCategory::kCommBuffers))};
+                                        static_cast<double>(buffers.peak(MemoryCategory::kCommBuffers)),
+                                        static_cast<double>(tracker.peak(MemoryCategory::kCommBuffers))};
       const auto all = runtime::gather_all(world, mine);
       if (!lead) continue;
       const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
@@ -304,7 +308,11 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
         const int q = r / o.tp;
         const sim::StaticMemory st = memory.static_memory(plan.schedule.layout.rank_vstages[q]);
         const sim::AllocatedPeaks& a = predicted.ranks[q].allocated;
-        const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache, a.total};
+        // Under TP the stage's own tracker also holds its collectives' buffer (a gathered input or
+        // an fp32 partial sum, one at a time, taken inside every action), so the peak of the sum
+        // holds it too: StaticMemory::communication, 0 without TP.
+        const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache,
+                                a.total + st.communication};
         std::printf("%-5s %-4s %-10s %-9s %-7s %4d |", family.c_str(), precision.c_str(), name.c_str(), variant.c_str(),
                     offload == "none" ? "no" : "act", r);
         for (int c = 0; c < 6; ++c) {
@@ -312,7 +320,12 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
           std::printf(" %8.2f MiB %+5.1f%%%s", mib(got), got > 0 ? 100 * (want[c] - got) / got : 0.0,
                       c == 2 ? " |" : "");
         }
-        std::printf(" | %6.2f MiB\n", mib(all[r][6]));
+        std::printf(" | %6.2f MiB", mib(all[r][6]));
+        if (o.tp > 1) {
+          const double got = all[r][7];
+          std::printf(" | %6.2f MiB %+5.1f%%", mib(got), got > 0 ? 100 * (st.communication - got) / got : 0.0);
+        }
+        std::printf("\n");
       }
       if (variant == "none" && offload == "none" && family == o.families.front() && precision == o.precisions.front()) {
         stage0.push_back(all[0][5]);
