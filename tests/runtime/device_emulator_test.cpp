@@ -36,5 +36,17 @@ TEST(DeviceEmulator, PadsTheCpuTimeOfASingleThreadNotTheWaitForACore) {
   EXPECT_DOUBLE_EQ(threaded.padded_end(100.0, 100.010, 0.004), 100.0 + 3.0 * 0.010);
 }
 
+TEST(DeviceEmulator, LeavesTheTensorParallelLinkUnslowed) {
+  // 6 ms of CPU time of which 2 ms in TP collectives: a device 3 times slower computes 4 ms in
+  // 12 and its link still takes 2 (the simulator's charge: compute x f + collectives).
+  const DeviceEmulator slow(3.0, true);
+  EXPECT_DOUBLE_EQ(slow.padded_end(100.0, 100.010, 0.006, 0.002), 100.0 + 3.0 * 0.004 + 0.002);
+  // At full speed the link changes nothing.
+  const DeviceEmulator full(1.0, true);
+  EXPECT_DOUBLE_EQ(full.padded_end(100.0, 100.010, 0.006, 0.002), 100.0 + 0.006);
+  // Link time counted above the action's time alone (clock granularity) is clamped to it.
+  EXPECT_DOUBLE_EQ(slow.padded_end(100.0, 100.010, 0.006, 0.007), 100.0 + 0.006);
+}
+
 }  // namespace
 }  // namespace plait::runtime

@@ -13,6 +13,7 @@
 #include "plait/runtime/unit_profiler.h"
 #include "plait/sim/latency_table.h"
 #include "plait/sim/memory_model.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::runtime {
 namespace {
@@ -23,6 +24,18 @@ const spec::ModelSpec kModel = spec::gpt2_model(4, 32, 4, 256, 64);
 
 fs::path temp_file(const std::string& name) {
   return fs::temp_directory_path() / ("plait_profile_test_" + std::to_string(::getpid()) + "_" + name);
+}
+
+// Every unit of every segment (layer, embedding, head) has a positive F, B and W.
+void expect_every_piece_measured(const SegmentProfile& p, std::size_t segments) {
+  for (const auto* list : {&p.layer, &p.embedding, &p.head}) {
+    ASSERT_EQ(list->size(), segments);
+    for (const UnitTimes& u : *list) {
+      EXPECT_GT(u.forward, 0);
+      EXPECT_GT(u.backward_input, 0);
+      EXPECT_GT(u.backward_weight, 0);
+    }
+  }
 }
 
 TEST(UnitProfiler, MeasuresEveryPieceOfEverySegment) {
@@ -51,14 +64,7 @@ TEST(UnitProfiler, DeferredWeightsAndIdlesKeepEveryPieceMeasured) {
     o.defer_weight = true;
     o.slowdown = 1.5;
     const SegmentProfile p = profile_segments(kModel, 2, spec::even_partition(kModel, 32, 2), o);
-    for (const auto* list : {&p.layer, &p.embedding, &p.head}) {
-      ASSERT_EQ(list->size(), 2u);
-      for (const UnitTimes& u : *list) {
-        EXPECT_GT(u.forward, 0);
-        EXPECT_GT(u.backward_input, 0);
-        EXPECT_GT(u.backward_weight, 0);
-      }
-    }
+    expect_every_piece_measured(p, 2);
   }
 }
 
@@ -151,6 +157,66 @@ TEST(ProfileCostModel, RecomputedLayersAddTheirRebuildToB) {
   EXPECT_DOUBLE_EQ(cost.compute_seconds(0, K::W, 0, 0, 0), 4 * 3 + 30);
   p.layer[0].recompute = 0;
   EXPECT_THROW(ProfileCostModel(p, plan, {}), Error);
+}
+
+// Under tensor parallelism a unit is the rank's compute times the slow-down plus its TP
+// collectives over the group's link, unslowed: spec::tp_collectives rings at the unit's tokens
+// (F: 2 gathers + 2 reduce-scatters per layer, and the embedding's / head's), the rebuild's two
+// gathers per recomputed layer in B; a profile of another degree cannot cost the plan.
+TEST(ProfileCostModel, TensorParallelUnitsAddTheirCollectivesOnTheLinkUnslowed) {
+  PipelinePlan plan;
+  plan.model = kModel;
+  plan.microbatch_size = 2;
+  plan.tensor_parallel = 2;
+  plan.partition = spec::even_partition(kModel, 16, 2);
+  plan.vstage_layers = {1, 3};
+  plan.vstage_specs = {{0, 1, true, false}, {1, 4, false, true, 2}};
+  plan.devices = {DeviceEmulation{"slow", 4, {}}, DeviceEmulation{"slow", 4, {}}};
+  SegmentProfile p;
+  p.model = kModel;
+  p.microbatch_size = 2;
+  p.tensor_parallel = 2;
+  p.partition = plan.partition;
+  p.layer = {{1, 2, 3, 0.5}, {10, 20, 30, 0.5}};
+  p.embedding = {{0.5, 0.25, 0.125}, {0.5, 0.25, 0.125}};
+  p.head = {{100, 200, 300}, {1000, 2000, 3000}};
+  const sim::LinkProfile tp_link{1e-5, 2e9};
+  const ProfileCostModel cost(p, plan, {}, tp_link);
+  const double tokens = 2 * 8;  // micro-batch 2 x segment 8
+  const auto ring = [&](spec::Collective c, double bytes) {
+    return spec::ring_collective_seconds(c, bytes, 2, tp_link.latency_seconds, tp_link.bandwidth_bytes_per_second);
+  };
+  const double gather = ring(spec::Collective::all_gather, tokens * 32 * 4);  // fp32 activations
+  const double scatter = ring(spec::Collective::reduce_scatter, tokens * 32 * 4);
+  const double reduce = ring(spec::Collective::all_reduce, tokens * 4);
+  using K = schedule::ActionKind;
+  // Stage 0: one layer and the embedding. F: 2 gathers, 2 + 1 reduce-scatters; W: 4 + 1 gathers.
+  EXPECT_NEAR(cost.compute_seconds(0, K::F, 0, 0, 0), 4 * (1 + 0.5) + 2 * gather + 3 * scatter, 1e-9);
+  EXPECT_NEAR(cost.compute_seconds(0, K::W, 0, 1, 0), 4 * (30 + 0.125) + 5 * gather, 1e-9);
+  // Stage 1: three layers (2 recomputed) and the head. F: 6 + 1 gathers, 6 reduce-scatters, 3
+  // all-reduces; B: 6 gathers, 6 + 1 reduce-scatters, and the rebuilds (compute and 2 x 2 gathers).
+  EXPECT_NEAR(cost.compute_seconds(1, K::F, 0, 0, 1), 4 * (3 * 1 + 100) + 7 * gather + 6 * scatter + 3 * reduce, 1e-9);
+  EXPECT_NEAR(cost.compute_seconds(1, K::B, 0, 1, 1),
+              4 * (3 * 20 + 2 * 0.5 + 2000) + 6 * gather + 7 * scatter + 4 * gather, 1e-9);
+  EXPECT_NEAR(cost.compute_seconds(1, K::BW, 0, 1, 1),
+              4 * (3 * 50 + 2 * 0.5 + 5000) + 6 * gather + 7 * scatter + 4 * gather + 13 * gather, 1e-9);
+  p.tensor_parallel = 1;
+  EXPECT_THROW(ProfileCostModel(p, plan, {}, tp_link), Error);
+}
+
+// The profiler times one rank's part of a TP unit (over a stand-in group, no collectives): every
+// piece of both TP ranks is measured, on its sequence slice, in either time basis.
+TEST(UnitProfiler, MeasuresOneRanksPartOfATensorParallelUnit) {
+  for (int tp_rank : {0, 1}) {
+    ProfileOptions o;
+    o.repeats = 3;
+    o.tensor_parallel = 2;
+    o.tp_rank = tp_rank;
+    o.cpu_time = tp_rank == 1;
+    const SegmentProfile p = profile_segments(kModel, 2, spec::even_partition(kModel, 32, 2), o);
+    EXPECT_EQ(p.tensor_parallel, 2);
+    expect_every_piece_measured(p, 2);
+  }
 }
 
 // Asked to, the profiler also times the layers' rebuild, and the segment profile file keeps it.

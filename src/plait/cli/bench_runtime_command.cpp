@@ -10,6 +10,9 @@
 //   speed:  p ranks (default 2), one thread each, each schedule's measured pipeline step time
 //           against sim::simulate fed with this machine's measured per-unit engine times
 //           (runtime/profile_cost_model.h) and a measured link latency.
+//   --tp t: every row on p / t pipeline ranks of t-rank TP groups (parallel.tp; memory against the
+//           TP unit table, speed with per-rank TP unit profiles plus the collectives over the TP
+//           group's measured link); --slowdown f: every device emulated f times slower.
 #include <omp.h>
 
 #include <algorithm>
@@ -37,11 +40,13 @@
 #include "plait/runtime/predicted_memory.h"
 #include "plait/runtime/profile_json.h"
 #include "plait/runtime/rank_gather.h"
+#include "plait/runtime/tensor_parallel_group.h"
 #include "plait/runtime/unit_profiler.h"
 #include "plait/schedule/lowering.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/event_simulator.h"
 #include "plait/sim/memory_model.h"
+#include "plait/spec/tensor_parallel_plan.h"
 
 namespace plait::cli {
 namespace {
@@ -69,7 +74,20 @@ struct BenchRuntimeOptions {
   // (every stage; runtime/activation_offload.h), the copy engine paced to host_gbyte_per_s.
   std::vector<std::string> offload = {"none"};
   double host_gbyte_per_s = 4;
+  // parallel.tp of every row (the job's ranks are p / tp pipeline ranks x tp), and every emulated
+  // device's slow-down (runtime/device_emulator.h; 1: the ranks run at the core's speed).
+  int tp = 1;
+  double slowdown = 1;
 };
+
+// The pipeline ranks of a job of `world` processes: world / --tp.
+int pipeline_ranks(const BenchRuntimeOptions& o, int world) {
+  if (o.tp < 1 || world % o.tp != 0) {
+    throw Error("--tp " + std::to_string(o.tp) + " does not divide the job's " + std::to_string(world) +
+                " ranks (run mpirun -np a multiple of it)");
+  }
+  return world / o.tp;
+}
 
 // The benchmark's model: GPT-2 of the given sizes (vocabulary 256, byte tokens), or a LLaMA of
 // the same depth and width with grouped-query attention (half as many K/V heads, where heads is
@@ -125,6 +143,11 @@ runtime::JobConfig bench_job(const BenchRuntimeOptions& o, const std::string& sc
   job.parallel.pp = world;
   job.parallel.dp = 1;
   job.parallel.chunks = family->fixed_chunks == 0 ? o.chunks : 0;
+  if (o.tp > 1) job.parallel.tp = {o.tp};
+  if (o.slowdown != 1) {
+    job.parallel.devices.resize(static_cast<std::size_t>(world));
+    for (runtime::DeviceEmulation& d : job.parallel.devices) d.slowdown = o.slowdown;
+  }
   return job;
 }
 
@@ -136,7 +159,8 @@ runtime::JobConfig shard_job(const BenchRuntimeOptions& o, int p, int level, boo
   job.parallel.dp = p;
   job.parallel.shard = {level};
   job.parallel.offload = {offload};
-  job.parallel.devices.resize(static_cast<std::size_t>(p));
+  job.parallel.devices.resize(static_cast<std::size_t>(p),
+                              job.parallel.devices.empty() ? runtime::DeviceEmulation{} : job.parallel.devices.front());
   for (runtime::DeviceEmulation& d : job.parallel.devices) d.host_memory_bytes = std::size_t{1} << 40;
   return job;
 }
@@ -216,32 +240,36 @@ std::vector<MemoryRow> memory_rows(const BenchRuntimeOptions& o, const std::vect
 
 void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
+  const int pp = pipeline_ranks(o, p);  // job rank r is TP rank r % tp of pipeline rank r / tp
   const bool lead = world.rank() == 0;
   const std::vector<std::string> schedules =
       comma_list(o.schedules.empty() ? "gpipe,1f1b,seq1f1b,zb-h1" : o.schedules);
   const RandomTokens data(1 << 20);
   if (lead) {
-    std::printf("plait bench runtime memory: p = %d ranks, model %d layers x hidden %d, %d heads, seq %d, "
-                "micro-batch %d, m = %d, k = %d (%s split) for sequence-level schedules\n",
-                p, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches, o.segments,
+    std::printf("plait bench runtime memory: p = %d ranks (pp %d x tp %d), model %d layers x hidden %d, %d heads, "
+                "seq %d, micro-batch %d, m = %d, k = %d (%s split) for sequence-level schedules\n",
+                p, pp, o.tp, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches, o.segments,
                 o.split.c_str());
     std::printf("each rank's bytes by category during step %d, measured by its memory tracker (peaks; "
                 "parameters, gradients and optimizer state stay put), and the error of the prediction: "
                 "static bytes from the model description, activations and K/V from sim::simulate of the "
                 "same schedule with the exact unit table (spec/unit_memory.h, action by action); "
                 "units = peak of activations + K/V together; comm buffers (on their own tracker) are "
-                "not modelled\n",
-                o.steps);
-    std::printf("%-5s %-4s %-10s %-9s %-7s %4s | %17s %17s %17s | %17s %17s %17s | %10s\n", "model", "prec",
+                "not modelled%s\n",
+                o.steps,
+                o.tp > 1 ? "; tp comm = the TP collectives' buffers on the stage's tracker (units include them) against "
+                           "spec::UnitMemory::communication (StaticMemory::communication, one at a time)"
+                         : "");
+    std::printf("%-5s %-4s %-10s %-9s %-7s %4s | %17s %17s %17s | %17s %17s %17s | %10s%s\n", "model", "prec",
                 "schedule", "recompute", "offload", "rank", "parameters", "gradients", "optimizer_state", "activations",
-                "kv_cache", "units", "comm");
+                "kv_cache", "units", "comm", o.tp > 1 ? " |           tp comm" : "");
   }
   std::vector<double> stage0;  // measured stage-0 units peak per schedule, without recomputation
   for (const auto& [family, precision, name, variant, offload] : memory_rows(o, schedules)) {
     {
-      runtime::JobConfig job = bench_job(o, name, p, 0, family, precision);
+      runtime::JobConfig job = bench_job(o, name, pp, 0, family, precision);
       job.parallel.recompute = parse_recompute_flag("--recompute", variant);
-      apply_offload(o, job, p, offload);
+      apply_offload(o, job, pp, offload);
       const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, p);
       const runtime::TrainConfig t = job.global_train();
       const data::BatchLoader loader(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
@@ -262,11 +290,12 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                         static_cast<double>(tracker.peak(MemoryCategory::kActivations)),
                                         static_cast<double>(tracker.peak(MemoryCategory::kKVCache)),
                                         static_cast<double>(tracker.peak_total()) - fixed,
-                                        static_cast<double>(buffers.peak(MemoryCategory::kCommBuffers))};
+                                        static_cast<double>(buffers.peak(MemoryCategory::kCommBuffers)),
+                                        static_cast<double>(tracker.peak(MemoryCategory::kCommBuffers))};
       const auto all = runtime::gather_all(world, mine);
       if (!lead) continue;
       const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
-                                    {t.precision, job.parallel.recompute, omp_get_max_threads()});
+                                    {t.precision, job.parallel.recompute, omp_get_max_threads(), {plan.tensor_parallel}});
       const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
       const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
       sim::SimOptions sim_options{false, false};
@@ -274,9 +303,16 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
       sim_options.activation_offload = &offloads;
       const sim::SimResult predicted = sim::simulate(plan.schedule, lowered, uniform, &memory, sim_options);
       for (int r = 0; r < p; ++r) {
-        const sim::StaticMemory st = memory.static_memory(plan.schedule.layout.rank_vstages[r]);
-        const sim::AllocatedPeaks& a = predicted.ranks[r].allocated;
-        const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache, a.total};
+        // Every TP rank of a pipeline rank holds the same bytes (its part of each tensor, 1/t of
+        // each unit: spec/unit_memory.h at t).
+        const int q = r / o.tp;
+        const sim::StaticMemory st = memory.static_memory(plan.schedule.layout.rank_vstages[q]);
+        const sim::AllocatedPeaks& a = predicted.ranks[q].allocated;
+        // Under TP the stage's own tracker also holds its collectives' buffer (a gathered input or
+        // an fp32 partial sum, one at a time, taken inside every action), so the peak of the sum
+        // holds it too: StaticMemory::communication, 0 without TP.
+        const double want[6] = {st.parameters, st.gradients, st.optimizer, a.activations, a.kv_cache,
+                                a.total + st.communication};
         std::printf("%-5s %-4s %-10s %-9s %-7s %4d |", family.c_str(), precision.c_str(), name.c_str(), variant.c_str(),
                     offload == "none" ? "no" : "act", r);
         for (int c = 0; c < 6; ++c) {
@@ -284,7 +320,12 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
           std::printf(" %8.2f MiB %+5.1f%%%s", mib(got), got > 0 ? 100 * (want[c] - got) / got : 0.0,
                       c == 2 ? " |" : "");
         }
-        std::printf(" | %6.2f MiB\n", mib(all[r][6]));
+        std::printf(" | %6.2f MiB", mib(all[r][6]));
+        if (o.tp > 1) {
+          const double got = all[r][7];
+          std::printf(" | %6.2f MiB %+5.1f%%", mib(got), got > 0 ? 100 * (st.communication - got) / got : 0.0);
+        }
+        std::printf("\n");
       }
       if (variant == "none" && offload == "none" && family == o.families.front() && precision == o.precisions.front()) {
         stage0.push_back(all[0][5]);
@@ -299,8 +340,8 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
     return 0;
   };
   if (find("seq1f1b") > 0 && find("1f1b") > 0) {
-    const double k = o.segments, pp = p;
-    const double bound = (pp + k - 1) / (k * pp);
+    const double k = o.segments, stages = pp;
+    const double bound = (stages + k - 1) / (k * stages);
     std::printf("Seq1F1B stage-0 peak / 1F1B stage-0 peak = %.4f (textbook (p+k-1)/(k*p) = %.4f; "
                 "limit x 1.1 = %.4f)\n",
                 find("seq1f1b") / find("1f1b"), bound, 1.1 * bound);
@@ -334,6 +375,10 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const bool lead = world.rank() == 0;
   if (p < 2) return;
+  if (o.tp > 1) {
+    if (lead) std::printf("\n(sharded data parallelism rows: pp 1 x dp p only, not run with --tp)\n");
+    return;
+  }
   const RandomTokens data(1 << 20);
   static constexpr const char* kNames[] = {"weights", "grads", "optim", "activ", "kv", "host w", "host opt",
                                            "host grad", "total", "comm"};
@@ -392,18 +437,18 @@ void run_shard_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
   }
 }
 
-// Half the round-trip time of `floats` floats between ranks 0 and 1, best of `trips`, with
+// Half the round-trip time of `floats` floats between ranks 0 and `peer`, best of `trips`, with
 // plait's own waits (the latency the pipeline's messages see).
-double one_way_seconds(comm::Communicator& world, std::size_t floats, int trips) {
+double one_way_seconds(comm::Communicator& world, std::size_t floats, int trips, int peer) {
   std::vector<float> buffer(floats, 1.0f);
   double best = 1e30;
   world.barrier();
   for (int i = 0; i < trips; ++i) {
     const double t0 = monotonic_seconds();
     if (world.rank() == 0) {
-      world.isend(buffer, 1, 7).wait();
-      world.irecv(buffer, 1, 8).wait();
-    } else if (world.rank() == 1) {
+      world.isend(buffer, peer, 7).wait();
+      world.irecv(buffer, peer, 8).wait();
+    } else if (world.rank() == peer) {
       world.irecv(buffer, 0, 7).wait();
       world.isend(buffer, 0, 8).wait();
     }
@@ -425,16 +470,70 @@ int peak_in_flight(const runtime::PipelinePlan& plan) {
   return static_cast<int>(std::ceil(peak - 1e-9));
 }
 
-// The link: latency from a one-float ping-pong, bandwidth from one of a segment's activations.
+// The link between pipeline ranks (job ranks 0 and --tp: TP rank 0 of the first two stages):
+// latency from a one-float ping-pong, bandwidth from one of a segment's activations (a TP rank's
+// sequence slice of it).
 sim::LinkProfile measure_link(comm::Communicator& world, const BenchRuntimeOptions& o) {
-  const std::size_t big = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden;
-  const double small_t = one_way_seconds(world, 1, 200);
-  const double big_t = one_way_seconds(world, big, 50);
+  const std::size_t big = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden / static_cast<std::size_t>(o.tp);
+  const double small_t = one_way_seconds(world, 1, 200, o.tp);
+  const double big_t = one_way_seconds(world, big, 50, o.tp);
   sim::LinkProfile link;
   link.latency_seconds = small_t;
   link.bandwidth_bytes_per_second =
       big_t > small_t ? static_cast<double>(big * sizeof(float)) / (big_t - small_t) : 1e12;
   return link;
+}
+
+// The TP group's link (--tp > 1), as the runtime's TP collectives see it: each group of --tp
+// consecutive ranks (all groups at once, as in a step) times the runtime's own all-gather
+// (CommTensorParallelGroup, counting each collective's time alone as the device emulator does),
+// best of many trips, of one float per rank (the ring's (t-1) steps of latency) and of a whole
+// micro-batch's N x C activations (the bandwidth: (t-1)/t x bytes over the time the latency leaves);
+// averaged over the ranks. Also returns a reduce-scatter of the same fp32 bytes, which the ring
+// model (spec::ring_collective_seconds) charges as an all-gather.
+struct TpLink {
+  sim::LinkProfile link;
+  double bytes = 0, all_gather_seconds = 0, reduce_scatter_seconds = 0;
+};
+TpLink measure_tp_link(comm::Communicator& world, const BenchRuntimeOptions& o) {
+  TpLink out;
+  const int t = o.tp;
+  if (t <= 1) return out;
+  std::vector<std::vector<int>> lists;
+  for (int g = 0; g < world.size() / t; ++g) {
+    std::vector<int>& list = lists.emplace_back();
+    for (int i = 0; i < t; ++i) list.push_back(g * t + i);
+  }
+  std::vector<std::unique_ptr<comm::Communicator>> groups = world.create_groups(lists);
+  comm::Communicator* mine = nullptr;
+  for (auto& g : groups) {
+    if (g) mine = g.get();
+  }
+  runtime::CommTensorParallelGroup group(*mine);
+  const std::size_t block = static_cast<std::size_t>(o.microbatch_size) * o.seq * o.hidden / static_cast<std::size_t>(t);
+  std::vector<float> data(block * static_cast<std::size_t>(t), 1.0f);
+  const auto best = [&](int trips, const auto& collective) {
+    double fastest = 1e30;
+    world.barrier();
+    for (int i = 0; i < trips; ++i) {
+      const double before = group.link_seconds();
+      collective();
+      fastest = std::min(fastest, group.link_seconds() - before);
+    }
+    return fastest;
+  };
+  const double small = best(200, [&] { group.all_gather(TypedPtr(data.data()), 1); });
+  const double big = best(50, [&] { group.all_gather(TypedPtr(data.data()), block); });
+  const double scatter = best(50, [&] { group.reduce_scatter(data.data(), block); });
+  const auto mean = [&](double x) { return world.allreduce(x, comm::ReduceOp::kSum) / world.size(); };
+  out.bytes = 4.0 * static_cast<double>(data.size());
+  out.all_gather_seconds = mean(big);
+  out.reduce_scatter_seconds = mean(scatter);
+  const double latency = mean(small), share = (t - 1.0) / t;
+  out.link.latency_seconds = latency / (t - 1.0);
+  out.link.bandwidth_bytes_per_second =
+      out.all_gather_seconds > latency ? share * out.bytes / (out.all_gather_seconds - latency) : 1e12;
+  return out;
 }
 
 runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime::PipelinePlan& plan,
@@ -443,6 +542,12 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
   options.repeats = repeats;
   options.in_flight = in_flight;
   options.recompute = recompute;
+  // Under TP each rank times its own part of a TP unit (job rank r is TP rank r % t), its compute
+  // alone; on emulated devices as they count an action (CPU time, idling after each unit alike).
+  options.tensor_parallel = plan.tensor_parallel;
+  options.tp_rank = world.rank() % plan.tensor_parallel;
+  options.slowdown = plan.devices.front().slowdown;
+  options.cpu_time = options.slowdown > 1;
   // A layer is timed inside a stage of as many layers as a rank holds, so weights and
   // activations compete for the caches as in the run.
   options.probe_layers = plan.model.layers / plan.num_ranks();
@@ -497,22 +602,35 @@ runtime::SegmentProfile combine(const std::vector<runtime::SegmentProfile>& all)
 void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   omp_set_num_threads(1);
   const int p = world.size();
+  const int pp = pipeline_ranks(o, p);
   const bool lead = world.rank() == 0;
-  if (p < 2) throw Error("plait bench runtime speed: run it under mpirun with at least 2 ranks");
+  if (pp < 2) throw Error("plait bench runtime speed: run it under mpirun with at least 2 pipeline ranks (x --tp)");
   const std::vector<std::string> schedules =
       comma_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
                                      : o.schedules);
   const RandomTokens data(1 << 20);
   const sim::LinkProfile link = measure_link(world, o);
+  const TpLink tp_link = measure_tp_link(world, o);
   if (lead) {
-    std::printf("plait bench runtime speed: p = %d ranks x 1 thread, model %d layers x hidden %d, %d "
-                "heads, seq %d, micro-batch %d, m = %d, k = %d (%s split) for sequence-level "
+    std::printf("plait bench runtime speed: p = %d ranks (pp %d x tp %d) x 1 thread, devices x%.2g, model %d layers x "
+                "hidden %d, %d heads, seq %d, micro-batch %d, m = %d, k = %d (%s split) for sequence-level "
                 "schedules, v = %d for interleaved ones; %d rounds of (unit profiles, one step of "
                 "every schedule) after a warm-up step\n",
-                p, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches, o.segments,
-                o.split.c_str(), o.chunks, o.steps);
+                p, pp, o.tp, o.slowdown, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches,
+                o.segments, o.split.c_str(), o.chunks, o.steps);
     std::printf("link (measured ping-pong with plait's waits): %.1f us latency, %.2f GB/s\n",
                 link.latency_seconds * 1e6, link.bandwidth_bytes_per_second / 1e9);
+    if (o.tp > 1) {
+      std::printf("TP link (the runtime's all-gather over each group of %d, time alone): %.1f us per ring step, "
+                  "%.2f GB/s bus bandwidth; on %.2f MiB: all-gather %.1f us, reduce-scatter %.1f us (the ring model "
+                  "charges both %.1f us); units: per-rank compute x%.2g + these collectives (spec::tp_collectives)\n",
+                  o.tp, tp_link.link.latency_seconds * 1e6, tp_link.link.bandwidth_bytes_per_second / 1e9,
+                  mib(tp_link.bytes), 1e6 * tp_link.all_gather_seconds, 1e6 * tp_link.reduce_scatter_seconds,
+                  1e6 * spec::ring_collective_seconds(spec::Collective::all_gather, tp_link.bytes, o.tp,
+                                                      tp_link.link.latency_seconds,
+                                                      tp_link.link.bandwidth_bytes_per_second),
+                  o.slowdown);
+    }
   }
 
   // Every schedule's trainer first; then the measured steps round-robin over the schedules, so
@@ -557,10 +675,10 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     run.name = row.name;
     run.recompute = row.recompute;
     run.segment_row = row.segments > 0;
-    run.job = bench_job(o, row.name, p, row.segments, o.families.front(), o.precisions.front());
+    run.job = bench_job(o, row.name, pp, row.segments, o.families.front(), o.precisions.front());
     run.job.parallel.recompute = parse_recompute_flag("--recompute", row.recompute);
     run.offload = row.offload;
-    apply_offload(o, run.job, p, row.offload);
+    apply_offload(o, run.job, pp, row.offload);
     recomputes = recomputes || run.job.parallel.recompute.any();
     run.plan = runtime::build_pipeline_plan(run.job, p);
     const runtime::TrainConfig t = run.job.global_train();
@@ -638,7 +756,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       std::printf("%s over segment counts (many short segments against few long ones):\n", run.name.c_str());
     }
     const Profiles& e = profiles[profile_of[static_cast<std::size_t>(&run - runs.data())]];
-    const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link);
+    const runtime::ProfileCostModel cost(combine(e.typical), run.plan, link, tp_link.link);
     const schedule::LoweredSchedule lowered = runtime::lower_plan(run.plan, INT32_MAX);
     // With activation offload the copies' bytes come from the exact unit table and take
     // bytes / --host-gbyte-per-s on each rank's copy engine (sim::ActivationOffloadModel).
@@ -681,6 +799,10 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   omp_set_num_threads(1);
   const int p = world.size();
   const bool lead = world.rank() == 0;
+  if (o.tp > 1) {
+    if (lead) std::printf("\n(sharded data parallelism rows: pp 1 x dp p only, not run with --tp)\n");
+    return;
+  }
   const RandomTokens data(1 << 20);
   const sim::LinkProfile link = measure_link(world, o);
   // This machine's update, copy, commit and collective rates at the stage's size, measured on
@@ -809,6 +931,15 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
                   "stage's saved activations to the host tier between F and B)")
       ->check(CLI::IsMember({"none", "activations"}))
       ->expected(1, 2)
+      ->capture_default_str();
+  cmd->add_option("--tp", o.tp,
+                  "parallel.tp of every row: the job's ranks are p / tp pipeline ranks of tp consecutive\n"
+                  "ranks each (tensor parallelism with sequence parallelism)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--slowdown", o.slowdown,
+                  "Every device emulated this many times slower than a core (sleep-padded actions)")
+      ->check(CLI::Range(1.0, 1000.0))
       ->capture_default_str();
   cmd->add_option("--host-gbyte-per-s", o.host_gbyte_per_s,
                   "The host link the copy engine paces activation offload to (GB/s)")

@@ -142,7 +142,7 @@ std::string format_plan(const PlanningProblem& problem, const Plan& plan, const 
   if (!ch.tp_notes.empty()) {
     // Each stage's TP degree and the estimated stage time of the others at the same layers: a
     // rank of t devices does 1/t of the work at the lower efficiency of smaller kernels, plus per
-    // layer 2 all-gathers and 2 reduce-scatters in F and in B and 2 all-gathers in W over the
+    // layer 2 all-gathers and 2 reduce-scatters in F and in B and 4 all-gathers in W over the
     // machine's link (spec/tensor_parallel_plan.h); t > 1 wins where memory or too few
     // micro-batches for every device call for it and the link is fast.
     out += "  tensor parallelism per stage (estimated stage time of the other degrees at the same layers; TP\n"

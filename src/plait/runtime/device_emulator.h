@@ -11,6 +11,13 @@
 // the wall time would multiply that wait by f, so the emulated device would run slower than
 // declared exactly when its neighbours are busy. With several compute threads the CPU time of
 // the calling thread is not the action's, and the wall time is used.
+//
+// A tensor-parallel action also runs its TP group's collectives (model/tensor_parallel.h); their
+// time alone (`link_seconds`, counted by the group the same way) goes over the machine's link,
+// not the device, and is not stretched: the action is padded to f x (its time alone - link) +
+// link, the simulator's charge of a TP unit (its compute on the device plus the collectives on
+// the link: spec/tensor_parallel_plan.h). Stretching it too made the TP group's link f times
+// slower than the one the bench measures.
 #include <functional>
 
 namespace plait::runtime {
@@ -24,13 +31,14 @@ class DeviceEmulator {
   // An emulated straggler (FailureInjection::kSlow): the device's speed changes mid-run.
   void set_slowdown(double slowdown) { slowdown_ = slowdown; }
   // Called after a compute action that ran from `start` to `end` (monotonic seconds) using
-  // `cpu_seconds` of the calling thread's CPU time: returns once start + slowdown * d has passed,
-  // d the action's duration alone (the CPU time when single-threaded and below the wall time,
-  // else end - start), calling `poll` between sleeps of at most 0.5 ms. Returns at once for
-  // slowdown 1.
-  void pad(double start, double end, double cpu_seconds, const std::function<void()>& poll) const;
-  // When pad returns: start + slowdown * d, with d as above.
-  double padded_end(double start, double end, double cpu_seconds) const;
+  // `cpu_seconds` of the calling thread's CPU time, `link_seconds` of it alone in TP collectives:
+  // returns once start + slowdown * (d - link) + link has passed, d the action's duration alone
+  // (the CPU time when single-threaded and below the wall time, else end - start), calling `poll`
+  // between sleeps of at most 0.5 ms. Returns at once for slowdown 1.
+  void pad(double start, double end, double cpu_seconds, const std::function<void()>& poll,
+           double link_seconds = 0) const;
+  // When pad returns: start + slowdown * (d - link) + link, with d as above.
+  double padded_end(double start, double end, double cpu_seconds, double link_seconds = 0) const;
 
  private:
   double slowdown_;

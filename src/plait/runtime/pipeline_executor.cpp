@@ -15,6 +15,7 @@
 #include "plait/core/thread_cpu_clock.h"
 #include "plait/data/document_mask.h"
 #include "plait/data/segment_columns.h"
+#include "plait/runtime/tensor_parallel_group.h"
 #include "plait/spec/precision_policy.h"
 
 namespace plait::runtime {
@@ -360,6 +361,11 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
       // for its own (runtime/activation_offload.h).
       offload_->before(i);
     }
+    // The stage's TP collectives during the action go over the link, which an emulated device
+    // does not slow (DeviceEmulator).
+    const auto* tp_group =
+        dynamic_cast<const CommTensorParallelGroup*>(chunks_[static_cast<std::size_t>(a.chunk)]->tensor_parallel_group());
+    const double link0 = tp_group ? tp_group->link_seconds() : 0.0;
     const double t0 = monotonic_seconds();
     const double cpu0 = thread_cpu_seconds();
     try {
@@ -379,14 +385,15 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     }
     const double t1 = monotonic_seconds();
     const double cpu = thread_cpu_seconds() - cpu0;
-    device_.pad(t0, t1, cpu, poll_fn);
+    const double link = tp_group ? tp_group->link_seconds() - link0 : 0.0;
+    device_.pad(t0, t1, cpu, poll_fn, link);
     const double t2 = monotonic_seconds();
     if (offload_) offload_->after(i);
     result.busy_seconds += t2 - t0;
     // The device's time for the action, not the wall time: the wall time of an unslowed rank
     // also holds its waits for a core it shares with other emulated ranks (DeviceEmulator).
     const std::size_t kind = unit_kind_index(a.kind);
-    const double device_seconds = device_.padded_end(t0, t1, cpu) - t0;
+    const double device_seconds = device_.padded_end(t0, t1, cpu, link) - t0;
     result.times.compute_seconds[kind] += device_seconds;
     result.times.units[kind] += 1;
     const std::size_t first = static_cast<std::size_t>(a.chunk) * kUnitKinds + kind;

@@ -8,12 +8,45 @@
 #include "plait/core/median.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/core/thread_cpu_clock.h"
 #include "plait/model/stage_model.h"
 
 namespace plait::runtime {
 namespace {
 
 enum class Probe { layers, embedding, head };
+
+// Rank `rank` of a TP group of `size` that moves no data, so a probe times one rank's compute of
+// a TP stage without its collectives (the link's: the cost model adds them). A gather fills the
+// other ranks' blocks with copies of this rank's (finite values of the right scale, written as a
+// real gather writes them); a reduce-scatter and the all-reduces keep this rank's own values.
+class StandInGroup : public model::TensorParallelGroup {
+ public:
+  StandInGroup(int size, int rank) : size_(size), rank_(rank) {}
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+  void all_gather(TypedPtr data, std::size_t block) override {
+    if (data.dtype == DType::bf16) {
+      fill_from_own(data.as<bf16>(), block);
+    } else {
+      fill_from_own(data.as<float>(), block);
+    }
+  }
+  void reduce_scatter(float*, std::size_t) override {}
+  void all_reduce_sum(float*, std::size_t) override {}
+  void all_reduce_sum(double*, std::size_t) override {}
+  void all_reduce_max(float*, std::size_t) override {}
+
+ private:
+  template <typename T>
+  void fill_from_own(T* data, std::size_t block) const {
+    const T* own = data + static_cast<std::size_t>(rank_) * block;
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) std::copy(own, own + block, data + static_cast<std::size_t>(r) * block);
+    }
+  }
+  int size_, rank_;
+};
 
 // `rows` activations of a stage (rows x hidden) in its activation type, host memory the CPU
 // backend reads directly.
@@ -57,8 +90,12 @@ std::vector<UnitTimes> time_stage(const spec::ModelSpec& config, Probe probe, in
   if (probe == Probe::embedding) spec = {0, 0, true, false};
   if (probe == Probe::head) spec = {config.layers, config.layers, false, true};
   spec.precision = options.precision;
+  spec.tensor_parallel = options.tensor_parallel;
+  spec.tp_rank = options.tp_rank;
   MemoryTracker tracker;
-  model::StageModel stage(config, spec, tracker);
+  StandInGroup group(options.tensor_parallel, options.tp_rank);
+  model::StageModel stage(config, spec, tracker, kernels::cpu_backend(),
+                          options.tensor_parallel > 1 ? &group : nullptr);
   stage.init_parameters(1);
 
   std::vector<spec::Segment> segments;
@@ -87,9 +124,10 @@ std::vector<UnitTimes> time_stage(const spec::ModelSpec& config, Probe probe, in
   // (DeviceEmulator::pad); idling alike makes every unit start as cold as it will there.
   bool timed_pass = false;
   const auto timed = [&](std::vector<double>& into, bool keep, const auto& unit) {
-    const double t0 = monotonic_seconds();
+    const double t0 = monotonic_seconds(), cpu0 = thread_cpu_seconds();
     unit();
-    const double seconds = monotonic_seconds() - t0;
+    const double wall = monotonic_seconds() - t0;
+    const double seconds = options.cpu_time ? std::min(wall, thread_cpu_seconds() - cpu0) : wall;
     if (keep && timed_pass) into.push_back(seconds);
     if (options.slowdown > 1) {
       std::this_thread::sleep_for(std::chrono::duration<double>((options.slowdown - 1) * seconds));
@@ -165,6 +203,7 @@ SegmentProfile profile_segments(const spec::ModelSpec& model, int microbatch_siz
   SegmentProfile p;
   p.model = model;
   p.microbatch_size = microbatch_size;
+  p.tensor_parallel = options.tensor_parallel;
   p.partition = partition;
   const int layers = std::max(1, std::min(options.probe_layers, model.layers));
   p.layer = time_stage(model, Probe::layers, layers, microbatch_size, partition, options);

@@ -11,6 +11,10 @@
 // Each time is the median of `repeats` runs after one warm-up run. A layer's time is the time of
 // a probe stage of `probe_layers` layers divided by that count (one stage call per unit, as the
 // runtime makes them).
+// Under tensor parallelism (ProfileOptions::tensor_parallel) the probe is one rank's part of a
+// TP stage, on its sequence slice, over a stand-in group that moves no data: the per-rank compute
+// of a TP unit (its 1/t share at the per-rank work, as the simulator charges it). The collectives
+// are the link's, added by the cost model (profile_cost_model.h, spec::tp_collectives).
 #include <vector>
 
 #include "plait/spec/model_spec.h"
@@ -34,6 +38,7 @@ struct UnitTimes {
 struct SegmentProfile {
   spec::ModelSpec model;
   int microbatch_size = 1;
+  int tensor_parallel = 1;  // the TP degree whose per-rank units these are
   spec::SequencePartition partition;
   std::vector<UnitTimes> layer, embedding, head;
 };
@@ -55,6 +60,13 @@ struct ProfileOptions {
   // The engine's precision (spec/precision_policy.h): in bf16 the probe stage computes in bf16
   // mixed precision and its inputs and gradients are bf16, as in a bf16 run.
   spec::Precision precision = spec::Precision::fp32;
+  // The probe is rank tp_rank of a TP group of this many (above): its compute alone.
+  int tensor_parallel = 1;
+  int tp_rank = 0;
+  // Time each unit as an emulated device counts an action (device_emulator.h): the thread's CPU
+  // time when below the wall time (one compute thread per rank), so a unit's time does not hold
+  // its waits for a core that other ranks share; else the wall time.
+  bool cpu_time = false;
 };
 
 SegmentProfile profile_segments(const spec::ModelSpec& model, int microbatch_size,
