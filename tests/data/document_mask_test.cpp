@@ -27,6 +27,16 @@ TEST(DocumentMask, RefusesARowThatDoesNotStartADocumentAtZero) {
   EXPECT_THROW(document_mask({{{0}, 9, false}}, 8), Error);
 }
 
+// The keys each position attends to, summed over rows: what a segment's attention work is made of.
+TEST(AttentionPairs, CountTheKeysInsideEachPositionsDocument) {
+  const std::vector<SequenceDocuments> rows = {{{0, 3, 4}, 6, false}, {{0}, 8, true}};
+  // Row 0: documents [0,3) [3,4) [4,6) and padding [6,8): 1 2 3 1 1 2 1 2; row 1: 1..8.
+  const std::vector<std::int64_t> want = {2, 4, 6, 5, 6, 8, 8, 10};
+  EXPECT_EQ(attention_pairs(rows, 8), want);
+  // Whole rows: the causal triangle.
+  EXPECT_EQ(attention_pairs({{{0}, 4, false}}, 4), (std::vector<std::int64_t>{1, 2, 3, 4}));
+}
+
 class TwoRowSource : public BatchSource {
  public:
   void fill(std::int64_t, int, std::int32_t*, std::int32_t*) const override {}

@@ -9,7 +9,10 @@
 //           family and precision, against runtime::predicted_memory.
 //   speed:  p ranks (default 2), one thread each, each schedule's measured pipeline step time
 //           against sim::simulate fed with this machine's measured per-unit engine times
-//           (runtime/profile_cost_model.h) and a measured link latency.
+//           (runtime/profile_cost_model.h) and a measured link latency. With --documents, three
+//           more rows on packed documents (stream, plain order, balanced), each measured step
+//           predicted from its own micro-batches' documents (sim/document_cost_model.h), with
+//           every rank's peak activations against the memory planned for the steps' worst cut.
 //   --tp t: every row on p / t pipeline ranks of t-rank TP groups (parallel.tp; memory against the
 //           TP unit table, speed with per-rank TP unit profiles plus the collectives over the TP
 //           group's measured link); --slowdown f: every device emulated f times slower.
@@ -30,10 +33,16 @@
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/data/balanced_order.h"
 #include "plait/data/batch_loader.h"
+#include "plait/data/document_distribution.h"
+#include "plait/data/document_mask.h"
+#include "plait/data/packed_sequences.h"
+#include "plait/data/sequential_loader.h"
 #include "plait/model/parameter_layout.h"
 #include "plait/runtime/data_parallel_model.h"
 #include "plait/runtime/distributed_trainer.h"
+#include "plait/runtime/microbatch_partition.h"
 #include "plait/runtime/measured_step.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/profile_cost_model.h"
@@ -44,6 +53,7 @@
 #include "plait/runtime/unit_profiler.h"
 #include "plait/schedule/lowering.h"
 #include "plait/schedule/schedule_family.h"
+#include "plait/sim/document_cost_model.h"
 #include "plait/sim/event_simulator.h"
 #include "plait/sim/memory_model.h"
 #include "plait/spec/tensor_parallel_plan.h"
@@ -78,6 +88,11 @@ struct BenchRuntimeOptions {
   // device's slow-down (runtime/device_emulator.h; 1: the ranks run at the core's speed).
   int tp = 1;
   double slowdown = 1;
+  // speed: packed documents of this length distribution (data/document_distribution.h): three
+  // more rows of `segment_family` with a flops split (stream windows, packed in plain order,
+  // packed and balanced with windows of balance_window steps); empty: none.
+  std::string documents;
+  int balance_window = 1;
 };
 
 // The pipeline ranks of a job of `world` processes: world / --tp.
@@ -599,6 +614,37 @@ runtime::SegmentProfile combine(const std::vector<runtime::SegmentProfile>& all)
   return out;
 }
 
+// The units of step `step` from each micro-batch's documents and its own cut (the runtime's:
+// runtime/microbatch_partition.h), for sim::DocumentCostModel.
+sim::MicrobatchWork document_work(const runtime::PipelinePlan& plan, const data::BatchSource& loader, std::int64_t step) {
+  sim::MicrobatchWork work;
+  for (int mb = 0; mb < plan.global_microbatches(); ++mb) {
+    const std::vector<data::SequenceDocuments> rows = loader.documents(step, mb);
+    const std::vector<std::int64_t> pairs = data::attention_pairs(rows, plan.seq);
+    const spec::SequencePartition cut = runtime::microbatch_partition(plan, rows);
+    std::vector<sim::UnitWork>& units = work.emplace_back();
+    for (int i = 0; i < cut.count(); ++i) {
+      double visited = 0;
+      for (std::int64_t q = cut.start(i); q < cut.start(i) + cut.lengths[static_cast<std::size_t>(i)]; ++q) {
+        visited += static_cast<double>(pairs[static_cast<std::size_t>(q)]);
+      }
+      units.push_back({static_cast<double>(rows.size() * cut.lengths[static_cast<std::size_t>(i)]), visited});
+    }
+  }
+  return work;
+}
+
+// max / mean over the step's micro-batches of their sum(doc^2) (data/balanced_order.h's work).
+double document_spread(const runtime::PipelinePlan& plan, const data::BatchSource& loader, std::int64_t step) {
+  std::vector<double> work;
+  for (int mb = 0; mb < plan.global_microbatches(); ++mb) {
+    double sum = 0;
+    for (const data::SequenceDocuments& r : loader.documents(step, mb)) sum += data::sequence_attention_work(r, plan.seq);
+    work.push_back(sum);
+  }
+  return data::max_over_mean(work, 1);
+}
+
 void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   omp_set_num_threads(1);
   const int p = world.size();
@@ -640,10 +686,12 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     bool segment_row = false;  // of the row set over segment counts
     runtime::JobConfig job;
     runtime::PipelinePlan plan;
-    std::unique_ptr<data::BatchLoader> loader;
+    std::unique_ptr<data::BatchSource> loader;
     std::unique_ptr<MemoryTracker> tracker;
     std::unique_ptr<runtime::DistributedTrainer> trainer;
     std::vector<double> makespans, bubbles, busy;  // busy: the ranks' mean compute time
+    std::string packing;  // the document rows: "stream", "packed" or "wlb"; else ""
+    std::vector<double> peaks;  // document rows: every rank's peak activations + K/V
   };
   // The rows: every schedule with every recompute variant, then the segment-count row set
   // (name, recompute, segments; 0 = --segments).
@@ -651,6 +699,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     std::string name, recompute;
     int segments = 0;
     std::string offload = "none";
+    std::string packing = "";  // the document rows' (Run::packing); "" for the others
   };
   std::vector<Row> rows;
   for (const std::string& offload : o.offload) {
@@ -668,6 +717,24 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   for (const std::string& k : comma_list(o.segment_counts)) {
     rows.push_back({o.segment_family, "none", static_cast<int>(positive_flag("--segment-counts", k, o.seq))});
   }
+  // Packed documents over the same random tokens, cut where the distribution says.
+  std::unique_ptr<data::TokenSpanSource> packed_source;
+  std::unique_ptr<data::PackedSequences> packed;
+  if (!o.documents.empty()) {
+    const data::DocumentDistribution d = data::parse_document_distribution(o.documents, "--documents");
+    const auto n = static_cast<std::int64_t>(data.tokens.size());
+    packed_source = std::make_unique<data::TokenSpanSource>(data.tokens);
+    packed = std::make_unique<data::PackedSequences>(data::distribution_starts(d, n - 1), n, o.seq);
+    for (const char* packing : {"stream", "packed", "wlb"}) rows.push_back({o.segment_family, "none", 0, "none", packing});
+    if (lead) {
+      std::printf("documents: %s, %lld in %lld packed sequences of %d (%.1f%% padding); balanced rows: data.balance "
+                  "wlb, windows of %d step(s)\n",
+                  d.text().c_str(), static_cast<long long>(packed->document_count()),
+                  static_cast<long long>(packed->size()), o.seq,
+                  100.0 * static_cast<double>(packed->padding_tokens()) / (static_cast<double>(packed->size()) * o.seq),
+                  o.balance_window);
+    }
+  }
   std::vector<Run> runs;
   bool recomputes = false;  // some run does: the profiles also time the layers' rebuild
   for (const Row& row : rows) {
@@ -680,10 +747,22 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     run.offload = row.offload;
     apply_offload(o, run.job, pp, row.offload);
     recomputes = recomputes || run.job.parallel.recompute.any();
+    run.packing = row.packing;
+    if (!row.packing.empty()) {
+      // Every document row runs the flops split; packed rows cut it per micro-batch.
+      run.job.run.train.segments.split = spec::SplitMethod::flops;
+      run.job.parallel.split = "flops";
+      if (row.packing != "stream") run.job.run.data.packing = "documents";
+    }
     run.plan = runtime::build_pipeline_plan(run.job, p);
     const runtime::TrainConfig t = run.job.global_train();
-    run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size,
-                                                     t.microbatches, 1);
+    if (row.packing.empty() || row.packing == "stream") {
+      run.loader = std::make_unique<data::BatchLoader>(data.tokens, t.seq, t.microbatch_size, t.microbatches, 1);
+    } else {
+      run.loader = std::make_unique<data::SequentialLoader>(
+          *packed_source, t.seq, t.microbatch_size, data::MicrobatchShares({t.microbatches}), data::DataPosition{},
+          packed.get(), data::SequenceBalance{row.packing == "wlb" ? o.balance_window : 0});
+    }
     run.tracker = std::make_unique<MemoryTracker>();
     run.trainer = std::make_unique<runtime::DistributedTrainer>(run.plan, t, world, *run.tracker);
     run.trainer->step(0, *run.loader);  // warm-up: caches, buffer pools
@@ -728,6 +807,14 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       run.busy.push_back(busy);
     }
   }
+  // The document rows' peaks of activations + K/V on every rank (reset after the warm-up step: the
+  // measured steps'), for the planned worst case below.
+  for (Run& run : runs) {
+    if (run.packing.empty()) continue;
+    const double mine = static_cast<double>(run.tracker->peak(MemoryCategory::kActivations) +
+                                            run.tracker->peak(MemoryCategory::kKVCache));
+    for (const std::vector<double>& r : runtime::gather_all(world, std::vector<double>{mine})) run.peaks.push_back(r[0]);
+  }
   if (!lead) return;
 
   std::printf("prediction: sim::simulate of the same schedule with per-unit costs from the engine's "
@@ -765,7 +852,22 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     sim::SimOptions sim_options{false, false};
     const sim::ActivationOffloadModel offloads = runtime::activation_offload_model(run.plan);
     sim_options.activation_offload = &offloads;
-    const sim::SimResult typical = sim::simulate(run.plan.schedule, lowered, cost, &memory, sim_options);
+    sim::SimResult typical = sim::simulate(run.plan.schedule, lowered, cost, &memory, sim_options);
+    if (!run.packing.empty() && run.packing != "stream") {
+      // Each measured step timed with its own micro-batches' documents (sim/document_cost_model.h),
+      // the median kept as the measured one is.
+      std::vector<sim::SimResult> steps;
+      for (int s = 1; s <= o.steps; ++s) {
+        steps.push_back(sim::simulate(run.plan.schedule, lowered,
+                                      sim::DocumentCostModel(cost, run.plan.model, run.plan.partition,
+                                                             run.plan.microbatch_size, document_work(run.plan, *run.loader, s)),
+                                      &memory, sim_options));
+      }
+      std::sort(steps.begin(), steps.end(), [](const sim::SimResult& a, const sim::SimResult& b) {
+        return a.step_time < b.step_time;
+      });
+      typical = steps[steps.size() / 2];
+    }
     double offload_wait = 0;
     for (const sim::RankResult& r : typical.ranks) offload_wait = std::max(offload_wait, r.offload_wait);
     std::vector<double> sorted = run.makespans;
@@ -784,6 +886,30 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
                 100 * (typical.step_time - median) / median, 100 * bubble,
                 100 * typical.bubble_fraction, 1e3 * busy[busy.size() / 2], 1e3 * sim_busy, 1e3 * offload_wait);
+  }
+  bool document_rows = false;
+  for (const Run& run : runs) {
+    if (run.packing.empty()) continue;
+    if (!document_rows) {
+      std::printf("document rows (%s, k = %d flops split): max/mean of sum(doc^2) per micro-batch (mean over the "
+                  "measured steps); peak activations + K/V of every rank, measured / planned for the worst cut of "
+                  "the steps (runtime::worst_case_partition, predicted_memory)\n",
+                  run.name.c_str(), run.plan.partition.count());
+      document_rows = true;
+    }
+    double spread = 0;
+    for (int s = 1; s <= o.steps; ++s) spread += document_spread(run.plan, *run.loader, s) / o.steps;
+    const spec::SequencePartition worst = runtime::worst_case_partition(run.plan, *run.loader, 0, o.steps + 1);
+    const std::vector<sim::CategoryPeaks> planned = runtime::predicted_memory(run.plan, 1, &worst);
+    std::string lengths;
+    for (std::int64_t l : worst.lengths) lengths += (lengths.empty() ? "" : "+") + std::to_string(l);
+    std::printf("  %-7s max/mean %.3f | worst cut %s |", run.packing.c_str(), spread, lengths.c_str());
+    for (std::size_t r = 0; r < run.peaks.size(); ++r) {
+      const double plan_bytes = planned[r].activations + planned[r].kv_cache;
+      std::printf(" rank %zu %.2f / %.2f MiB%s", r, mib(run.peaks[r]), mib(plan_bytes),
+                  run.peaks[r] <= plan_bytes ? "" : " (OVER)");
+    }
+    std::printf("\n");
   }
   std::printf("measured = median over rounds of the pipeline makespan (first compute start to last compute end over all ranks; the "
               "gradient all-reduce and optimizer step are not simulated); bubble = measured mean and "
@@ -944,6 +1070,14 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
   cmd->add_option("--host-gbyte-per-s", o.host_gbyte_per_s,
                   "The host link the copy engine paces activation offload to (GB/s)")
       ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--documents", o.documents,
+                  "speed: three more rows of --segment-family (flops split) on packed documents of this length\n"
+                  "distribution, lognormal:MEDIAN:SIGMA[:SEED]: stream windows, packed in plain order, packed and\n"
+                  "balanced (data.balance wlb), predicted from each step's documents")
+      ->type_name("DIST");
+  cmd->add_option("--balance-window", o.balance_window, "speed: the balanced row's data.balance_window (steps)")
+      ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "plait/cli/commands.h"
+#include "plait/cli/document_simulation.h"
 #include "plait/cli/flag_values.h"
 #include "plait/cli/output_path.h"
 #include "plait/cli/parallel_flags.h"
@@ -40,6 +41,8 @@ struct SimOptions {
   bool compare = false;
   bool overlap_pairs = false;
   std::string trace, html;
+  std::string documents;
+  std::string balance_window = "1", document_steps = "16";
   SearchFlags search;
 };
 
@@ -178,6 +181,16 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
                               ? chunks
                               : family->fixed_chunks;
     check_memory(o, config, sim::simulation_memory_bytes(config.shape, config.record_events), units_text(config.shape));
+    if (!o.documents.empty()) {
+      DocumentSimulation documents;
+      documents.distribution = data::parse_document_distribution(o.documents, "--documents");
+      documents.window_steps = static_cast<int>(positive_flag("--balance-window", o.balance_window, 1 << 16));
+      documents.steps = static_cast<int>(positive_flag("--document-steps", o.document_steps, 1 << 16));
+      const std::string text = simulate_documents(config, *family, documents);
+      progress.finish();
+      std::fputs(text.c_str(), stdout);
+      return;
+    }
     report = sim::simulate_family(config, *family);
     title = family->name + ": " + family->title + " (" + family->source + ")";
   } else if (std::filesystem::is_regular_file(o.schedule)) {
@@ -297,6 +310,19 @@ void register_sim(CLI::App& app) {
                   "Write a self-contained HTML timeline; with --compare one per schedule, named\n"
                   "like --trace")
       ->type_name("FILE");
+  cmd->add_option("--documents", o->documents,
+                  "Packed documents of lengths from a named distribution, lognormal:MEDIAN:SIGMA[:SEED]\n"
+                  "(tokens; seed 1 by default): time --document-steps steps with each micro-batch's\n"
+                  "units from its own documents (a flops split cut per micro-batch), in plain order,\n"
+                  "balanced (data.balance wlb, windows of --balance-window steps) and with equal work,\n"
+                  "and print the imbalance bubble of each (docs/simulator.md, \"Packed documents\")")
+      ->type_name("DIST");
+  cmd->add_option("--balance-window", o->balance_window, "With --documents: data.balance_window, in steps")
+      ->type_name("INT")
+      ->capture_default_str();
+  cmd->add_option("--document-steps", o->document_steps, "With --documents: steps to average over")
+      ->type_name("INT")
+      ->capture_default_str();
   add_search_flags(cmd, o->search);
   cmd->callback([cmd, o] { run_sim(*cmd, *o); });
 }

@@ -208,7 +208,9 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
   std::printf("  parallel: %s on %d rank(s)%s, %d virtual stage(s) of %s layers, segments %s, "
               "receives posted %s\n",
               plan.schedule_name.c_str(), plan.num_ranks(), tp.c_str(), plan.num_vstages(),
-              join(plan.vstage_layers, "/").c_str(), join(lengths, "+").c_str(),
+              join(plan.vstage_layers, "/").c_str(),
+              (join(lengths, "+") + (plan.document_cuts ? " (nominal; each micro-batch cut from its documents)" : ""))
+                  .c_str(),
               lookahead == INT32_MAX ? "a whole step ahead"
                                      : (std::to_string(lookahead) + " action(s) ahead").c_str());
   if (job.parallel.recompute.any()) {

@@ -30,6 +30,15 @@ std::vector<std::int32_t> document_mask(const std::vector<SequenceDocuments>& ro
   return start;
 }
 
+std::vector<std::int64_t> attention_pairs(const std::vector<SequenceDocuments>& rows, int seq) {
+  const std::vector<std::int32_t> start = document_mask(rows, seq);
+  std::vector<std::int64_t> pairs(static_cast<std::size_t>(seq), 0);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    for (int p = 0; p < seq; ++p) pairs[p] += p + 1 - (start.empty() ? 0 : start[b * seq + p]);
+  }
+  return pairs;
+}
+
 std::int64_t counted_targets(const BatchSource& source, std::int64_t step, int microbatches) {
   std::int64_t count = 0;
   for (int mb = 0; mb < microbatches; ++mb) {

@@ -18,6 +18,11 @@ namespace plait::data {
 // of a long one) fills -- since plain causal attention at positions 0.. is then exactly the mask.
 std::vector<std::int32_t> document_mask(const std::vector<SequenceDocuments>& rows, int seq);
 
+// attention_pairs[p]: the keys position p attends to under that mask, summed over the rows
+// (p - its document's start + 1; p + 1 in a row that is one document): the attention work a
+// segment's positions do, which spec/document_partition.h cuts the segments by.
+std::vector<std::int64_t> attention_pairs(const std::vector<SequenceDocuments>& rows, int seq);
+
 // The targets of micro-batches [0, microbatches) of step `step` that count in the loss: every
 // position but the padding (whose target is kPaddingTarget), i.e. the sum of the rows'
 // `tokens`. The loss is normalised by it over the global batch; since sources are pure functions

@@ -6,6 +6,7 @@
 #include "plait/core/crc32c.h"
 #include "plait/core/json_fields.h"
 #include "plait/core/printable_text.h"
+#include "plait/data/balanced_order.h"
 
 namespace plait::data {
 namespace {
@@ -29,7 +30,7 @@ void check_packing(const JsonFields& f, const PackedSequences& packing) {
 
 SequentialLoader::SequentialLoader(const TokenSource& source, int seq, int microbatch_size,
                                    MicrobatchShares shares, DataPosition start,
-                                   const PackedSequences* packing)
+                                   const PackedSequences* packing, SequenceBalance balance)
     : source_(&source),
       seq_(seq),
       microbatch_size_(microbatch_size),
@@ -57,6 +58,35 @@ SequentialLoader::SequentialLoader(const TokenSource& source, int seq, int micro
     }
     samples_per_epoch_ = packing->size();
   }
+  if (balance.on()) {
+    if (!packing) throw Error("sequential loader: balancing reorders packed sequences; it needs documents packing");
+    balance_window_ = std::int64_t{balance.window_steps} * shares_.total() * microbatch_size_;
+    work_.reserve(static_cast<std::size_t>(samples_per_epoch_));
+    for (std::int64_t i = 0; i < samples_per_epoch_; ++i) {
+      work_.push_back(sequence_attention_work(packing->documents(i), seq));
+    }
+  }
+}
+
+BalanceLayout SequentialLoader::balance_layout() const {
+  if (balance_window_ == 0) return {};
+  return {balance_window_, microbatch_size_, shares_.total()};
+}
+
+std::int64_t SequentialLoader::sequence_of(std::int64_t sample) const {
+  if (balance_window_ == 0) return sample % samples_per_epoch_;
+  const std::int64_t window = sample / balance_window_;
+  const std::int64_t first = window * balance_window_;
+  std::lock_guard<std::mutex> lock(orders_->mutex);
+  std::map<std::int64_t, std::vector<std::int64_t>>& orders = orders_->orders;
+  auto it = orders.find(window);
+  if (it == orders.end()) {
+    std::vector<double> work(static_cast<std::size_t>(balance_window_));
+    for (std::int64_t j = 0; j < balance_window_; ++j) work[j] = work_[(first + j) % samples_per_epoch_];
+    if (orders.size() >= 4) orders.erase(orders.begin());  // steps move forward: keep a few
+    it = orders.emplace(window, balanced_window_order(work, microbatch_size_, shares_.total())).first;
+  }
+  return (first + it->second[sample - first]) % samples_per_epoch_;
 }
 
 std::int64_t SequentialLoader::sample_index(std::int64_t step, int microbatch, int row) const {
@@ -75,13 +105,13 @@ std::int64_t SequentialLoader::sample_index(std::int64_t step, int microbatch, i
 }
 
 std::int64_t SequentialLoader::window_start(std::int64_t sample) const {
-  if (packing_) return packing_->at(sample % samples_per_epoch_).start;
+  if (packing_) return packing_->at(sequence_of(sample)).start;
   return (sample % samples_per_epoch_) * seq_;
 }
 
 void SequentialLoader::fill_sample(std::int64_t sample, std::int32_t* inputs,
                                    std::int32_t* targets) const {
-  const int tokens = packing_ ? packing_->at(sample % samples_per_epoch_).tokens : seq_;
+  const int tokens = packing_ ? packing_->at(sequence_of(sample)).tokens : seq_;
   std::vector<std::uint16_t> window(static_cast<std::size_t>(tokens) + 1);
   source_->read(window_start(sample), window);
   for (int t = 0; t < tokens; ++t) {
@@ -96,7 +126,7 @@ void SequentialLoader::fill_sample(std::int64_t sample, std::int32_t* inputs,
 
 SequenceDocuments SequentialLoader::sample_documents(std::int64_t sample) const {
   if (!packing_) return {{0}, seq_, false};
-  return packing_->documents(sample % samples_per_epoch_);
+  return packing_->documents(sequence_of(sample));
 }
 
 std::vector<SequenceDocuments> SequentialLoader::documents(std::int64_t step, int microbatch) const {
@@ -134,12 +164,19 @@ nlohmann::json SequentialLoader::state(std::int64_t step) const {
     s["sequences"] = packing_->size();
     s["layout_crc32c"] = crc32c_text(packing_->layout_crc32c());
   }
+  if (balance_window_ > 0) {
+    s["balance"] = "wlb";
+    s["balance_window"] = balance_window_;
+    s["balance_rows"] = microbatch_size_;
+    s["balance_microbatches"] = shares_.total();
+  }
   return s;
 }
 
 DataPosition SequentialLoader::position_from_state(const nlohmann::json& state,
                                                    const TokenSource& source, int seq_now,
-                                                   const std::string& file, const PackedSequences* packing) {
+                                                   const std::string& file, const PackedSequences* packing,
+                                                   const BalanceLayout& balance_now) {
   const JsonFields f(state, file, "data_position");
   const DataPosition p{f.integer_in("step", 0, INT64_MAX), f.integer_in("sample", 0, INT64_MAX)};
   const std::int64_t seq = f.integer("seq");
@@ -151,6 +188,27 @@ DataPosition SequentialLoader::position_from_state(const nlohmann::json& state,
                           mode_now + "\" (data.packing); resuming would read other sequences");
   }
   if (packing) check_packing(f, *packing);
+  // A balanced run's windows must be cut alike, or the same sample would read another sequence.
+  const std::string balance = f.string("balance", "none");
+  const std::string mode = balance_now.window > 0 ? "wlb" : "none";
+  if (balance != mode) {
+    f.fail("balance", "the checkpoint's run ordered its sequences by \"" + printable_text(balance, 20) +
+                          "\", this run by \"" + mode + "\" (data.balance); resuming would read other sequences");
+  }
+  if (balance_now.window > 0) {
+    const BalanceLayout then{f.integer("balance_window"), static_cast<int>(f.integer("balance_rows")),
+                             static_cast<int>(f.integer("balance_microbatches"))};
+    auto text = [](const BalanceLayout& b) {
+      return std::to_string(b.window) + " samples, " + std::to_string(b.microbatches) + " micro-batches of " +
+             std::to_string(b.rows) + " rows a step";
+    };
+    if (then != balance_now) {
+      f.fail("balance_window", "the checkpoint's run balanced windows of " + text(then) + ", this run of " +
+                                   text(balance_now) +
+                                   " (data.balance_window, train.microbatches, train.microbatch_size); resuming "
+                                   "would read other sequences");
+    }
+  }
   f.check_no_unknown_fields();
   if (seq != seq_now) {
     f.fail("seq", "the checkpoint was taken with seq " + std::to_string(seq) +

@@ -18,7 +18,16 @@
 // With `packing` (data.packing "documents", packed_sequences.h), sample n is packed sequence
 // n mod S instead, S the number of packed sequences: its document tokens, then padding
 // (kPaddingInput, with target kPaddingTarget); documents() tells where its documents start.
+//
+// With balance (data.balance "wlb", balanced_order.h) the packed sequences of each window of
+// `window_steps` x M x B consecutive samples are reordered so that every micro-batch of the
+// window carries about the same attention work: sample n reads the sequence the window's order
+// gives it. Windows are counted from sample 0, and the order is a pure function of the window,
+// so the state (which records the window and B) is still all a resume needs.
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,13 +47,29 @@ struct DataPosition {
   bool operator==(const DataPosition&) const = default;
 };
 
+// data.balance: "wlb" reorders packed sequences in windows of `window_steps` steps
+// (balanced_order.h); 0 steps: the packing's order.
+struct SequenceBalance {
+  int window_steps = 0;
+  bool on() const { return window_steps > 0; }
+};
+
+// How a balanced loader cuts its windows (what its state records and a resume must match):
+// samples per window, rows per micro-batch, micro-batches per step. All 0 without balance.
+struct BalanceLayout {
+  std::int64_t window = 0;
+  int rows = 0;
+  int microbatches = 0;
+  bool operator==(const BalanceLayout&) const = default;
+};
+
 class SequentialLoader : public BatchSource {
  public:
   // source (and packing, if given: its sequences of this seq, over this source) must outlive
   // the loader; the source holds at least seq + 1 tokens.
   SequentialLoader(const TokenSource& source, int seq, int microbatch_size,
                    MicrobatchShares shares, DataPosition start = {},
-                   const PackedSequences* packing = nullptr);
+                   const PackedSequences* packing = nullptr, SequenceBalance balance = {});
 
   // BatchSource: `microbatch` is the global index in [0, shares().total()); step >= start step.
   void fill(std::int64_t step, int microbatch, std::int32_t* inputs,
@@ -65,6 +90,12 @@ class SequentialLoader : public BatchSource {
   // The documents of sample n (one of seq tokens without packing).
   SequenceDocuments sample_documents(std::int64_t sample) const;
   std::int64_t samples_per_epoch() const { return samples_per_epoch_; }
+  // The packed sequence (or stream window) sample n reads: n mod S, or with balance the one its
+  // window's order gives position n.
+  std::int64_t sequence_of(std::int64_t sample) const;
+  // Samples per balanced window (0 without balance).
+  std::int64_t balance_window() const { return balance_window_; }
+  BalanceLayout balance_layout() const;
   const MicrobatchShares& shares() const { return shares_; }
 
   // The position at the start of `step` (what a checkpoint taken before `step` records).
@@ -78,9 +109,11 @@ class SequentialLoader : public BatchSource {
   // Parses a state written by state() and checks it against the seq, stream and packing of the
   // run that resumes; errors name `file` and the field. Returns the position to start the loader
   // at.
+  // `balance`: the resuming run's (balance_layout()), which must be the state's.
   static DataPosition position_from_state(const nlohmann::json& state, const TokenSource& source,
                                           int seq, const std::string& file,
-                                          const PackedSequences* packing = nullptr);
+                                          const PackedSequences* packing = nullptr,
+                                          const BalanceLayout& balance = {});
 
  private:
   const TokenSource* source_;
@@ -90,6 +123,15 @@ class SequentialLoader : public BatchSource {
   DataPosition start_;
   const PackedSequences* packing_;
   std::int64_t samples_per_epoch_;
+  std::int64_t balance_window_ = 0;
+  std::vector<double> work_;  // attention work of each packed sequence (with balance)
+  // Orders of the windows read lately, by window index (a pure function of the window; shared by
+  // copies of the loader).
+  struct WindowOrders {
+    std::mutex mutex;
+    std::map<std::int64_t, std::vector<std::int64_t>> orders;
+  };
+  std::shared_ptr<WindowOrders> orders_ = std::make_shared<WindowOrders>();
 };
 
 // Validation on held-out data every `every_steps` steps (and on the last step): the first

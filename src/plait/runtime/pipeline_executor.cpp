@@ -15,6 +15,7 @@
 #include "plait/core/thread_cpu_clock.h"
 #include "plait/data/document_mask.h"
 #include "plait/data/segment_columns.h"
+#include "plait/runtime/microbatch_partition.h"
 #include "plait/runtime/tensor_parallel_group.h"
 #include "plait/spec/precision_policy.h"
 
@@ -43,6 +44,10 @@ struct PipelineExecutor::State {
   std::vector<Sending> sending;
   std::map<int, MicrobatchData> data;
   std::vector<std::int32_t> seg_tokens, seg_targets;
+  // Work-aware cuts of this step's micro-batches (PipelinePlan::document_cuts), cut on first use.
+  std::map<int, spec::SequencePartition> cuts;
+  const data::BatchSource* batches = nullptr;
+  std::int64_t step = 0;
   ExecutedStep* result = nullptr;
   bool record = false;
   double start = 0;
@@ -154,6 +159,21 @@ const PipelineExecutor::MicrobatchData& PipelineExecutor::data_for(std::int64_t 
   return it->second;
 }
 
+spec::Segment PipelineExecutor::segment_of(int mb, int segment) {
+  if (!plan_.document_cuts) return plan_.segment(segment);
+  auto it = state_->cuts.find(mb);
+  if (it == state_->cuts.end()) {
+    it = state_->cuts.emplace(mb, microbatch_partition(plan_, state_->batches->documents(state_->step, mb))).first;
+  }
+  return it->second.segment(segment);
+}
+
+std::int64_t PipelineExecutor::message_elements(int mb, int segment) {
+  // batch * segment length * hidden; under TP each rank sends its sequence slice, 1/t.
+  return std::int64_t{plan_.microbatch_size} * plan_.model.hidden * segment_of(mb, segment).length /
+         plan_.tensor_parallel;
+}
+
 void PipelineExecutor::release_data(int mb) {
   auto it = state_->data.find(mb);
   if (it != state_->data.end() && --it->second.uses_left <= 0) state_->data.erase(it);
@@ -180,8 +200,9 @@ void PipelineExecutor::post(std::int32_t id) {
   const schedule::Message& m = program_.lowered->messages[static_cast<std::size_t>(id)];
   Posted p;
   const DType dtype = message_dtype();
+  const schedule::MessageKey key = program_.lowered->key(m);
   p.buffer = pool_.acquire(MemoryCategory::kCommBuffers,
-                           static_cast<std::size_t>(m.bytes) / dtype_size(dtype), dtype);
+                           static_cast<std::size_t>(message_elements(key.microbatch, key.segment)), dtype);
   if (dtype == DType::bf16) {
     p.request = world_.irecv(std::span<bf16>(p.buffer.as<bf16>(), p.buffer.size()), m.src_rank,
                              static_cast<int>(m.tag));
@@ -233,7 +254,7 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
                                  TypedPtr output, double loss_scale) {
   const schedule::Action& a = s.action;
   model::StageModel& m = *chunks_[static_cast<std::size_t>(a.chunk)];
-  const spec::Segment seg = plan_.segment(a.segment);
+  const spec::Segment seg = segment_of(a.microbatch, a.segment);
   const int rows = plan_.microbatch_size, seq = plan_.seq;
   State& st = *state_;
   switch (a.kind) {
@@ -307,6 +328,9 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   st.result = &result;
   st.record = record_events;
   st.start = start;
+  st.batches = &batches;
+  st.step = step;
+  st.cuts.clear();
   const int rank = program_.rank;
   const std::size_t fail_at = program_.steps.size() / 2;
   const auto poll_fn = [this] { poll(); };
@@ -351,7 +375,8 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     dp_.before_compute(s);
     model::PooledBuffer output;
     if (s.output_elements > 0) {
-      output = pool_.acquire(MemoryCategory::kCommBuffers, static_cast<std::size_t>(s.output_elements),
+      output = pool_.acquire(MemoryCategory::kCommBuffers,
+                             static_cast<std::size_t>(message_elements(s.action.microbatch, s.action.segment)),
                              message_dtype());
     }
 
@@ -418,6 +443,8 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
 
     if (s.output_message >= 0) {
       const schedule::Message& msg = program_.lowered->messages[static_cast<std::size_t>(s.output_message)];
+      // This micro-batch's segment's bytes (its own cut with work-aware segments).
+      const auto bytes = static_cast<std::int64_t>(output.size() * dtype_size(output.dtype()));
       Sending out;
       out.request = output.dtype() == DType::bf16
                         ? world_.isend(std::span<const bf16>(output.as<bf16>(), output.size()),
@@ -427,7 +454,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
       out.buffer = std::move(output);
       out.event = static_cast<std::size_t>(-1);
       out.posted_at = monotonic_seconds();
-      result.times.sent_bytes += static_cast<double>(msg.bytes);
+      result.times.sent_bytes += static_cast<double>(bytes);
       if (record_events) {
         trace::Event e;
         e.rank = rank;
@@ -437,7 +464,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
         e.chunk = a.chunk;
         e.start = e.end = t2 - start;
         e.peer = msg.dst_rank;
-        e.bytes = msg.bytes;
+        e.bytes = bytes;
         e.gradient = schedule::is_backward_input(a.kind);
         out.event = result.events.size();
         result.events.push_back(e);
@@ -466,6 +493,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
                 std::to_string(st.local.size()) + " local hand-offs unused (invalid schedule)");
   }
   st.data.clear();
+  st.cuts.clear();
   st.result = nullptr;
   return result;
 }

@@ -89,6 +89,10 @@ class PipelineExecutor {
   void apply_injected_slowdown(std::int64_t step, const FailureInjection& failure);
   const MicrobatchData& data_for(std::int64_t step, int microbatch, const data::BatchSource& batches);
   void release_data(int microbatch);
+  // Segment `segment` of micro-batch `microbatch` in the step under way: the plan's, or its own
+  // work-aware cut (microbatch_partition.h); and the elements of its stage messages.
+  spec::Segment segment_of(int microbatch, int segment);
+  std::int64_t message_elements(int microbatch, int segment);
   void poll();
   void post(std::int32_t message);
   model::PooledBuffer take_input(const ComputeStep& s);

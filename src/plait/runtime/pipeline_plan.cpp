@@ -120,6 +120,9 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   }
   plan.partition = tp > 1 ? spec::cut_sequence(job.run.model, job.run.train.seq, segments) : job.run.partition();
   const int k = plan.partition.count();
+  plan.document_cuts = job.run.data.packs_documents() && segments.split == spec::SplitMethod::flops && k > 1 &&
+                       !segments.explicit_lengths();
+  plan.cut_multiple = segments.multiple;
   try {
     spec::check_sequence_parallel(plan.partition.lengths, tp);
   } catch (const Error& e) {

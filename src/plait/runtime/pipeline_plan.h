@@ -25,6 +25,13 @@ struct PipelinePlan {
   std::vector<int> vstage_layers;
   std::vector<model::StageSpec> vstage_specs;
   spec::SequencePartition partition;  // cut once, from the job's segment request
+  // Work-aware cuts (issue 24 part 4): with packed documents and a flops split into k > 1
+  // segments, each micro-batch is cut from its own documents (spec/document_partition.h, lengths
+  // multiples of cut_multiple); `partition` is then the nominal full-causal cut (the structure:
+  // k, and what plans and profiles assume). Every rank computes a micro-batch's cut from the
+  // loader's documents (microbatch_partition.h), so nothing is communicated.
+  bool document_cuts = false;
+  std::int64_t cut_multiple = 1;
   int microbatch_size = 1;
   int seq = 0;
   spec::Precision precision = spec::Precision::fp32;  // train.precision (spec/precision_policy.h)

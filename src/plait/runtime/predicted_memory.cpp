@@ -57,10 +57,12 @@ sim::ActivationOffloadModel activation_offload_model(const PipelinePlan& plan) {
   return m;
 }
 
-std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads) {
+std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads,
+                                                 const spec::SequencePartition* partition) {
   std::vector<int> recompute;
   for (const model::StageSpec& s : plan.vstage_specs) recompute.push_back(s.recompute_layers);
-  const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
+  const sim::MemoryModel memory(plan.model, plan.vstage_layers, partition ? *partition : plan.partition,
+                                plan.microbatch_size,
                                 {plan.precision, spec::Recompute::stages(recompute), threads, {plan.tensor_parallel}});
   sim::ChunkStates states(static_cast<std::size_t>(plan.num_ranks()));
   for (int r = 0; r < plan.num_ranks(); ++r) {

@@ -19,7 +19,10 @@ sim::ActivationOffloadModel activation_offload_model(const PipelinePlan& plan);
 
 // Per rank (one thread per rank: the attention workspace's size), with the plan's activation
 // offload (the copies' timing does not change memory).
-std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads = 1);
+// `partition`: the cut to plan for (worst_case_partition, microbatch_partition.h, when cuts change
+// per micro-batch); null: the plan's.
+std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads = 1,
+                                                 const spec::SequencePartition* partition = nullptr);
 
 // The comm_buffers bytes data parallelism holds on `rank` at most (runtime/sharded_chunk.h,
 // sharded_data_parallel.h): the tied table's reduction buffer (V x C in the reduction's type) when

@@ -126,6 +126,14 @@ DataConfig parse_data(const JsonFields& d) {
   if (c.packing != "stream" && c.packing != "documents") {
     d.fail("packing", "expected \"stream\" or \"documents\", found \"" + printable_text(c.packing, 40) + "\"");
   }
+  c.balance = d.string("balance", c.balance);
+  if (c.balance != "none" && c.balance != "wlb") {
+    d.fail("balance", "expected \"none\" or \"wlb\", found \"" + printable_text(c.balance, 40) + "\"");
+  }
+  if (c.balances() && !c.packs_documents()) {
+    d.fail("balance", "\"wlb\" reorders sequences packed from documents; it needs data.packing \"documents\"");
+  }
+  c.balance_window = static_cast<int>(d.integer_in("balance_window", 1, 1 << 20, c.balance_window));
   if (c.packs_documents() && !c.uses_shards()) {
     d.fail("packing", "\"documents\" packs the documents of token shards (plait data prepare records them); "
                       "give data.shards, or use \"stream\"");
@@ -286,6 +294,10 @@ nlohmann::json to_json(const RunConfig& c) {
   }
   data["tokenizer"] = c.data.tokenizer;
   if (c.data.packs_documents()) data["packing"] = c.data.packing;
+  if (c.data.balances()) {
+    data["balance"] = c.data.balance;
+    data["balance_window"] = c.data.balance_window;
+  }
   if (c.init) j["init"] = {{"from", "hf:" + c.init->hf_dir}};
   if (c.checkpoint) {
     j["checkpoint"] = {{"dir", c.checkpoint->dir},

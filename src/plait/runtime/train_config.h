@@ -83,9 +83,15 @@ struct DataConfig {
   // concatenated stream (llm.c's); "documents", whole documents packed into each sequence,
   // padded (data/packed_sequences.h). Shards only.
   std::string packing = "stream";
+  // How packed sequences are ordered into micro-batches (docs/data.md, "Balancing"): "none",
+  // the packing's order; "wlb", each window of balance_window steps reordered so that every
+  // micro-batch carries about the same attention work (data/balanced_order.h). Needs "documents".
+  std::string balance = "none";
+  int balance_window = 1;
 
   bool uses_shards() const { return !shards.empty(); }
   bool packs_documents() const { return packing == "documents"; }
+  bool balances() const { return balance == "wlb"; }
   // The tokenizer's vocabulary size (the token ids the data may hold).
   int vocab_size() const;
 };

@@ -196,16 +196,23 @@ TrainingData::TrainingData(const RunConfig& run, const TrainConfig& global,
       nlohmann::json state = resume->data_position;
       state.erase("loader");
       state.erase("sources");
+      data::BalanceLayout balance;
+      if (d.balances()) {
+        balance = {std::int64_t{d.balance_window} * global.microbatches * global.microbatch_size,
+                   global.microbatch_size, global.microbatches};
+      }
       start = data::SequentialLoader::position_from_state(state, *train_tokens_, global.seq, resume->file,
-                                                          train_packing_.get());
+                                                          train_packing_.get(), balance);
     }
+    const data::SequenceBalance balance{d.balances() ? d.balance_window : 0};
     auto loader = std::make_unique<data::SequentialLoader>(
         *train_tokens_, global.seq, global.microbatch_size,
-        data::MicrobatchShares({global.microbatches}), start, train_packing_.get());
+        data::MicrobatchShares({global.microbatches}), start, train_packing_.get(), balance);
     sequential_ = loader.get();
     train_ = std::move(loader);
     description_ = train_tokens_->describe() + ", " + d.tokenizer + " tokens, read in order" +
-                   packing_text(train_packing_.get());
+                   packing_text(train_packing_.get()) +
+                   (d.balances() ? ", balanced (wlb, windows of " + std::to_string(d.balance_window) + " steps)" : "");
   } else {
     const data::TextCorpus corpus = data::read_text_corpus(d.paths);
     text_tokens_ = data::ByteTokenizer::encode(corpus.text);

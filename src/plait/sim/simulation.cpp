@@ -207,7 +207,10 @@ SimulationReport simulate_schedule(const SimulationConfig& config, schedule::Sch
   SimOptions options{config.record_events, config.record_events};
   options.overlap_pairs = config.overlap_pairs;
   if (!config.activation_offload.chunk_offloads.empty()) options.activation_offload = &config.activation_offload;
-  report.result = simulate(s, lowered, cost, &memory, options);
+  const DocumentCostModel documents(cost, config.model.model, report.partition, config.microbatch_size,
+                                    config.microbatch_work);
+  report.result = simulate(s, lowered, config.microbatch_work.empty() ? static_cast<const CostModel&>(cost) : documents,
+                           &memory, options);
   report.seconds.simulate = seconds_since(clock);
 
   for (int r = 0; r < s.num_ranks(); ++r) {

@@ -10,6 +10,7 @@
 #include "plait/schedule/schedule.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/device_profile.h"
+#include "plait/sim/document_cost_model.h"
 #include "plait/sim/event_simulator.h"
 #include "plait/sim/flops_cost_model.h"
 #include "plait/sim/link_matrix.h"
@@ -55,6 +56,9 @@ struct SimulationConfig {
   std::vector<LinkProfile> tensor_parallel_links;
   // Activation offload per rank (SimOptions::activation_offload); empty: none.
   ActivationOffloadModel activation_offload;
+  // Packed documents (document_cost_model.h): each micro-batch's units timed from their own
+  // tokens and visited pairs, [micro-batch][segment]; empty: every micro-batch full causal rows.
+  MicrobatchWork microbatch_work;
   int tensor_parallel_of(int rank) const {
     if (tensor_parallel.empty()) return 1;
     return tensor_parallel.size() == 1 ? tensor_parallel.front() : tensor_parallel.at(static_cast<std::size_t>(rank));
