@@ -141,7 +141,7 @@ LinkProbe probe_link(DistributedTrainer& trainer, int from, int to) {
       comm::Request a = peers.irecv(std::span<float>(answer), to, 2);
       s.wait();
       a.wait();
-      seconds[k] = (monotonic_seconds() - t0) / 2;
+      seconds[k] = monotonic_seconds() - t0;  // the round trip
     } else if (rank == to) {
       peers.irecv(std::span<float>(message), from, 1).wait();
       peers.isend(std::span<const float>(answer), from, 2).wait();
@@ -149,8 +149,11 @@ LinkProbe probe_link(DistributedTrainer& trainer, int from, int to) {
   }
   // Every rank gets the sender's times (the others add zeros).
   peers.allreduce(std::span<double>(seconds, 2), comm::ReduceOp::kSum);
-  probe.small_seconds = seconds[0];
-  probe.large_seconds = seconds[1];
+  // One-way times: the small message half its round trip; the large one its round trip less the
+  // small answer's half (a link fault emulated on the sender's side only, or an asymmetric link,
+  // is not halved away).
+  probe.small_seconds = seconds[0] / 2;
+  probe.large_seconds = seconds[1] - seconds[0] / 2;
   return probe;
 }
 

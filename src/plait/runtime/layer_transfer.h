@@ -32,8 +32,8 @@ std::pair<std::unique_ptr<DistributedTrainer>, LayerTransferTimes> move_layers(
     comm::Communicator& world, MemoryTracker& tracker, const TrainerOptions& options);
 
 // The link from schedule rank `from` to `to` as the stage messages see it (through `from`'s
-// emulated link): a 4-byte and a 64 KiB round trip answered by 4 bytes, each one-way time half
-// of it; collective over the trainer's schedule world (the other ranks wait in the reduction
+// emulated link): a 4-byte and a 64 KiB message, each answered by 4 bytes; the small one-way
+// time is half its round trip, the large one its round trip less that half; collective over the trainer's schedule world (the other ranks wait in the reduction
 // that gives every rank the times).
 LinkProbe probe_link(DistributedTrainer& trainer, int from, int to);
 
