@@ -115,6 +115,13 @@ TEST(LayerMover, DeclinesAMoveTheLinkOrTheHorizonCannotRepay) {
   }
 }
 
+TEST(LayerMover, AProbeWhoseSmallMessageTookLongerStillGivesABandwidth) {
+  LinkProbe p;
+  p.small_seconds = 4e-4;  // a loaded host: the small round trip waited
+  p.large_seconds = 1e-4;
+  EXPECT_DOUBLE_EQ(p.bytes_per_second(), static_cast<double>(p.large_bytes) / 4e-4);
+}
+
 TEST(LayerMover, SaysWhyItCannotActOnALayout) {
   StragglerConfig off;
   off.move_layers = false;

@@ -22,7 +22,11 @@ double LinkProbe::bytes_per_second() const {
   const double extra = large_seconds - small_seconds;
   const double bytes = static_cast<double>(large_bytes - small_bytes);
   if (extra > 0) return bytes / extra;
-  return large_seconds > 0 ? static_cast<double>(large_bytes) / large_seconds : 0.0;
+  // Noise made the difference vanish (a loaded host: the small round trip waited longer than the
+  // large one): the large message's bytes over the longer of the two one-way times, a bandwidth
+  // no higher than either suggests.
+  const double t = std::max(large_seconds, small_seconds);
+  return t > 0 ? static_cast<double>(large_bytes) / t : 0.0;
 }
 
 std::string describe(const LayerMove& m) {

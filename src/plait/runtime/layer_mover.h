@@ -51,8 +51,8 @@ struct LinkProbe {
   std::size_t small_bytes = 4, large_bytes = 64 << 10;
   double small_seconds = 0, large_seconds = 0;
   double latency() const { return small_seconds; }
-  // Bytes per second from the difference (the latency cancels), or from the large message
-  // alone when noise makes the difference vanish.
+  // Bytes per second from the difference (the latency cancels), or, when noise makes the
+  // difference vanish, the large message's bytes over the longer one-way time.
   double bytes_per_second() const;
 };
 
