@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# CASE=b: tier (b)'s figure instead: configs/emulated-pp4.json (pp 4 Seq1F1B, 16 layers 4/4/4/4,
+# every rank alone on its stage, the same emulated devices), rank 1 slowed 3x at step 10 of 40,
+# stragglers.move_layers true and false; the lines printed are the layer moves.
 # Tier (a) re-balancing's figure (issue 26; docs/runtime.md, "Stragglers and restarts"): the
 # emulated 4-rank cluster of configs/emulated-pp2-dp2.json (pp 2 x dp 2 Seq1F1B; every rank an
 # emulated device 6x slower than this CPU, so compute is mostly sleep and four ranks fit on two
@@ -13,15 +16,19 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PLAIT_BUILD_DIR:-$root/build}"
 out="${1:-$root/out/rebalance}"
 pairs="${PAIRS:-3}"
-slow="${SLOW:-2:10:slow=3}"
+case_="${CASE:-a}"
+if [ "$case_" = b ]; then
+  slow="${SLOW:-1:10:slow=3}"; config="$root/configs/emulated-pp4.json"; field=move_layers; lines="straggler|move layers"
+else
+  slow="${SLOW:-2:10:slow=3}"; config="$root/configs/emulated-pp2-dp2.json"; field=rebalance; lines="straggler|re-balance"
+fi
 mkdir -p "$out"
 launcher=(mpirun -np 4 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 if [ "$(id -u)" -eq 0 ]; then launcher+=(--allow-run-as-root); fi
-config="$root/configs/emulated-pp2-dp2.json"
-python3 - "$config" "$out/rebalance-off.json" <<'EOF'
+python3 - "$config" "$out/rebalance-off.json" "$field" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))
-c.setdefault("stragglers", {})["rebalance"] = False
+c.setdefault("stragglers", {})[sys.argv[3]] = False
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 EOF
 for i in $(seq "$pairs"); do
@@ -34,7 +41,7 @@ for i in $(seq "$pairs"); do
     echo "pair $i, re-balancing $mode: load average $(cut -d' ' -f1-3 /proc/loadavg)"
     "${launcher[@]}" "$build/plait" train --config "$cfg" --inject-failure "$slow" \
       --metrics "$out/$mode-$i.jsonl" > "$out/$mode-$i.log" 2>&1
-    grep -E "^(straggler|re-balance):" "$out/$mode-$i.log" | sed 's/^/  /' || true
+    grep -E "^($lines):" "$out/$mode-$i.log" | sed 's/^/  /' || true
   done
 done
 python3 - "$out" "$pairs" <<'EOF'

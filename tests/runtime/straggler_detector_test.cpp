@@ -9,6 +9,7 @@
 
 #include "plait/core/error.h"
 #include "plait/runtime/failure_injection.h"
+#include "plait/runtime/link_emulator.h"
 #include "plait/runtime/rank_step_times.h"
 
 namespace plait::runtime {
@@ -127,6 +128,32 @@ TEST(StragglerInjection, SlowFormParsesItsFactor) {
   for (const char* bad : {"1:10:slow=", "1:10:slow=0.5", "1:10:slow=x", "1:10:slow=3x", "1:10:slow"}) {
     EXPECT_THROW(parse_failure_injection(bad, "--inject-failure"), Error) << bad;
   }
+}
+
+TEST(StragglerInjection, LinkFormParsesBandwidthAndLatency) {
+  const FailureInjection f = parse_failure_injection("1:10:link=2e6@0.001,0:3:link=5e5,1:20:link=0", "--inject-failure");
+  const FailureInjection::Point* p = f.find(1, 10, FailureInjection::Kind::kLink);
+  ASSERT_NE(p, nullptr);
+  EXPECT_DOUBLE_EQ(p->bytes_per_second, 2e6);
+  EXPECT_DOUBLE_EQ(p->latency_seconds, 0.001);
+  EXPECT_DOUBLE_EQ(f.find(0, 3, FailureInjection::Kind::kLink)->latency_seconds, 0);
+  EXPECT_DOUBLE_EQ(f.find(1, 20, FailureInjection::Kind::kLink)->bytes_per_second, 0);  // the fault ends
+  for (const char* bad : {"1:10:link=", "1:10:link=-1", "1:10:link=x", "1:10:link=1e6@", "1:10:link=1e6@-1",
+                          "1:10:link=1e6@100"}) {
+    EXPECT_THROW(parse_failure_injection(bad, "--inject-failure"), Error) << bad;
+  }
+}
+
+TEST(LinkEmulator, TakesTheAlphaBetaTimeOfAMessage) {
+  LinkEmulator link;
+  EXPECT_FALSE(link.active());
+  EXPECT_EQ(link.seconds(1 << 20), 0);
+  link.set(1e6, 0.002);
+  EXPECT_DOUBLE_EQ(link.seconds(10000), 0.002 + 0.01);
+  EXPECT_GE(link.delay(10000), 0.012);  // it sleeps at least the model's time
+  link.set(0, 0.002);
+  EXPECT_FALSE(link.active());
+  EXPECT_EQ(link.seconds(10000), 0);
 }
 
 TEST(RankStepTimes, PacksIntoItsSlotAndBack) {

@@ -332,11 +332,13 @@ void print_run_setup(const runtime::TrainingRun& run, const runtime::JobConfig& 
     // (Shown when the config has the section; the defaults apply silently otherwise.)
     if (g->enabled) {
       const std::string& off = run.rebalance_unavailable();
+      const std::string& fixed = run.move_unavailable();
       std::printf("  stragglers: flagged when %.2fx slower than their last %d steps and their peers for %d steps in a "
                   "row, cleared below %.2fx, then %d steps of cool-down; %s\n",
                   g->threshold, g->window, g->consecutive, g->clear_below, g->cooldown,
-                  off.empty() ? "a flagged rank hands micro-batches to its stage's data-parallel peers"
-                              : ("reported only, not re-balanced: " + off).c_str());
+                  off.empty()     ? "a flagged rank hands micro-batches to its stage's data-parallel peers"
+                  : fixed.empty() ? "a flagged rank alone on its stage moves layers to a neighbour when the move pays"
+                                  : ("reported only, not re-balanced: " + off + "; " + fixed).c_str());
     } else {
       std::printf("  stragglers: not detected (stragglers.enabled false)\n");
     }
@@ -625,6 +627,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
                                      {"rank", c.rank}, {"flagged", c.flagged}, {"slowdown", c.slowdown},
                                      {"decide_seconds", rec.rebalance_seconds}}}});
     }
+    for (const runtime::LayerMove& mv : rec.moves) progress->note(runtime::describe(mv));
     if (!rec.sample.empty()) metrics->write({{"step", step}, {"sample", samples.print(*progress, step, rec.sample)}});
     if (rec.stop_requests > 0) {
       progress->note(stop_note(rec, world.size()));

@@ -111,6 +111,12 @@ class DistributedTrainer {
   // caller. Every rank must switch at the same step boundary, to the same schedule. Stages,
   // parameters, optimizer state and the emulated device's speed stay; evaluation follows.
   void reschedule(schedule::Schedule schedule);
+  // The emulated device's slow-down and the emulated link of the rank's sends, as injected so far
+  // (FailureInjection kSlow, kLink): a trainer rebuilt by a layer move (layer_transfer.h) keeps
+  // them.
+  double device_slowdown() const { return executor_->device_slowdown(); }
+  void set_device_slowdown(double slowdown) { executor_->set_device_slowdown(slowdown); }
+  LinkEmulator& link() { return executor_->link(); }
   // Whether the next steps record their timed events (DistributedStepResult::events).
   void set_record_events(bool on) { options_.record_events = on; }
 

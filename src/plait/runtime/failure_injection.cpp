@@ -17,7 +17,7 @@ FailureInjection::Point parse_point(const std::string& text, const std::string& 
   using Kind = FailureInjection::Kind;
   const auto bad = [&] {
     return Error(flag + ": expected RANK:STEP[:kill|nan-loss|nan-grad|kill-in-save|kill-in-eval|"
-                        "kill-in-commit|stop|hang|sigterm|sigusr1|slow=F][,...], found '" + whole + "'");
+                        "kill-in-commit|stop|hang|sigterm|sigusr1|slow=F|link=B[@L]][,...], found '" + whole + "'");
   };
   const std::size_t a = text.find(':');
   if (a == std::string::npos) throw bad();
@@ -48,6 +48,24 @@ FailureInjection::Point parse_point(const std::string& text, const std::string& 
       throw Error(flag + ": slow=F needs a factor F in [1, 1000], found '" + whole + "'");
     }
     p.kind = Kind::kSlow;
+    return p;
+  }
+  if (kind.starts_with("link=")) {
+    // Bytes per second, then an optional "@" and seconds of latency, as decimals ("2e6@0.001").
+    const std::string f = kind.substr(5);
+    const std::size_t at = f.find('@');
+    const auto decimal = [&](const std::string& s, double& out) {
+      char* end = nullptr;
+      out = s.empty() ? -1 : std::strtod(s.c_str(), &end);
+      return !s.empty() && end == s.c_str() + s.size() && out >= 0 && out < 1e15;
+    };
+    const bool ok = decimal(f.substr(0, at), p.bytes_per_second) &&
+                    (at == std::string::npos || decimal(f.substr(at + 1), p.latency_seconds)) && p.latency_seconds <= 60;
+    if (!ok) {
+      throw Error(flag + ": link=B[@L] needs bytes per second B >= 0 (0 ends the fault) and a latency L in [0, 60] "
+                         "seconds, found '" + whole + "'");
+    }
+    p.kind = Kind::kLink;
     return p;
   }
   for (const auto& [name, k] : kinds) {

@@ -31,12 +31,16 @@ struct FailureInjection {
     kSlow,         // an emulated straggler: from this step on the rank's emulated device runs
                    // `factor` times slower than planned (its compute padded by sleeping,
                    // DeviceEmulator); factor 1 restores the planned speed
+    kLink,         // an emulated link fault: from this step on every message the rank sends
+                   // (stage messages, moved layers) takes latency + bytes / bandwidth longer
+                   // (LinkEmulator, the sender sleeping); bandwidth 0 restores the host's link
   };
   struct Point {
     int rank = -1;
     std::int64_t step = 0;
     Kind kind = Kind::kThrow;
     double factor = 1;  // kSlow's
+    double bytes_per_second = 0, latency_seconds = 0;  // kLink's
   };
   std::vector<Point> points;  // empty: none
 
@@ -53,7 +57,9 @@ struct FailureInjection {
 
 // A comma-separated list of "R:S" (throw) or "R:S:<kind>" with kind kill | nan-loss | nan-grad |
 // kill-in-save | kill-in-eval | kill-in-commit | stop | hang | sigterm | sigusr1 | slow=F (F a
-// factor in [1, 1000]: "1:10:slow=3" makes rank 1 three times slower from step 10 on);
+// factor in [1, 1000]: "1:10:slow=3" makes rank 1 three times slower from step 10 on) |
+// link=B[@L] (B bytes per second, > 0, or 0 to end the fault; L seconds of latency, default 0:
+// "1:10:link=2e6@0.001" gives rank 1's sends a 2 MB/s link with 1 ms latency from step 10 on);
 // "" is none. Throws plait::Error naming the flag otherwise.
 FailureInjection parse_failure_injection(const std::string& text, const std::string& flag);
 

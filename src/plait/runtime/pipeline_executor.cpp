@@ -310,8 +310,21 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
 }
 
 void PipelineExecutor::apply_injected_slowdown(std::int64_t step, const FailureInjection& failure) {
+  if (mode_ == ExecutorMode::kEvaluate) return;
+  if (const FailureInjection::Point* l = failure.find(program_.rank, step, FailureInjection::Kind::kLink)) {
+    link_.set(l->bytes_per_second, l->latency_seconds);
+    char what[96];
+    if (link_.active()) {
+      std::snprintf(what, sizeof what, "%g B/s, latency %g s", link_.bytes_per_second(), link_.latency_seconds());
+    } else {
+      std::snprintf(what, sizeof what, "back to the host's");
+    }
+    std::fprintf(stderr, "plait: rank %d: step %lld: emulated link of its sends %s (injected)\n", program_.rank,
+                 static_cast<long long>(step), what);
+    std::fflush(stderr);
+  }
   const FailureInjection::Point* p = failure.find(program_.rank, step, FailureInjection::Kind::kSlow);
-  if (!p || mode_ == ExecutorMode::kEvaluate) return;
+  if (!p) return;
   const double before = device_.slowdown();
   device_.set_slowdown(planned_slowdown_ * p->factor);
   std::fprintf(stderr, "plait: rank %d: step %lld: emulated slow-down %g -> %g (injected)\n", program_.rank,
@@ -445,6 +458,9 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
       const schedule::Message& msg = program_.lowered->messages[static_cast<std::size_t>(s.output_message)];
       // This micro-batch's segment's bytes (its own cut with work-aware segments).
       const auto bytes = static_cast<std::int64_t>(output.size() * dtype_size(output.dtype()));
+      // An injected link fault holds the sender for the message's time on the slow link.
+      const double held = link_.delay(static_cast<std::size_t>(bytes));
+      result.times.send_seconds += held;
       Sending out;
       out.request = output.dtype() == DType::bf16
                         ? world_.isend(std::span<const bf16>(output.as<bf16>(), output.size()),

@@ -23,6 +23,7 @@
 #include "plait/model/tensor_pool.h"
 #include "plait/runtime/activation_offload.h"
 #include "plait/runtime/device_emulator.h"
+#include "plait/runtime/link_emulator.h"
 #include "plait/runtime/failure_injection.h"
 #include "plait/runtime/sharded_data_parallel.h"
 #include "plait/runtime/rank_program.h"
@@ -76,6 +77,12 @@ class PipelineExecutor {
   // list (a re-balance, share_rebalancer.h; the plan the executor refers to holds its schedule).
   // The emulated device keeps its speed. Between runs only.
   void set_program(RankProgram program);
+  // The emulated device's slow-down and the emulated link of the rank's sends as injected so
+  // far (FailureInjection kSlow, kLink), so that a rebuilt trainer (a layer move,
+  // runtime/layer_transfer.h) keeps them.
+  double device_slowdown() const { return device_.slowdown(); }
+  void set_device_slowdown(double slowdown) { device_.set_slowdown(slowdown); }
+  LinkEmulator& link() { return link_; }
   // The rank's activation offload (null when none of its stages offloads in training).
   const ActivationOffload* activation_offload() const { return offload_.get(); }
 
@@ -85,7 +92,8 @@ class PipelineExecutor {
   struct Sending;
   // What the program implies: each micro-batch's data uses and whether level-3 gathers may be lazy.
   void prepare_program();
-  // Sets the emulated slow-down when `failure` changes it at `step` (FailureInjection::kSlow).
+  // Sets the emulated slow-down when `failure` changes it at `step` (FailureInjection::kSlow),
+  // and the emulated link of the rank's sends (kLink).
   void apply_injected_slowdown(std::int64_t step, const FailureInjection& failure);
   const MicrobatchData& data_for(std::int64_t step, int microbatch, const data::BatchSource& batches);
   void release_data(int microbatch);
@@ -116,6 +124,7 @@ class PipelineExecutor {
   model::TensorPool pool_;  // comm_buffers
   DeviceEmulator device_;
   double planned_slowdown_;  // the plan's, which an injected slow-down multiplies
+  LinkEmulator link_;        // off unless a link fault is injected
   MemoryTracker* host_;      // the rank's host tier and copy engine (activation offload), or null
   CopyEngine* copies_;
   // Per micro-batch: how many of this rank's forwards read its tokens or targets.

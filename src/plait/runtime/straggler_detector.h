@@ -46,6 +46,13 @@ struct StragglerConfig {
   // (share_rebalancer.h). On by default: it moves no state, keeps the global batch, and costs one
   // schedule regeneration per flag or clear (measured: docs/runtime.md).
   bool rebalance = true;
+  // Tier (b): a flagged rank alone on its stage moves layers to an adjacent stage when the
+  // estimator says the move pays for itself (layer_mover.h): on by default for the same reason;
+  // the estimator declines what would not repay its bytes over the link.
+  bool move_layers = true;
+  // The steps a move's saving is counted over: 0, the run's steps left (a move made near the end
+  // does not repay itself); smaller to ask a move to repay itself sooner.
+  int move_horizon = 0;
 };
 
 struct StragglerChange {

@@ -167,6 +167,8 @@ StragglerConfig parse_stragglers(const JsonFields& s) {
   c.consecutive = static_cast<int>(s.integer_in("consecutive", 1, 1 << 16, c.consecutive));
   c.cooldown = static_cast<int>(s.integer_in("cooldown", 0, 1 << 20, c.cooldown));
   c.rebalance = s.boolean("rebalance", c.rebalance);
+  c.move_layers = s.boolean("move_layers", c.move_layers);
+  c.move_horizon = static_cast<int>(s.integer_in("move_horizon", 0, 1 << 30, c.move_horizon));
   s.check_no_unknown_fields();
   return c;
 }
@@ -310,7 +312,8 @@ nlohmann::json to_json(const RunConfig& c) {
     const StragglerConfig& s = *c.stragglers;
     j["stragglers"] = {{"enabled", s.enabled},     {"window", s.window},           {"threshold", s.threshold},
                        {"clear_below", s.clear_below}, {"consecutive", s.consecutive}, {"cooldown", s.cooldown},
-                       {"rebalance", s.rebalance}};
+                       {"rebalance", s.rebalance}, {"move_layers", s.move_layers},
+                       {"move_horizon", s.move_horizon}};
   }
   return j;
 }

@@ -13,6 +13,7 @@
 #include "plait/core/splitmix64.h"
 #include "plait/model/tensor_shard_copy.h"
 #include "plait/runtime/hf_import.h"
+#include "plait/runtime/layer_transfer.h"
 #include "plait/runtime/pipeline_sampler.h"
 #include "plait/runtime/resume_recipe.h"
 #include "plait/runtime/training_checkpoint.h"
@@ -70,7 +71,8 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
       tracker_(tracker),
       options_(std::move(options)),
       stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()),
-      rebalancer_(job.run.stragglers.value_or(StragglerConfig{}), plan) {
+      rebalancer_(job.run.stragglers.value_or(StragglerConfig{}), plan),
+      mover_(job.run.stragglers.value_or(StragglerConfig{}), plan) {
   const std::optional<CheckpointConfig>& ckpt = job.run.checkpoint;
   std::error_code ec;
   if (ckpt && fs::exists(ckpt->dir, ec) && !fs::is_directory(ckpt->dir, ec)) {
@@ -238,7 +240,11 @@ TrainingStep TrainingRun::next() {
   ++next_;
   rec.stop_requests = rec.result->stop_requests;
   std::vector<double> speed;
-  for (const RankStepTimes& t : rec.result->ranks) speed.push_back(t.seconds_per_unit());
+  // A rank's speed in its plan's layers (a rank that gave layers away runs shorter units).
+  const int t = trainer_->tensor_parallel();
+  for (std::size_t r = 0; r < rec.result->ranks.size(); ++r) {
+    speed.push_back(rec.result->ranks[r].seconds_per_unit() * mover_.layer_scale(static_cast<int>(r) / t));
+  }
   rec.stragglers = stragglers_.observe(rec.step, speed);
   const double deciding = monotonic_seconds();
   if (std::optional<ShareRebalancer::Decision> d = rebalancer_.observe(rec.step, rec.result->ranks, rec.stragglers, stragglers_)) {
@@ -247,6 +253,7 @@ TrainingStep TrainingRun::next() {
     rec.rebalance_seconds = monotonic_seconds() - deciding;
   }
   rec.rebalance_failure = rebalancer_.take_failure();
+  move_layers_if_it_pays(rec);
   rec.stopped = rec.stop_requests > 0 && next_ < stop_;
   const std::optional<CheckpointConfig>& ckpt = job_.run.checkpoint;
   if (ckpt && (rec.stopped || next_ == stop_ || (ckpt->every > 0 && next_ % ckpt->every == 0))) {
@@ -264,6 +271,34 @@ TrainingStep TrainingRun::next() {
   stopped_ = rec.stopped;
   finished_ = stopped_ || (next_ == stop_ && !final_validation_);
   return rec;
+}
+
+void TrainingRun::move_layers_if_it_pays(TrainingStep& rec) {
+  const auto probe = [this](int from, int to) { return probe_link(*trainer_, from, to); };
+  std::optional<LayerMove> m = mover_.observe(rec.step, rec.result->ranks, rec.stragglers, stop_ - next_, probe);
+  if (!m) return;
+  if (m->made) {
+    // The partition and the schedule regenerated as the config's plan is built (the same checks;
+    // a partition they refuse, e.g. recompute counts beyond a stage's new layers, is declined on
+    // every rank alike).
+    JobConfig moved = job_;
+    moved.parallel.layers = m->after;
+    std::optional<PipelinePlan> next;
+    try {
+      next = build_pipeline_plan(moved, world_.size());
+    } catch (const Error& e) {
+      m->made = false;
+      m->why = std::string("the new partition is refused: ") + e.what();
+    }
+    if (next) {
+      auto [trainer, times] = move_layers(std::move(trainer_), *next, global_, world_, tracker_, options_.trainer);
+      trainer_ = std::move(trainer);
+      m->seconds = times.seconds;
+      m->transfer_seconds = times.transfer_seconds;
+      mover_.applied(*m);
+    }
+  }
+  rec.moves.push_back(std::move(*m));
 }
 
 }  // namespace plait::runtime

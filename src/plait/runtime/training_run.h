@@ -19,8 +19,12 @@
 // (straggler_detector.h, the config's "stragglers" section); its decisions are the same on every
 // rank (TrainingStep::stragglers). A rank flagged with data-parallel peers on its stage hands them
 // micro-batches from the next step on (tier a, share_rebalancer.h; TrainingStep::rebalances).
-// Checkpoints record the config's plan, not the shares in force: a resumed run starts with the
-// plan's shares, and the detector judges the ranks afresh.
+// A flagged rank alone on its stage may instead move layers to an adjacent stage when the
+// estimator says it pays (tier b, layer_mover.h and layer_transfer.h; TrainingStep::moves): the
+// trainer is rebuilt on the new partition between the steps, its state carried over.
+// Checkpoints record the config's plan, not the shares or partition in force (their tensors
+// have global names, so a moved layout saves as any other): a resumed run starts with the plan's
+// shares and partition, and the detector judges the ranks afresh.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,6 +38,7 @@
 #include "plait/core/directory_lock.h"
 #include "plait/core/memory_tracker.h"
 #include "plait/runtime/distributed_trainer.h"
+#include "plait/runtime/layer_mover.h"
 #include "plait/runtime/parallel_config.h"
 #include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/share_rebalancer.h"
@@ -77,6 +82,9 @@ struct TrainingStep {
   double rebalance_seconds = 0;
   // Why a re-balance decided after this step could not be applied (re-balancing stops), or "".
   std::string rebalance_failure;
+  // Tier (b): a layer move considered after this step (made, with its measured time, or
+  // declined, with why); the next step runs the new partition when made.
+  std::vector<LayerMove> moves;
 };
 
 class TrainingRun {
@@ -109,6 +117,10 @@ class TrainingRun {
   const std::string& initial_checkpoint() const { return initial_checkpoint_; }
   // Why tier (a) re-balancing cannot act on this job, or "" (ShareRebalancer::unavailable).
   const std::string& rebalance_unavailable() const { return rebalancer_.unavailable(); }
+  // Why tier (b) cannot move layers in this job, or "" (LayerMover::unavailable).
+  const std::string& move_unavailable() const { return mover_.unavailable(); }
+  // Layers per virtual stage in force (the plan's until a move).
+  const std::vector<int>& layers() const { return mover_.layers(); }
   bool done() const { return finished_; }
   // The run stopped before stop_step() because a rank was asked to (TrainingStep::stopped).
   bool stopped_by_request() const { return stopped_; }
@@ -122,6 +134,9 @@ class TrainingRun {
 
  private:
   std::string save(std::int64_t step);
+  // Tier (b) after a step's detector decisions: asks the mover, and moves the layers (rebuilding
+  // the trainer) when it says the move pays; records the move in `rec`.
+  void move_layers_if_it_pays(TrainingStep& rec);
   // With --resume: the checkpoint to start from (training_resume.h), or null to start at step 0;
   // sets start_ and resumed_from_, and notes what was skipped.
   std::unique_ptr<checkpoint::CheckpointReader> open_resume_point();
@@ -145,6 +160,7 @@ class TrainingRun {
   std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
   StragglerDetector stragglers_;
   ShareRebalancer rebalancer_;
+  LayerMover mover_;
   std::int64_t start_ = 0, stop_ = 0, next_ = 0;
   bool final_validation_ = false;  // one more validation after the last step of train.steps
   bool finished_ = false;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "byte_shards.h"
 #include "equivalence_check.h"
 #include "mpi_test_session.h"
 #include "plait/data/token_shard.h"
@@ -36,21 +37,6 @@ namespace {
 comm::Communicator& world() { return plait::test::mpi_session().world(); }
 
 constexpr int kSlowAt = 5, kRestoredAt = 9, kSteps = 14;
-
-// Byte tokens in a train and a validation shard.
-void write_token_shards(const test::SharedDir& dir) {
-  if (world().rank() == 0) {
-    std::mt19937_64 rng(5);
-    std::uniform_int_distribution<int> token(0, 255);
-    std::vector<std::uint16_t> train(8000), val(1500);
-    for (auto& t : train) t = static_cast<std::uint16_t>(token(rng));
-    for (auto& t : val) t = static_cast<std::uint16_t>(token(rng));
-    std::filesystem::create_directories(dir / "shards");
-    data::write_token_shard(dir / "shards/t_train_000000.bin", train);
-    data::write_token_shard(dir / "shards/t_val_000000.bin", val);
-  }
-  world().barrier();
-}
 
 // `job` on the shards with validation every 3 steps and checkpoints every 4, and a detector that
 // judges after 4 steps and flags (or clears) after 2.
@@ -147,7 +133,7 @@ TEST(Rebalance, ASlowedRankHandsMicroBatchesToItsPeerAndTheRunTrainsAsIfNothingM
   for (const Case& k : cases()) {
     SCOPED_TRACE(k.name);
     test::SharedDir dir("rebalance");
-    write_token_shards(dir);
+    test::write_byte_token_shards(dir);
     const Outcome quiet = run(with_run_settings(k.job, dir, "quiet", false), {});
     EXPECT_TRUE(quiet.rebalances.empty());
     EXPECT_EQ(quiet.unavailable, "stragglers.rebalance is false");
