@@ -36,7 +36,7 @@ namespace {
 
 comm::Communicator& world() { return plait::test::mpi_session().world(); }
 
-constexpr int kSlowAt = 5, kRestoredAt = 9, kSteps = 20;
+constexpr int kSlowAt = 5, kRestoredAt = 9, kSteps = 14;
 
 // `job` on the shards with validation every 3 steps and checkpoints every 4, and a detector that
 // judges after 4 steps and flags (or clears) after 2.
