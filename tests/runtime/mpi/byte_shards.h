@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "mpi_test_session.h"
 #include "plait/data/token_shard.h"
+#include "plait/runtime/parallel_config.h"
 #include "shared_dir.h"
 
 namespace plait::runtime::test {
@@ -25,6 +28,23 @@ inline void write_byte_token_shards(const SharedDir& dir) {
     data::write_token_shard(dir / "shards/t_val_000000.bin", val);
   }
   world.barrier();
+}
+
+// `job` as a TrainingRun on those shards (byte tokenizer, vocabulary 256) for `steps` steps,
+// validating every 3 steps on one batch, checkpointing under DIR/`checkpoint` every
+// `checkpoint_every` steps (0: at the end only).
+inline JobConfig on_byte_shards(JobConfig job, const SharedDir& dir, const std::string& source, int steps,
+                                const std::string& checkpoint, int checkpoint_every) {
+  job.run.source = source;
+  job.run.train.steps = steps;
+  job.run.train.eval_every = 3;
+  job.run.train.eval_batches = 1;
+  job.run.data.paths.clear();
+  job.run.data.shards = dir / "shards";
+  job.run.data.tokenizer = "byte";
+  job.run.model.vocab = 256;
+  job.run.checkpoint = CheckpointConfig{dir / checkpoint, checkpoint_every, 0};
+  return job;
 }
 
 }  // namespace plait::runtime::test

@@ -38,15 +38,7 @@ constexpr int kSlowAt = 3, kSteps = 14, kSlowed = 1;
 // `job` on the shards, validation every 3 steps, a checkpoint at the end, a detector that judges
 // after 3 steps and flags after 2.
 JobConfig with_run_settings(JobConfig job, const test::SharedDir& dir, const std::string& ckpt, bool move) {
-  job.run.source = "layer-move-test.json";
-  job.run.train.steps = kSteps;
-  job.run.train.eval_every = 3;
-  job.run.train.eval_batches = 1;
-  job.run.data.paths.clear();
-  job.run.data.shards = dir / "shards";
-  job.run.data.tokenizer = "byte";
-  job.run.model.vocab = 256;
-  job.run.checkpoint = CheckpointConfig{dir / ckpt, 0, 0};
+  job = test::on_byte_shards(std::move(job), dir, "layer-move-test.json", kSteps, ckpt, 0);
   StragglerConfig s;
   s.window = 3;
   s.consecutive = 2;

@@ -41,15 +41,7 @@ constexpr int kSlowAt = 5, kRestoredAt = 9, kSteps = 14;
 // `job` on the shards with validation every 3 steps and checkpoints every 4, and a detector that
 // judges after 4 steps and flags (or clears) after 2.
 JobConfig with_run_settings(JobConfig job, const test::SharedDir& dir, const std::string& ckpt, bool rebalance) {
-  job.run.source = "rebalance-test.json";
-  job.run.train.steps = kSteps;
-  job.run.train.eval_every = 3;
-  job.run.train.eval_batches = 1;
-  job.run.data.paths.clear();
-  job.run.data.shards = dir / "shards";
-  job.run.data.tokenizer = "byte";
-  job.run.model.vocab = 256;
-  job.run.checkpoint = CheckpointConfig{dir / ckpt, 4, 0};
+  job = test::on_byte_shards(std::move(job), dir, "rebalance-test.json", kSteps, ckpt, 4);
   StragglerConfig s;
   s.window = 4;
   s.consecutive = 2;
