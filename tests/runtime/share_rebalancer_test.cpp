@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "mpi/tiny_job.h"
 #include "plait/runtime/pipeline_plan.h"
+#include "plait/runtime/predicted_memory.h"
 #include "plait/schedule/validator.h"
 
 namespace plait::runtime {
@@ -35,7 +37,8 @@ struct Decided {
 // `steps` steps of the plan's ranks at 1 ms per unit times slow(step, rank), through a detector
 // and a rebalancer with `config`; the decisions.
 template <typename Slow>
-std::vector<Decided> feed(const PipelinePlan& plan, const StragglerConfig& config, int steps, Slow slow) {
+std::vector<Decided> feed(const PipelinePlan& plan, const StragglerConfig& config, int steps, Slow slow,
+                          std::vector<std::string>* failures = nullptr) {
   StragglerDetector detector(config, plan.num_ranks());
   ShareRebalancer rebalancer(config, plan);
   std::vector<Decided> out;
@@ -48,6 +51,7 @@ std::vector<Decided> feed(const PipelinePlan& plan, const StragglerConfig& confi
     }
     const std::vector<StragglerChange> changes = detector.observe(s, spu);
     if (auto d = rebalancer.observe(s, times, changes, detector)) out.push_back({s, std::move(*d)});
+    if (std::string f = rebalancer.take_failure(); failures && !f.empty()) failures->push_back(f);
   }
   return out;
 }
@@ -134,6 +138,39 @@ TEST(ShareRebalancer, ReSplitsAHeterogeneousStageByMeasuredSpeed) {
   EXPECT_EQ(c.after, (std::vector<int>{2, 3}));  // speeds 1/4 : 1/2 of 5
   EXPECT_FALSE(schedule::validate(d[0].decision.schedule).has_value());
   EXPECT_EQ(microbatches_per_rank(d[0].decision.schedule), (std::vector<int>{2, 3, 5, 5}));
+}
+
+TEST(ShareRebalancer, DeclinesAReBalanceThatWouldNotFitARanksDeviceMemory) {
+  // GPipe holds every micro-batch in flight: rank 0, given its slowed peer's micro-batches, would
+  // hold 12 instead of 8. With each device's memory 5% above its planned peak the re-balance
+  // is declined (the shares in force stay), and said why; without capacities it is made.
+  PipelinePlan plan = plan_of(test::tiny_job("gpipe", 2, 2, 8, 1));  // stage 0: ranks 0, 2, 8/8
+  const auto slow2 = [](int s, int r) { return r == 2 && s >= 10 ? 3.0 : 1.0; };
+  const std::vector<Decided> free = feed(plan, StragglerConfig{}, 20, slow2);
+  ASSERT_EQ(free.size(), 1u);
+  const ShareChange& c = free[0].decision.changes.at(0);
+  EXPECT_GT(c.after[0], c.before[0]);
+  PipelinePlan next = plan;
+  next.schedule = free[0].decision.schedule;
+  const std::vector<sim::CategoryPeaks> planned = predicted_memory(plan), moved = predicted_memory(next);
+  EXPECT_GT(moved[0].total, 1.05 * planned[0].total);  // the case the check is for
+
+  for (std::size_t r = 0; r < plan.devices.size(); ++r) {
+    plan.devices[r].memory_bytes = static_cast<std::size_t>(1.05 * planned[r].total);
+  }
+  std::vector<std::string> failures;
+  EXPECT_TRUE(feed(plan, StragglerConfig{}, 20, slow2, &failures).empty());
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures[0].find("re-balance after step 12 declined (stage 0 data-parallel shares 8/8 -> 12/4 "), std::string::npos)
+      << failures[0];
+  EXPECT_NE(failures[0].find("rank 0's predicted peak"), std::string::npos) << failures[0];
+  // Room for it: made again.
+  for (std::size_t r = 0; r < plan.devices.size(); ++r) {
+    plan.devices[r].memory_bytes = static_cast<std::size_t>(moved[r].total) + 1;
+  }
+  failures.clear();
+  EXPECT_EQ(feed(plan, StragglerConfig{}, 20, slow2, &failures).size(), 1u);
+  EXPECT_TRUE(failures.empty());
 }
 
 }  // namespace

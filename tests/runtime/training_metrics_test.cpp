@@ -141,13 +141,55 @@ TEST_F(TrainingMetricsTest, ReadsEachRanksTimesAndStragglerRecordsAndTablesThem)
             path("m.jsonl") + ": line 1.rebalance.after: expected as many shares before and after as ranks (2)");
 }
 
+TEST_F(TrainingMetricsTest, ReadsLayerMovesMadeAndDeclinedAndTablesThem) {
+  put(path("l.jsonl"),
+      R"({"grad_norm":1,"loss":4,"lr":0.001,"perf":{"peak_memory_bytes":[1,2],"step_seconds":0.5,"tokens_per_second":64.0},)"
+      R"("skipped":false,"step":12})"
+      "\n"
+      R"({"step":12,"move_layers":{"made":true,"from":1,"to":0,"layers":2,"before":[4,4,4,4],"after":[6,2,4,4],"rank":1,)"
+      R"("flagged":true,"slowdown":3.31,"bytes":4760000,"cost_seconds":0.55,"saved_per_step":1.4159,"horizon":27,)"
+      R"("gain_seconds":38.23,"seconds":0.611,"transfer_seconds":0.061,"why":""}})"
+      "\n"
+      R"({"step":4,"move_layers":{"made":false,"from":1,"to":0,"layers":2,"before":[4,4],"after":[6,2],"rank":1,)"
+      R"("flagged":true,"slowdown":3.81,"bytes":304000,"cost_seconds":0.763,"saved_per_step":0.0085,"horizon":9,)"
+      R"("gain_seconds":0.077,"seconds":0,"transfer_seconds":0,"why":"moving costs more than it saves over the horizon"}})"
+      "\n");
+  const TrainingMetrics m = read_training_metrics(path("l.jsonl"));
+  ASSERT_EQ(m.moves.size(), 2u);
+  EXPECT_TRUE(m.moves[0].made);
+  EXPECT_EQ(m.moves[0].after, (std::vector<std::int64_t>{6, 2, 4, 4}));
+  EXPECT_EQ(m.moves[0].horizon, 27);
+  EXPECT_FALSE(m.moves[1].made);
+  EXPECT_EQ(m.moves[1].why, "moving costs more than it saves over the horizon");
+  const trace::Report r = training_report(m);
+  const auto t = std::find_if(r.tables.begin(), r.tables.end(),
+                              [](const trace::ReportTable& x) { return x.title.starts_with("Layer moves"); });
+  ASSERT_NE(t, r.tables.end());
+  ASSERT_EQ(t->rows.size(), 2u);
+  EXPECT_EQ(t->rows[0].at(1), "moved 2 from stage 1 to 0");
+  EXPECT_EQ(t->rows[0].at(2), "4/4/4/4 -> 6/2/4/4");
+  EXPECT_EQ(t->rows[0].at(6), "0.611 s (0.061 s sending)");
+  EXPECT_EQ(t->rows[1].at(1), "declined 2 from stage 1 to 0");
+  EXPECT_EQ(t->rows[1].at(6), "moving costs more than it saves over the horizon");
+  // The move made: a dot on the throughput of its step (the declined one is not).
+  const trace::ReportChart& rate = r.charts.back();
+  ASSERT_EQ(rate.series.size(), 3u);
+  EXPECT_EQ(rate.series[2].points, (std::vector<std::pair<double, double>>{{12.0, 64.0}}));
+  EXPECT_NE(error_of(R"({"step":4,"move_layers":{"made":true,"from":1,"to":0,"layers":2,"before":[4,4],"after":[6],"rank":1,)"
+                     R"("flagged":true,"slowdown":3,"bytes":1,"cost_seconds":0,"saved_per_step":0,"horizon":1,)"
+                     R"("gain_seconds":0,"seconds":0,"transfer_seconds":0,"why":""}})" "\n")
+                .find("line 1.move_layers.after: expected as many stages after as before (2)"),
+            std::string::npos);
+}
+
 TEST_F(TrainingMetricsTest, BadLinesAreOneErrorNamingTheLine) {
   const std::string f = path("m.jsonl");
   EXPECT_EQ(error_of("{\"step\":0,\"val_loss\":1}\n{\"step\":1,\"loss\":\"x\",\"grad_norm\":1,\"lr\":1}\n"),
             f + ": line 2.loss: expected a number, found string \"x\"");
   EXPECT_EQ(error_of("{\"step\":0,\"val_loss\":1,\"extra\":2}\n"), f + ": line 1.extra: unknown field");
   EXPECT_EQ(error_of("{\"what\":1}\n"),
-            f + ": line 1: expected a step (loss), validation (val_loss), sample, straggler, rebalance, run or memory record");
+            f + ": line 1: expected a step (loss), validation (val_loss), sample, straggler, rebalance, move_layers, run or "
+                "memory record");
   EXPECT_NE(error_of("{\"step\":0,\n").find(f + ": line 1: (syntax)"), std::string::npos) << error_of("{\"step\":0,\n");
 }
 

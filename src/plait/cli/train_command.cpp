@@ -239,15 +239,22 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
   }
 }
 
-// `rebalances`: the re-balances decided before the step, each shown in the timeline's summary.
+// `plan`: the plan the traced step ran (its schedule re-balanced, its layers moved: the trainer's
+// then); `rebalances` and `moves`: the re-balances and layer moves decided before the step, each
+// shown in the timeline's summary.
 void write_timelines(const TrainArgs& args, const runtime::PipelinePlan& plan,
                      const runtime::MeasuredStep& step, int step_index,
-                     const std::vector<runtime::ShareChange>& rebalances) {
+                     const std::vector<runtime::ShareChange>& rebalances, const std::vector<runtime::LayerMove>& moves) {
   if (args.trace.empty() && args.html.empty()) return;
   char buf[128];
   std::vector<std::pair<std::string, std::string>> summary;
   for (const runtime::ShareChange& c : rebalances) {
     summary.emplace_back("re-balanced after step " + std::to_string(c.step), runtime::describe_shares(c));
+  }
+  for (const runtime::LayerMove& m : moves) {
+    summary.emplace_back(std::string(m.made ? "moved layers" : "declined a layer move") + " after step " +
+                             std::to_string(m.step),
+                         runtime::describe(m));
   }
   std::snprintf(buf, sizeof buf, "%.4f s (pipeline), %.4f s (whole step)", step.makespan(), step.step_seconds);
   summary.emplace_back("step time (measured)", buf);
@@ -560,11 +567,17 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   const int window = std::max(1, std::min(kAverage, steps / 2));
   runtime::MeasuredStep traced;
   std::vector<runtime::ShareChange> rebalances, traced_rebalances;  // the latter: before the traced step
+  std::vector<runtime::LayerMove> moves, traced_moves;
+  std::optional<runtime::PipelinePlan> traced_plan;  // the plan the traced step ran
   char line[512];
   while (!run->done()) {
     const int step = static_cast<int>(run->next_step());
     run->trainer().set_record_events(timeline && step == trace_step);
-    if (step == trace_step) traced_rebalances = rebalances;
+    if (step == trace_step) {
+      traced_rebalances = rebalances;
+      traced_moves = moves;
+      if (timeline) traced_plan = run->trainer().plan();
+    }
     const runtime::TrainingStep rec = reported_by_lead<runtime::CollectiveError>(lead, [&] { return run->next(); });
     if (rec.val_loss && lead) {
       std::snprintf(line, sizeof line, "  step %d: validation loss %.4f", step, *rec.val_loss);
@@ -573,6 +586,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     }
     if (!rec.result) continue;  // the final validation
     rebalances.insert(rebalances.end(), rec.rebalances.begin(), rec.rebalances.end());
+    moves.insert(moves.end(), rec.moves.begin(), rec.moves.end());
     const runtime::DistributedStepResult& r = *rec.result;
     // The schedule's ranks (each TP rank's communicator of them gathers alike).
     const runtime::MeasuredStep measured = runtime::gather_step(run->trainer().schedule_world(), r);
@@ -602,11 +616,11 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     if (r.skipped) m["nonfinite"] = r.nonfinite;
     std::vector<std::size_t> peak_bytes;
     for (const MemoryReport& p : peaks) peak_bytes.push_back(p.peak_total);
-    std::vector<double> per_unit, waits;
+    std::vector<double> waits;
     for (const runtime::RankStepTimes& times : r.ranks) {
-      per_unit.push_back(times.seconds_per_unit());
       waits.push_back(times.recv_wait_seconds + times.collective_wait_seconds);
     }
+    const std::vector<double>& per_unit = rec.seconds_per_unit;  // as the straggler detector judged
     m["perf"] = {{"step_seconds", measured.step_seconds},
                  {"tokens_per_second", measured.step_seconds > 0 ? static_cast<double>(t.tokens_per_step()) / measured.step_seconds : 0.0},
                  {"peak_memory_bytes", peak_bytes},
@@ -627,7 +641,17 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
                                      {"rank", c.rank}, {"flagged", c.flagged}, {"slowdown", c.slowdown},
                                      {"decide_seconds", rec.rebalance_seconds}}}});
     }
-    for (const runtime::LayerMove& mv : rec.moves) progress->note(runtime::describe(mv));
+    for (const runtime::LayerMove& mv : rec.moves) {
+      progress->note(runtime::describe(mv));
+      metrics->write({{"step", step},
+                      {"move_layers", {{"made", mv.made}, {"from", mv.from}, {"to", mv.to}, {"layers", mv.layers},
+                                       {"before", mv.before}, {"after", mv.after}, {"rank", mv.rank},
+                                       {"flagged", mv.flagged}, {"slowdown", mv.slowdown}, {"bytes", mv.bytes},
+                                       {"cost_seconds", mv.cost_seconds}, {"saved_per_step", mv.saved_per_step},
+                                       {"horizon", mv.horizon}, {"gain_seconds", mv.gain_seconds},
+                                       {"seconds", mv.seconds}, {"transfer_seconds", mv.transfer_seconds},
+                                       {"why", mv.why}}}});
+    }
     if (!rec.sample.empty()) metrics->write({{"step", step}, {"sample", samples.print(*progress, step, rec.sample)}});
     if (rec.stop_requests > 0) {
       progress->note(stop_note(rec, world.size()));
@@ -671,7 +695,7 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
   }
   print_rank_memory_table(stdout, plan, memory);
   print_host_memory_table(stdout, plan, host);
-  write_timelines(args, plan, traced, trace_step, traced_rebalances);
+  write_timelines(args, traced_plan ? *traced_plan : plan, traced, trace_step, traced_rebalances, traced_moves);
   if (stopped) {
     std::printf("preempted: exit status %d; continue with plait train --resume\n", runtime::kPreemptedExitStatus);
   }
@@ -841,7 +865,8 @@ void register_train(CLI::App& app) {
                   "Append one JSON line per step ({step, loss, grad_norm, lr, skipped, perf:\n"
                   "{step_seconds, tokens_per_second, peak_memory_bytes, seconds_per_unit and\n"
                   "wait_seconds per rank}}), per straggler flagged or cleared, per re-balance, per\n"
-                  "validation ({step, val_loss}) and per sample to FILE, with a run record at the start and\n"
+                  "layer move (made or declined), per validation ({step, val_loss}) and per sample to\n"
+                  "FILE, with a run record at the start and\n"
                   "the memory by rank at the end; numbers in round-trip precision. plait report\n"
                   "draws it (docs/runtime.md, \"Metrics and the training report\")")
       ->type_name("FILE");

@@ -32,10 +32,11 @@ double LinkProbe::bytes_per_second() const {
 std::string describe(const LayerMove& m) {
   char figures[320];
   std::snprintf(figures, sizeof figures,
-                "%.2f MiB over a link of %.3g MB/s and %.3g ms: cost %.3f s; saves %.2f ms a step x %lld steps = "
-                "%.3f s",
+                "%.2f MiB over a link of %.3g MB/s and %.3g ms, and a %.3f s rebuild: cost %.3f s; saves %.2f ms "
+                "a step x %lld steps = %.3f s",
                 static_cast<double>(m.bytes) / (1 << 20), m.link.bytes_per_second() / 1e6, 1e3 * m.link.latency(),
-                m.cost_seconds, 1e3 * m.saved_per_step, static_cast<long long>(m.horizon), m.gain_seconds);
+                m.rebuild_seconds, m.cost_seconds, 1e3 * m.saved_per_step, static_cast<long long>(m.horizon),
+                m.gain_seconds);
   char who[96];
   std::snprintf(who, sizeof who, "rank %d %s at %.2fx its history", m.rank, m.flagged ? "flagged" : "cleared",
                 m.slowdown);
@@ -167,7 +168,9 @@ std::optional<LayerMove> LayerMover::observe(std::int64_t step, const std::vecto
   m->gain_seconds = std::max(0.0, m->saved_per_step) * static_cast<double>(m->horizon);
   m->link = probe(m->from, m->to);
   const double bandwidth = m->link.bytes_per_second();
-  m->cost_seconds = m->link.latency() + (bandwidth > 0 ? static_cast<double>(m->bytes) / bandwidth : 0.0);
+  m->rebuild_seconds = rebuild_seconds_;
+  m->cost_seconds =
+      m->link.latency() + (bandwidth > 0 ? static_cast<double>(m->bytes) / bandwidth : 0.0) + m->rebuild_seconds;
   m->made = m->gain_seconds > m->cost_seconds;
   if (!m->made) {
     m->why = m->saved_per_step <= 0 ? "it would not shorten the step"

@@ -27,8 +27,12 @@
 // weights) over the link between the two ranks, alpha-beta (sim::LinkProfile):
 //   cost = latency + bytes / bandwidth,
 // the link measured when a move is considered (probe_link: a 4-byte and a 64 KiB round trip
-// between the two ranks, as the stage messages travel, emulated link faults included). The move
-// is made when gain > cost; otherwise it is declined, and logged either way. Every input is what
+// between the two ranks, as the stage messages travel, emulated link faults included), plus
+// rebuilding the trainer on the new partition (every rank builds its stages' buffers, executor
+// and schedule anew: 0.4-0.6 s on the benchmark's job, far more than its link cost), modelled as
+// the slowest rank's last trainer build: the run's first, timed at its start, then each move's
+// own (its seconds less its transfer). The move is made when gain > cost; otherwise it is
+// declined, and logged either way. Every input is what
 // every rank holds after the step's reduction plus the probe's all-reduced times, so every rank
 // takes the same decision.
 #include <cstddef>
@@ -66,7 +70,8 @@ struct LayerMove {
   int from = 0, to = 0, layers = 0;  // stages and the layers moved between them
   std::size_t bytes = 0;             // parameters and AdamW moments of the moved layers
   LinkProbe link;
-  double cost_seconds = 0;       // modelled: latency + bytes / bandwidth
+  double rebuild_seconds = 0;    // modelled: the slowest rank's last trainer build
+  double cost_seconds = 0;       // modelled: latency + bytes / bandwidth + rebuild_seconds
   double saved_per_step = 0;     // seconds, predicted
   std::int64_t horizon = 0;      // steps the saving counts over
   double gain_seconds = 0;       // saved_per_step x horizon
@@ -102,6 +107,9 @@ class LayerMover {
                                    const std::function<LinkProbe(int, int)>& probe);
   // The move was carried out (layers() becomes its `after`).
   void applied(const LayerMove& move) { current_ = move.after; }
+  // The slowest rank's last trainer build (the same on every rank: all-reduced), the rebuild
+  // cost the estimator charges a move.
+  void set_rebuild_seconds(double seconds) { rebuild_seconds_ = seconds; }
 
  private:
   // The candidate partition for a flag of `rank`: the best single move to a neighbour, with the
@@ -112,6 +120,7 @@ class LayerMover {
   StragglerConfig config_;
   spec::ModelSpec model_;
   std::string unavailable_;
+  double rebuild_seconds_ = 0;
   std::vector<int> planned_, current_;
   std::vector<std::deque<double>> recent_;  // per rank: compute seconds per step, last `consecutive`
 };

@@ -1,6 +1,7 @@
 #include "plait/runtime/predicted_memory.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "plait/model/parameter_layout.h"
@@ -21,6 +22,25 @@ double shard_fraction(const PipelinePlan& plan, int vstage, int rank) {
   const auto i = static_cast<std::size_t>(std::find(holders.begin(), holders.end(), rank) - holders.begin());
   const std::vector<std::int64_t> bounds = plan.shard_bounds(vstage, elements);
   return static_cast<double>(bounds[i + 1] - bounds[i]) / static_cast<double>(elements);
+}
+
+std::string capacity_exceeded(const PipelinePlan& next, const PipelinePlan& now) {
+  bool limited = false;
+  for (const schedule::DeviceEmulation& d : next.devices) limited = limited || d.memory_bytes.has_value();
+  if (!limited) return "";
+  const std::vector<sim::CategoryPeaks> after = predicted_memory(next), before = predicted_memory(now);
+  for (std::size_t r = 0; r < next.devices.size() && r < after.size() && r < before.size(); ++r) {
+    const std::optional<std::size_t>& capacity = next.devices[r].memory_bytes;
+    if (capacity && after[r].total > static_cast<double>(*capacity) && after[r].total > before[r].total) {
+      char why[240];
+      std::snprintf(why, sizeof why,
+                    "rank %zu's predicted peak %.2f MiB would exceed its device's %.2f MiB (%.2f MiB with the plan in "
+                    "force)",
+                    r, after[r].total / (1 << 20), static_cast<double>(*capacity) / (1 << 20), before[r].total / (1 << 20));
+      return why;
+    }
+  }
+  return "";
 }
 
 double predicted_dp_comm_bytes(const PipelinePlan& plan, int rank) {

@@ -5,6 +5,7 @@
 // engine; the stages' recomputation as planned) and each rank's chunks under their stages' sharding, sized by the plan's own shard
 // bounds (spec/sharded_state.h through sim::MemoryModel::chunk_state: the formula the planner
 // sums too).
+#include <string>
 #include <vector>
 
 #include "plait/runtime/pipeline_plan.h"
@@ -23,6 +24,15 @@ sim::ActivationOffloadModel activation_offload_model(const PipelinePlan& plan);
 // per micro-batch); null: the plan's.
 std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int threads = 1,
                                                  const spec::SequencePartition* partition = nullptr);
+
+// Before a running job switches from plan `now` to `next` (a re-balanced schedule, a moved layer
+// partition: share_rebalancer.h, layer_mover.h): "" when every rank whose device gives a capacity
+// (DeviceEmulation::memory_bytes) fits `next`, else why not ("rank 0's predicted peak ... would
+// exceed its device's ... (... with the plan in force)"). A rank fails only when its predicted
+// peak under `next` exceeds its capacity AND grows past its prediction under `now`, so the
+// check does not depend on the model's absolute error: a change that grows no rank's predicted
+// peak passes. Without any capacity, nothing is simulated.
+std::string capacity_exceeded(const PipelinePlan& next, const PipelinePlan& now);
 
 // The comm_buffers bytes data parallelism holds on `rank` at most (runtime/sharded_chunk.h,
 // sharded_data_parallel.h): the tied table's reduction buffer (V x C in the reduction's type) when

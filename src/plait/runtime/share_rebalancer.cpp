@@ -5,6 +5,7 @@
 
 #include "plait/core/error.h"
 #include "plait/core/median.h"
+#include "plait/runtime/predicted_memory.h"
 #include "plait/schedule/microbatch_shares.h"
 #include "plait/schedule/validator.h"
 
@@ -40,7 +41,7 @@ std::string describe_shares(const ShareChange& c) {
 }
 
 ShareRebalancer::ShareRebalancer(const StragglerConfig& config, const PipelinePlan& plan)
-    : config_(config), planned_(plan.schedule), tensor_parallel_(plan.tensor_parallel) {
+    : config_(config), plan_(plan), planned_(plan.schedule), tensor_parallel_(plan.tensor_parallel) {
   recent_.resize(static_cast<std::size_t>(plan.num_ranks()));
   if (!config.enabled || !config.rebalance) {
     unavailable_ = config.enabled ? "stragglers.rebalance is false" : "stragglers.enabled is false";
@@ -63,6 +64,7 @@ ShareRebalancer::ShareRebalancer(const StragglerConfig& config, const PipelinePl
     return;
   }
   current_ = planned_pipeline_;
+  schedule_ = planned_;
   position_of_rank_.assign(static_cast<std::size_t>(plan.num_ranks()), 0);
   bool peers = false;
   for (int g = 0; g < current_.num_groups(); ++g) {
@@ -120,6 +122,13 @@ std::optional<ShareChange> ShareRebalancer::rebalance(int position, std::int64_t
   return c;
 }
 
+std::string ShareRebalancer::over_capacity(const schedule::Schedule& schedule, const schedule::Schedule& in_force) const {
+  PipelinePlan next = plan_, now = plan_;
+  next.schedule = schedule;
+  now.schedule = in_force;
+  return capacity_exceeded(next, now);
+}
+
 std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t step, const std::vector<RankStepTimes>& ranks,
                                                                   const std::vector<StragglerChange>& changes,
                                                                   const StragglerDetector& detector) {
@@ -155,30 +164,38 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
     }
   }
   if (d.changes.empty()) return std::nullopt;
+  const schedule::Schedule in_force = schedule_;
   if (current_.stage_counts == planned_pipeline_.stage_counts) {
     d.schedule = planned_;
-    return d;
-  }
-  try {
-    schedule::HeterogeneousCosts costs;
-    // Measured seconds per unit by kind (B holds fused BW); segments and stages are not told
-    // apart: every rank ran its own mix of them in the measured steps.
-    costs.unit_seconds = [this](int rank, schedule::ActionKind kind, std::int32_t, std::int32_t) {
-      const std::size_t k = kind == schedule::ActionKind::F ? 0 : kind == schedule::ActionKind::W ? 2 : 1;
-      return seconds_per_unit(rank, k);
-    };
-    d.schedule = schedule::heterogeneous_schedule(*family_, current_, costs);
-    if (std::optional<schedule::Violation> v = schedule::validate(d.schedule)) {
-      throw Error("the regenerated schedule is invalid: " + schedule::summary(d.schedule, *v));
+  } else {
+    try {
+      schedule::HeterogeneousCosts costs;
+      // Measured seconds per unit by kind (B holds fused BW); segments and stages are not told
+      // apart: every rank ran its own mix of them in the measured steps.
+      costs.unit_seconds = [this](int rank, schedule::ActionKind kind, std::int32_t, std::int32_t) {
+        const std::size_t k = kind == schedule::ActionKind::F ? 0 : kind == schedule::ActionKind::W ? 2 : 1;
+        return seconds_per_unit(rank, k);
+      };
+      d.schedule = schedule::heterogeneous_schedule(*family_, current_, costs);
+      if (std::optional<schedule::Violation> v = schedule::validate(d.schedule)) {
+        throw Error("the regenerated schedule is invalid: " + schedule::summary(d.schedule, *v));
+      }
+    } catch (const Error& e) {
+      // The same failure on every rank (the same inputs): keep the shares in force, and stop
+      // re-balancing rather than the job.
+      for (const ShareChange& c : d.changes) current_.stage_counts[static_cast<std::size_t>(c.position)] = c.before;
+      unavailable_ = "re-balancing stopped at step " + std::to_string(step) + ": " + e.what();
+      failure_ = unavailable_;
+      return std::nullopt;
     }
-  } catch (const Error& e) {
-    // The same failure on every rank (the same inputs): keep the shares in force, and stop
-    // re-balancing rather than the job.
+  }
+  if (std::string why = over_capacity(d.schedule, in_force); !why.empty()) {
     for (const ShareChange& c : d.changes) current_.stage_counts[static_cast<std::size_t>(c.position)] = c.before;
-    unavailable_ = "re-balancing stopped at step " + std::to_string(step) + ": " + e.what();
-    failure_ = unavailable_;
+    failure_ = "re-balance after step " + std::to_string(step) + " declined (" + describe_shares(d.changes.front()) +
+               "): " + why;
     return std::nullopt;
   }
+  schedule_ = d.schedule;
   return d;
 }
 

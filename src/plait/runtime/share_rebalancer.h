@@ -9,6 +9,16 @@
 // plan's own schedule once every group has them). This is ReCycle's move (Gandhi et al., SOSP'24:
 // re-route micro-batches to data-parallel peers) inside one step's global batch.
 //
+// Memory: a rank given more micro-batches may hold more of them in flight (GPipe holds every
+// one; 1F1B-style schedules up to their stage depth), so before a regenerated schedule is swapped
+// in, the simulator predicts every rank's peak under it (predicted_memory.h, the memory model
+// `plait bench runtime memory` checks against the runtime). Where a rank's emulated device has a
+// capacity (parallel.devices memory) and its predicted peak would exceed it while growing past
+// the peak predicted for the schedule in force, the re-balance is declined (the shares in force
+// stay; a later flag or clear may try again) rather than let the rank run out of memory mid-step.
+// The comparison with the schedule in force makes the check independent of the model's absolute
+// error: a re-balance that grows no rank's predicted peak is never declined.
+//
 // Nothing moves but micro-batches: every rank keeps its stages, parameters and optimizer state;
 // the global batch and the global ids of its micro-batches stay (a micro-batch's tokens are a
 // function of (step, id), data/batch_source.h, so the data follows whichever rank runs it), and
@@ -67,8 +77,9 @@ class ShareRebalancer {
   std::optional<Decision> observe(std::int64_t step, const std::vector<RankStepTimes>& ranks,
                                   const std::vector<StragglerChange>& changes, const StragglerDetector& detector);
 
-  // Why the last observe() could not regenerate the schedule (the shares in force stay and
-  // re-balancing stops), once, or "". The same on every rank.
+  // Why the last observe() could not apply a re-balance, once, or "": the schedule could not be
+  // regenerated (the shares in force stay and re-balancing stops), or the new schedule would not
+  // fit a rank's memory (declined; re-balancing goes on). The same on every rank.
   std::string take_failure();
 
   // The micro-batches every rank runs now, by group (HeterogeneousPipeline::stage_counts).
@@ -79,9 +90,12 @@ class ShareRebalancer {
   // median of the recent steps; 0 when it ran none. kind kUnitKinds: all kinds together.
   double seconds_per_unit(int rank, std::size_t kind) const;
   std::optional<ShareChange> rebalance(int position, std::int64_t step, const StragglerChange& why);
+  // "" when `schedule` fits every rank's device memory (above), else why not.
+  std::string over_capacity(const schedule::Schedule& schedule, const schedule::Schedule& in_force) const;
 
   StragglerConfig config_;
-  schedule::Schedule planned_;
+  PipelinePlan plan_;  // the plan as built (its devices' capacities, the memory model's inputs)
+  schedule::Schedule planned_, schedule_;  // the plan's; the one in force
   const schedule::ScheduleFamily* family_ = nullptr;
   int tensor_parallel_ = 1;
   std::string unavailable_, failure_;

@@ -132,6 +132,32 @@ TrainingMetrics read_training_metrics(const std::string& path) {
       x.decide_seconds = g.number("decide_seconds");
       g.check_no_unknown_fields();
       m.rebalances.push_back(x);
+    } else if (f.has("move_layers")) {
+      const JsonFields g = f.object("move_layers");
+      MetricsLayerMove x;
+      x.step = f.integer("step");
+      x.made = g.boolean("made", false);
+      x.from = static_cast<int>(g.integer_in("from", 0, 1 << 24));
+      x.to = static_cast<int>(g.integer_in("to", 0, 1 << 24));
+      x.layers = static_cast<int>(g.integer_in("layers", 0, 1 << 24));
+      x.before = g.integers("before");
+      x.after = g.integers("after");
+      if (x.before.size() != x.after.size()) {
+        g.fail("after", "expected as many stages after as before (" + std::to_string(x.before.size()) + ")");
+      }
+      x.rank = static_cast<int>(g.integer_in("rank", 0, 1 << 24));
+      x.flagged = g.boolean("flagged", true);
+      x.slowdown = g.number("slowdown");
+      x.bytes = g.number("bytes");
+      x.cost_seconds = g.number("cost_seconds");
+      x.saved_per_step = g.number("saved_per_step");
+      x.horizon = g.integer("horizon");
+      x.gain_seconds = g.number("gain_seconds");
+      x.seconds = g.number("seconds");
+      x.transfer_seconds = g.number("transfer_seconds");
+      x.why = g.string("why");
+      g.check_no_unknown_fields();
+      m.moves.push_back(x);
     } else if (f.has("sample")) {
       m.samples.emplace_back(f.integer("step"), f.string("sample"));
     } else if (f.has("loss")) {
@@ -153,7 +179,8 @@ TrainingMetrics read_training_metrics(const std::string& path) {
       }
       steps[s.step] = s;
     } else {
-      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, straggler, rebalance, run or memory record");
+      throw InputError(path, where, "expected a step (loss), validation (val_loss), sample, straggler, rebalance, move_layers, run or "
+                                   "memory record");
     }
     f.check_no_unknown_fields();
   }
@@ -218,14 +245,21 @@ trace::Report training_report(const TrainingMetrics& m) {
   r.charts.push_back({"Loss", "step", "cross-entropy (nats)", {loss, val}, false});
   r.charts.push_back({"Learning rate", "step", "learning rate", {lr}, false});
   r.charts.push_back({"Gradient norm", "step", "global norm", {norm}, true});
-  // Each re-balance as a dot on the throughput of the step after which it was decided.
-  trace::ReportSeries moved{"re-balanced after this step", {}, true};
-  for (const MetricsRebalance& x : m.rebalances) {
+  // Each re-balance and layer move made as a dot on the throughput of the step after which it was
+  // decided.
+  trace::ReportSeries moved{"re-balanced after this step", {}, true}, relayered{"layers moved after this step", {}, true};
+  const auto mark = [&](trace::ReportSeries& series, std::int64_t at) {
     for (const auto& [step, tokens] : rate.points) {
-      if (step == static_cast<double>(x.step)) moved.points.emplace_back(step, tokens);
+      if (step == static_cast<double>(at)) series.points.emplace_back(step, tokens);
     }
+  };
+  for (const MetricsRebalance& x : m.rebalances) mark(moved, x.step);
+  for (const MetricsLayerMove& x : m.moves) {
+    if (x.made) mark(relayered, x.step);
   }
-  r.charts.push_back({"Throughput", "step", "tokens/s", {rate, moved}, false});
+  std::vector<trace::ReportSeries> throughput{rate, moved};
+  if (!relayered.points.empty()) throughput.push_back(relayered);
+  r.charts.push_back({"Throughput", "step", "tokens/s", throughput, false});
   if (!m.memory.empty()) {
     r.tables.push_back(memory_table(m.memory, "Peak memory by rank and category",
                                     "Measured by each rank's accounting (plait's memory tracker); each category's column is its "
@@ -261,6 +295,31 @@ trace::Report training_report(const TrainingMetrics& m) {
     }
     t.note = "The next step runs the new shares: the same global batch and micro-batches, other ranks for some of them "
              "(tier a; docs/runtime.md, \"Stragglers and restarts\").";
+    r.tables.push_back(t);
+  }
+  if (!m.moves.empty()) {
+    const auto joined = [](const std::vector<std::int64_t>& v) {
+      std::string out;
+      for (std::int64_t x : v) out += (out.empty() ? "" : "/") + std::to_string(x);
+      return out;
+    };
+    trace::ReportTable t;
+    t.title = "Layer moves (between adjacent stages)";
+    t.header = {"after step", "move", "layers per stage", "because", "cost (modelled)", "saves (predicted)", "took"};
+    for (const MetricsLayerMove& x : m.moves) {
+      t.rows.push_back({std::to_string(x.step),
+                        std::string(x.made ? "moved " : "declined ") + std::to_string(x.layers) + " from stage " +
+                            std::to_string(x.from) + " to " + std::to_string(x.to),
+                        joined(x.before) + " -> " + joined(x.after),
+                        "rank " + std::to_string(x.rank) + (x.flagged ? " flagged " : " cleared ") + fixed("%.2fx", x.slowdown),
+                        fixed("%.3f s", x.cost_seconds) + fixed(" (%.2f MiB)", x.bytes / (1 << 20)),
+                        fixed("%.2f ms", 1e3 * x.saved_per_step) + " x " + std::to_string(x.horizon) + " steps = " +
+                            fixed("%.3f s", x.gain_seconds),
+                        x.made ? fixed("%.3f s", x.seconds) + fixed(" (%.3f s sending)", x.transfer_seconds) : x.why});
+    }
+    t.note = "Tier b: a flagged rank alone on its stage moves layers to a neighbour when the estimator says the move "
+             "repays its cost over the horizon; the next step runs the new partition (docs/runtime.md, \"Stragglers "
+             "and restarts\").";
     r.tables.push_back(t);
   }
   bool host = false;

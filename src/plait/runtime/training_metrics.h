@@ -12,6 +12,11 @@
 //   {"step", "rebalance": {"stages", "ranks", "before", "after", "rank", "flagged", "slowdown",
 //                          "decide_seconds"}}          a stage's micro-batch shares changed
 //                                                      after the step (share_rebalancer.h)
+//   {"step", "move_layers": {"made", "from", "to", "layers", "before", "after", "rank", "flagged",
+//                            "slowdown", "bytes", "cost_seconds", "saved_per_step", "horizon",
+//                            "gain_seconds", "seconds", "transfer_seconds", "why"}}
+//                                                      a layer move considered after the step,
+//                                                      made or declined (layer_mover.h)
 //   {"step", "val_loss"}                                                     a validation
 //   {"step", "sample": "text"}                                               a sample
 //   {"memory": [{"rank", "stages", "peak_bytes": {category: bytes}, "peak_total_bytes",
@@ -65,6 +70,20 @@ struct MetricsRebalance {
   double slowdown = 1, decide_seconds = 0;
 };
 
+// A layer move considered (runtime::LayerMove): made, or declined and why.
+struct MetricsLayerMove {
+  std::int64_t step = 0;
+  bool made = false;
+  int from = 0, to = 0, layers = 0;
+  std::vector<std::int64_t> before, after;  // layers per virtual stage
+  int rank = 0;                             // the rank whose flag or clear decided it
+  bool flagged = true;
+  double slowdown = 1, bytes = 0, cost_seconds = 0, saved_per_step = 0, gain_seconds = 0;
+  std::int64_t horizon = 0;
+  double seconds = 0, transfer_seconds = 0;  // measured, when made
+  std::string why;
+};
+
 struct MetricsRankMemory {
   int rank = 0;
   std::string stages;
@@ -81,13 +100,14 @@ struct TrainingMetrics {
   std::vector<std::pair<std::int64_t, std::string>> samples;
   std::vector<MetricsStraggler> stragglers;  // in file order
   std::vector<MetricsRebalance> rebalances;  // in file order
+  std::vector<MetricsLayerMove> moves;       // in file order
   std::vector<MetricsRankMemory> memory, host_memory;  // the last run's end
 };
 
 TrainingMetrics read_training_metrics(const std::string& path);
 
 // The report: a summary, charts of the training and validation loss, learning rate, gradient
-// norm and tokens/s over steps (the re-balances marked on the last), the per-rank memory table (and the host tier's, when used) and
+// norm and tokens/s over steps (the re-balances and layer moves marked on the last), the per-rank memory table (and the host tier's, when used) and
 // the last samples.
 trace::Report training_report(const TrainingMetrics& metrics);
 

@@ -15,6 +15,7 @@
 #include "plait/runtime/hf_import.h"
 #include "plait/runtime/layer_transfer.h"
 #include "plait/runtime/pipeline_sampler.h"
+#include "plait/runtime/predicted_memory.h"
 #include "plait/runtime/resume_recipe.h"
 #include "plait/runtime/training_checkpoint.h"
 #include "plait/runtime/training_resume.h"
@@ -70,6 +71,7 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
       world_(world),
       tracker_(tracker),
       options_(std::move(options)),
+      cold_(world.size(), job.run.stragglers.value_or(StragglerConfig{}).window),
       stragglers_(job.run.stragglers.value_or(StragglerConfig{}), world.size()),
       rebalancer_(job.run.stragglers.value_or(StragglerConfig{}), plan),
       mover_(job.run.stragglers.value_or(StragglerConfig{}), plan) {
@@ -114,7 +116,10 @@ TrainingRun::TrainingRun(const JobConfig& job, const PipelinePlan& plan, comm::C
   // Every rank has chosen and checked before rank 0 changes anything in the checkpoint root.
   world.barrier();
   if (ckpt && world.rank() == 0) prepare_checkpoint_root(newer);
+  const double building = monotonic_seconds();
   trainer_ = std::make_unique<DistributedTrainer>(plan, global_, world, tracker, options_.trainer);
+  // What a layer move's rebuild will cost, as the slowest rank built its trainer (layer_mover.h).
+  mover_.set_rebuild_seconds(world.allreduce(monotonic_seconds() - building, comm::ReduceOp::kMax));
   if (reader) {
     restore_training_checkpoint(*trainer_, *reader);
   } else if (job.run.init) {
@@ -239,13 +244,14 @@ TrainingStep TrainingRun::next() {
   rec.result = trainer_->step(next_, data_->train());
   ++next_;
   rec.stop_requests = rec.result->stop_requests;
-  std::vector<double> speed;
-  // A rank's speed in its plan's layers (a rank that gave layers away runs shorter units).
+  // A rank's speed in its plan's layers (a rank that gave layers away runs shorter units), warm
+  // or warm-equivalent (a rank left one micro-batch per chunk runs only cold actions).
+  rec.seconds_per_unit = cold_.seconds_per_unit(rec.result->ranks);
   const int t = trainer_->tensor_parallel();
-  for (std::size_t r = 0; r < rec.result->ranks.size(); ++r) {
-    speed.push_back(rec.result->ranks[r].seconds_per_unit() * mover_.layer_scale(static_cast<int>(r) / t));
+  for (std::size_t r = 0; r < rec.seconds_per_unit.size(); ++r) {
+    rec.seconds_per_unit[r] *= mover_.layer_scale(static_cast<int>(r) / t);
   }
-  rec.stragglers = stragglers_.observe(rec.step, speed);
+  rec.stragglers = stragglers_.observe(rec.step, rec.seconds_per_unit);
   const double deciding = monotonic_seconds();
   if (std::optional<ShareRebalancer::Decision> d = rebalancer_.observe(rec.step, rec.result->ranks, rec.stragglers, stragglers_)) {
     trainer_->reschedule(std::move(d->schedule));
@@ -290,12 +296,22 @@ void TrainingRun::move_layers_if_it_pays(TrainingStep& rec) {
       m->made = false;
       m->why = std::string("the new partition is refused: ") + e.what();
     }
+    // The receiving stage holds more layers' weights, moments and activations: not past a
+    // device's capacity (predicted_memory.h; the same decision on every rank).
+    if (next) {
+      if (std::string why = capacity_exceeded(*next, trainer_->plan()); !why.empty()) {
+        m->made = false;
+        m->why = "the new partition would not fit: " + why;
+        next.reset();
+      }
+    }
     if (next) {
       auto [trainer, times] = move_layers(std::move(trainer_), *next, global_, world_, tracker_, options_.trainer);
       trainer_ = std::move(trainer);
       m->seconds = times.seconds;
       m->transfer_seconds = times.transfer_seconds;
       mover_.applied(*m);
+      mover_.set_rebuild_seconds(world_.allreduce(times.seconds - times.transfer_seconds, comm::ReduceOp::kMax));
     }
   }
   rec.moves.push_back(std::move(*m));

@@ -37,6 +37,7 @@
 #include "plait/comm/communicator.h"
 #include "plait/core/directory_lock.h"
 #include "plait/core/memory_tracker.h"
+#include "plait/runtime/cold_action_factor.h"
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/layer_mover.h"
 #include "plait/runtime/parallel_config.h"
@@ -76,6 +77,9 @@ struct TrainingStep {
   bool stopped = false;  // the run stops after this step because of them (see above)
   // Ranks the straggler detector flagged or cleared at this step (the same on every rank).
   std::vector<StragglerChange> stragglers;
+  // Each rank's seconds per unit of work as the detector judged it (ColdActionFactor: a rank
+  // that ran only cold actions at its warm-equivalent speed).
+  std::vector<double> seconds_per_unit;
   // Micro-batch shares changed after this step (the next step runs them), and how long deciding,
   // regenerating, validating and lowering the new schedule took (the re-balance's cost).
   std::vector<ShareChange> rebalances;
@@ -158,6 +162,7 @@ class TrainingRun {
   std::string resumed_from_, initial_checkpoint_, initialised_from_;
   std::vector<std::string> notes_;
   std::unique_ptr<DirectoryLock> lock_;  // rank 0's, for the run's life
+  ColdActionFactor cold_;
   StragglerDetector stragglers_;
   ShareRebalancer rebalancer_;
   LayerMover mover_;

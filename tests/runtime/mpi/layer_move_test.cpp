@@ -1,5 +1,5 @@
 // Tier (b) re-balancing (issue 26, part 2; runtime/layer_mover.h, layer_transfer.h), through the
-// whole training run: a rank alone on its pipeline stage, slowed 3x at step 3, is flagged after
+// whole training run: a rank alone on its pipeline stage, slowed 6x at step 3, is flagged after
 // two slow steps, and layers move from its stage to a neighbour at that step boundary (every
 // rank records the same move, at the same step). The run trains to the losses, validation losses
 // and final checkpoint (every parameter and both AdamW moments, by global name: the two runs hold
@@ -33,7 +33,7 @@ namespace {
 
 comm::Communicator& world() { return plait::test::mpi_session().world(); }
 
-constexpr int kSlowAt = 3, kSteps = 14, kSlowed = 1;
+constexpr int kSlowAt = 3, kSteps = 20, kSlowed = 1;
 
 // `job` on the shards, validation every 3 steps, a checkpoint at the end, a detector that judges
 // after 3 steps and flags after 2.
@@ -127,7 +127,10 @@ TEST(LayerMove, ALoneSlowedRankMovesLayersToANeighbourAndTheRunTrainsAsIfNothing
     EXPECT_TRUE(quiet.moves.empty());
     EXPECT_EQ(quiet.unavailable, "stragglers.move_layers is false");
 
-    const FailureInjection slow(kSlowed, kSlowAt, FailureInjection::Kind::kSlow, 3.0);
+    // 6x and 20 steps: the estimator charges a move the trainers' rebuild (the run's first build,
+    // 1-26 ms on these tiny jobs here); at 3x the saving over the 9 steps left of 14 was 15-35 ms,
+    // too close to it (6x over 9 steps: 36-66 ms on 4 ranks; over 15 steps, 60-110 ms).
+    const FailureInjection slow(kSlowed, kSlowAt, FailureInjection::Kind::kSlow, 6.0);
     const Outcome slowed = run(with_run_settings(k.job, dir, "slowed", true), slow);
     EXPECT_EQ(slowed.unavailable, "");
     ASSERT_FALSE(slowed.moves.empty()) << "no move considered for the slowed rank";
