@@ -64,5 +64,24 @@ TEST(ThreadCopyEngine, PacesCopiesToTheHostLink) {
   EXPECT_EQ(engine.bytes_copied(), src.size() * sizeof(float));
 }
 
+// The link serves the copies in order: two copies of 50 ms each are not both done before 100 ms,
+// and an event is not ready before its copy's link time has passed, whatever the memcpy took.
+TEST(ThreadCopyEngine, PacedCopiesShareTheLinkInOrder) {
+  std::vector<float> src(1 << 18, 5.0f), first(1 << 18), second(1 << 18);  // 1 MiB each
+  const double bytes = static_cast<double>(src.size() * sizeof(float));
+  ThreadCopyEngine engine(bytes / 0.05);
+  const auto start = std::chrono::steady_clock::now();
+  const CopyEvent a = engine.submit(first.data(), src.data(), src.size() * sizeof(float));
+  const CopyEvent b = engine.submit(second.data(), src.data(), src.size() * sizeof(float));
+  engine.wait(a);
+  EXPECT_TRUE(engine.ready(a));
+  engine.wait(b);
+  EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.1);
+  EXPECT_TRUE(engine.ready(b));
+  EXPECT_EQ(first, src);
+  EXPECT_EQ(second, src);
+  engine.synchronize();  // nothing left: returns
+}
+
 }  // namespace
 }  // namespace plait

@@ -40,6 +40,7 @@
 #include "plait/data/packed_sequences.h"
 #include "plait/data/sequential_loader.h"
 #include "plait/model/parameter_layout.h"
+#include "plait/runtime/copy_profiler.h"
 #include "plait/runtime/data_parallel_model.h"
 #include "plait/runtime/distributed_trainer.h"
 #include "plait/runtime/microbatch_partition.h"
@@ -51,6 +52,7 @@
 #include "plait/runtime/rank_gather.h"
 #include "plait/runtime/tensor_parallel_group.h"
 #include "plait/runtime/unit_profiler.h"
+#include "plait/schedule/activation_offload.h"
 #include "plait/schedule/lowering.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/document_cost_model.h"
@@ -837,7 +839,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   }
   std::printf("%-12s %-9s %-7s %2s %2s | %10s %21s | %10s %7s | %7s %7s | %9s %9s | %s\n", "schedule", "recompute",
               "offload", "v", "k", "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim", "busy", "sim",
-              "offload wait (sim)");
+              "offload wait (sim) | copy compute (sim) at memcpy");
   for (const Run& run : runs) {
     if (run.segment_row && (&run == runs.data() || !(&run - 1)->segment_row)) {
       std::printf("%s over segment counts (many short segments against few long ones):\n", run.name.c_str());
@@ -850,8 +852,28 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     const sim::MemoryModel memory(run.plan.model, run.plan.vstage_layers, run.plan.partition, run.plan.microbatch_size,
                                   {run.plan.precision, run.job.parallel.recompute, 1});
     sim::SimOptions sim_options{false, false};
-    const sim::ActivationOffloadModel offloads = runtime::activation_offload_model(run.plan);
+    sim::ActivationOffloadModel offloads = runtime::activation_offload_model(run.plan);
     sim_options.activation_offload = &offloads;
+    // The CPU-only term: each rank's copies take core time from its compute at this machine's
+    // memcpy cost per byte, measured here on the rank's own traffic (runtime/copy_profiler.h:
+    // blocks of its mean moved unit over a span of the bytes it moves a step). The ranks share
+    // this machine, so the lead measures for each.
+    double copy_slowest = 0, copy_fastest = 0;  // the ranks' memcpy bytes per second
+    if (run.offload != "none") {
+      const sim::SimResult bytes = sim::simulate(run.plan.schedule, lowered, cost, &memory, sim_options);
+      offloads.compute_seconds_per_byte.assign(bytes.ranks.size(), 0.0);
+      for (std::size_t r = 0; r < bytes.ranks.size(); ++r) {
+        const std::size_t units =
+            schedule::activation_offloads(run.plan.schedule.ranks[r], offloads.chunk_offloads[r]).size();
+        const double moved = bytes.ranks[r].offload_bytes;
+        if (units == 0 || moved <= 0) continue;
+        offloads.compute_seconds_per_byte[r] = runtime::measure_copy_seconds_per_byte(
+            static_cast<std::size_t>(moved / static_cast<double>(units)), static_cast<std::size_t>(moved));
+        const double rate = 1.0 / offloads.compute_seconds_per_byte[r];
+        copy_slowest = copy_slowest > 0 ? std::min(copy_slowest, rate) : rate;
+        copy_fastest = std::max(copy_fastest, rate);
+      }
+    }
     sim::SimResult typical = sim::simulate(run.plan.schedule, lowered, cost, &memory, sim_options);
     if (!run.packing.empty() && run.packing != "stream") {
       // Each measured step timed with its own micro-batches' documents (sim/document_cost_model.h),
@@ -868,8 +890,11 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       });
       typical = steps[steps.size() / 2];
     }
-    double offload_wait = 0;
-    for (const sim::RankResult& r : typical.ranks) offload_wait = std::max(offload_wait, r.offload_wait);
+    double offload_wait = 0, offload_compute = 0;
+    for (const sim::RankResult& r : typical.ranks) {
+      offload_wait = std::max(offload_wait, r.offload_wait);
+      offload_compute = std::max(offload_compute, r.offload_compute);
+    }
     std::vector<double> sorted = run.makespans;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted[sorted.size() / 2];
@@ -879,13 +904,17 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     std::sort(busy.begin(), busy.end());
     double sim_busy = 0;
     for (const sim::RankResult& r : typical.ranks) sim_busy += r.busy / static_cast<double>(typical.ranks.size());
-    std::printf("%-12s %-9s %-7s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%% | %6.1f ms %6.1f ms | %.1f ms\n",
+    std::printf("%-12s %-9s %-7s %2d %2d | %7.1f ms (%7.1f - %7.1f ms) | %7.1f ms %+6.1f%% | %6.1f%% %6.1f%% | %6.1f ms %6.1f ms | %.1f ms",
                 run.name.c_str(), run.recompute.c_str(), run.offload == "none" ? "no" : "act",
                 run.plan.schedule.layout.max_chunks(),
                 run.plan.partition.count(),
                 1e3 * median, 1e3 * sorted.front(), 1e3 * sorted.back(), 1e3 * typical.step_time,
                 100 * (typical.step_time - median) / median, 100 * bubble,
                 100 * typical.bubble_fraction, 1e3 * busy[busy.size() / 2], 1e3 * sim_busy, 1e3 * offload_wait);
+    if (copy_fastest > 0) {
+      std::printf(" | %.1f ms at %.2f-%.2f GB/s", 1e3 * offload_compute, copy_slowest / 1e9, copy_fastest / 1e9);
+    }
+    std::printf("\n");
   }
   bool document_rows = false;
   for (const Run& run : runs) {

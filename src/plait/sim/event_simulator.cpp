@@ -69,12 +69,16 @@ struct OffloadReplay {
   schedule::OffloadPoints points;
   std::vector<double> activations, kv, out_done, back_done;
   double seconds_per_byte = 0, copy_free = 0;
+  // CPU ranks: compute seconds per copied byte, and what the copies submitted since the rank's
+  // last compute action charge to its next one (ActivationOffloadModel::compute_seconds_per_byte).
+  double compute_seconds_per_byte = 0, compute_due = 0;
   double host_activations = 0, host_kv = 0, peak_activations = 0, peak_kv = 0;
 
   bool empty() const { return units.empty(); }
   double bytes(std::int32_t u) const { return activations[static_cast<std::size_t>(u)] + kv[static_cast<std::size_t>(u)]; }
   double copy(double from, double b) {
     copy_free = std::max(from, copy_free) + b * seconds_per_byte;
+    compute_due += b * compute_seconds_per_byte;
     return copy_free;
   }
   // The unit's bytes leave the device (sign -1) or come back (+1).
@@ -125,6 +129,9 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
       const double bw = static_cast<std::size_t>(r) < model.host_bytes_per_second.size()
                             ? model.host_bytes_per_second[static_cast<std::size_t>(r)] : 0.0;
       o.seconds_per_byte = bw > 0 ? 1.0 / bw : 0.0;
+      if (static_cast<std::size_t>(r) < model.compute_seconds_per_byte.size()) {
+        o.compute_seconds_per_byte = model.compute_seconds_per_byte[static_cast<std::size_t>(r)];
+      }
     }
   }
   if (options.record_events) {
@@ -182,7 +189,15 @@ SimResult simulate(const schedule::Schedule& schedule, const schedule::LoweredSc
         const bool paired = options.overlap_pairs && forward_start[r] >= 0 && schedule::is_backward_input(a.kind) &&
                             a.chunk != forward_chunk[r];
         const double start = paired ? std::max(forward_start[r], arrived_since[r]) : now[r];
-        const double end = start + cost.compute_seconds(r, a.kind, a.microbatch, a.segment, s);
+        double seconds = cost.compute_seconds(r, a.kind, a.microbatch, a.segment, s);
+        if (off.compute_due > 0) {
+          // The memcpy of the copies submitted since the last action (the copy out after it, the
+          // copies back before this one) shares this action's core.
+          seconds += off.compute_due;
+          rr.offload_compute += off.compute_due;
+          off.compute_due = 0;
+        }
+        const double end = start + seconds;
         if (options.overlap_pairs) {
           forward_start[r] = a.kind == ActionKind::F ? start : -1.0;
           forward_chunk[r] = a.chunk;

@@ -32,9 +32,19 @@ namespace plait::sim {
 // engine (in submission order, beside compute), and the rank waits where the runtime waits: at
 // the release for the copy out, at the B for the copy back (a late prefetch stalls it). The host
 // tier holds a unit's bytes from its copy out to its B (CategoryPeaks::host_activations).
+//
+// CPU ranks only: `compute_seconds_per_byte` charges each copy's bytes (out and back) to the
+// rank's compute, added to the duration of the rank's next compute action. On a CPU rank the copy
+// engine is a thread (core/thread_copy_engine.h) whose memcpy runs beside the compute threads on
+// the same cores: the copy out is submitted right after the F and the copy back right before the
+// action ahead of the B, so each memcpy runs during the rank's next action and takes its core time
+// from it. (Which compute thread the scheduler takes the core from is not fixed; charging the
+// rank's own is exact on average when the ranks copy alike.) A GPU's copy engine is a DMA unit
+// beside the SMs: 0 there, and by default, which leaves every result unchanged.
 struct ActivationOffloadModel {
   std::vector<std::vector<bool>> chunk_offloads;  // [rank][chunk]
   std::vector<double> host_bytes_per_second;      // per rank; 0 (or missing): copies take no time
+  std::vector<double> compute_seconds_per_byte;   // per rank; 0 (or missing): copies take no compute
 };
 
 struct SimOptions {
@@ -76,6 +86,9 @@ struct RankResult {
   double step_end = 0.0;               // with SimOptions::data_parallel: its update done
   double offload_wait = 0.0;           // activation offload: waiting for a copy out or back
   double offload_bytes = 0.0;          // activation offload: bytes copied out (and back)
+  // Activation offload on CPU ranks: compute time charged for the copies (in `busy`;
+  // ActivationOffloadModel::compute_seconds_per_byte).
+  double offload_compute = 0.0;
   AllocatedPeaks allocated;
   // Peaks by category: activations and K/V as `allocated`; with SimOptions::chunk_states also the
   // static categories, the device total with them and the host tier (sharded_memory.h).
