@@ -155,6 +155,19 @@ TEST(DocumentPlanning, RejectsALayoutThatFitsOnlyOnAverage) {
     EXPECT_EQ(std::find(only_on_average.begin(), only_on_average.end(), summary), only_on_average.end()) << summary;
   }
 
+  // Tighter still, only tensor parallelism fits: its worst cuts are rounded to its degree, as the
+  // runtime rounds them (sequence parallelism splits every unit's tokens over the group).
+  const PlanningProblem tight = gpt2_problem(4.0, true);
+  PlannerOptions tp = seq1f1b_options();
+  tp.tensor_parallel = {1, 2};
+  const PlannerResult t = plan_cluster(tight, tp);
+  ASSERT_FALSE(t.plans.empty());
+  for (const Plan& p : t.plans) {
+    EXPECT_TRUE(p.prediction.fits);
+    if (!p.choice.tensor_parallel() || !p.prediction.documents) continue;
+    for (std::int64_t len : p.prediction.documents->worst_cut) EXPECT_EQ(len % 2, 0) << p.choice.summary(tight.cluster);
+  }
+
   // The plan file packs documents and leaves the flops split to be cut per micro-batch.
   const nlohmann::json file = plan_file_json(capped_packed, *x, nullptr);
   EXPECT_EQ(file["data"]["packing"], "documents");

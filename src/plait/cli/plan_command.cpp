@@ -56,6 +56,11 @@ void plan_documents(const PlanOptions& o, plan::PlanningProblem& problem, const 
   d.steps = static_cast<int>(positive_flag("--document-steps", o.document_steps, 1024));
   if (config && config->contains("data")) {
     const JsonFields data = JsonFields(*config, file).object("data");
+    // The plan file will pack documents, which plait train does for token shards only.
+    if (data.has("paths") && !data.has("shards")) {
+      data.fail("paths", "--documents plans for documents packed from token shards (data.packing \"documents\"), "
+                         "and this run reads text paths; prepare shards with plait data prepare and give data.shards");
+    }
     if (data.string("balance", "none") == "wlb") d.balance_window = static_cast<int>(data.integer_in("balance_window", 1, 1 << 20, 1));
   }
   problem.documents = std::make_shared<const plan::DocumentLoads>(std::move(d), problem.model.model, problem.seq,

@@ -21,6 +21,12 @@ spec::SequencePartition planned_memory_partition(const PlanningProblem& problem,
   return problem.documents->load(microbatch_size, nominal, multiple).worst;
 }
 
+std::int64_t document_cut_multiple(const PlanChoice& choice) {
+  std::int64_t m = std::max<std::int64_t>(choice.split_multiple, 1);
+  for (const StageGroup& g : choice.groups) m = std::max<std::int64_t>(m, g.tp);
+  return m;
+}
+
 std::vector<int> PlanningProblem::tp_members(int lead, int t) const { return plan::tp_members(cluster, lead, t); }
 
 std::vector<int> tp_members(const ClusterSpec& cluster, int lead, int t) {

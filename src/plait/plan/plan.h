@@ -192,6 +192,9 @@ spec::SequencePartition plan_partition(const PlanningProblem& problem, const Pla
 // at `multiple` (DocumentLoad::worst; plan_documents.h).
 spec::SequencePartition planned_memory_partition(const PlanningProblem& problem, int microbatch_size,
                                                  const spec::SequencePartition& nominal, std::int64_t multiple);
+// The multiple the runtime rounds a per-micro-batch cut of `choice` to: its split_multiple, or
+// under tensor parallelism its largest degree (runtime::PipelinePlan's cut_multiple).
+std::int64_t document_cut_multiple(const PlanChoice& choice);
 
 // "31.20 GiB", or "35.29 MiB" below 4 GiB (emulated devices), for reports and errors.
 std::string bytes_text(double bytes);

@@ -68,7 +68,7 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const MemoryPolicy policy{problem.cluster.precision, choice.recompute(), problem.cluster.emulated,
                             problem.cluster.grad_reduce};
   const spec::SequencePartition memory_cut =
-      planned_memory_partition(problem, choice.microbatch_size, times.partition(), choice.split_multiple);
+      planned_memory_partition(problem, choice.microbatch_size, times.partition(), document_cut_multiple(choice));
   const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, memory_cut,
                                 choice.microbatch_size, policy.memory_options(1, choice.vstage_tensor_parallel()));
   const std::vector<int> devices = choice.rank_devices();

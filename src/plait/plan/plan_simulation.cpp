@@ -121,7 +121,7 @@ PlanPrediction simulate_plan(const PlanningProblem& problem, const PlanChoice& c
   // documents, the slowest kept; memory replayed with the worst cut.
   const DocumentLoads& loads = *problem.documents;
   const spec::SequencePartition nominal = plan_partition(problem, choice);
-  const DocumentLoad& load = loads.load(choice.microbatch_size, nominal, choice.split_multiple);
+  const DocumentLoad& load = loads.load(choice.microbatch_size, nominal, document_cut_multiple(choice));
   DocumentPrediction d;
   d.distribution = loads.planning().distribution.text();
   d.steps = loads.planning().steps;
