@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "plait/data/document_length_file.h"
 #include "plait/data/token_source.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
@@ -36,6 +37,22 @@ TEST_F(DataPrepareCommand, WritesShardsAndASummaryAndFailsClearlyOnBadInput) {
       << ok.out;
   ShardSetSource train(find_token_shards((dir / "out").string(), "train"), 256);
   EXPECT_EQ(train.size(), 23);
+  // The training split's lengths, machine-readable beside the shards (for --documents histogram:).
+  EXPECT_NE(ok.out.find("histogram:PATH): " + (dir / "out" / "corpus.lengths.json").string()), std::string::npos) << ok.out;
+  const LengthHistogram lengths = read_document_lengths((dir / "out").string());
+  EXPECT_EQ(lengths.documents, 1);
+  EXPECT_EQ(lengths.tokens, 23);
+  ASSERT_EQ(lengths.bins.size(), 1u);
+  EXPECT_EQ(lengths.bins[0], (LengthBin{23, 23, 1, 23}));
+  // A second prepare of the name is refused, and --overwrite replaces the lengths file too.
+  const CommandResult again = run_plait("data prepare --tokenizer byte --quiet --val-fraction 0.3 --out " +
+                                        (dir / "out").string() + " " + (dir / "in").string());
+  EXPECT_EQ(again.status, 1);
+  std::ofstream(dir / "in" / "b.txt") << "another document\n";
+  const CommandResult over = run_plait("data prepare --tokenizer byte --quiet --overwrite --val-fraction 0.3 --out " +
+                                       (dir / "out").string() + " " + (dir / "in").string());
+  ASSERT_EQ(over.status, 0) << over.err;
+  EXPECT_EQ(read_document_lengths((dir / "out").string()).documents, 2);
 
   const CommandResult missing = run_plait("data prepare --tokenizer byte --out " + (dir / "out2").string() + " " +
                                           (dir / "nothing").string());

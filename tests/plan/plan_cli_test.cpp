@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 
+#include "plait/core/json_fields.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/latency_table.h"
 #include "support/run_command.h"
@@ -76,6 +77,43 @@ TEST(PlanCli, OneLineErrors) {
     EXPECT_EQ(o.err.rfind(c.expected, 0), 0u) << "got: " << o.err;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
   }
+}
+
+// --documents: the problem and every plan say what they were planned for; the plan file packs
+// documents; --evaluate of it with the same documents predicts the same step; a missing
+// histogram and a config whose data are text paths are one-line errors naming the file.
+TEST(PlanCli, PlansForPackedDocuments) {
+  const std::string out = test_file("plan.json");
+  const CommandResult o = run_plait("plan " + kCpu4 + "--documents lognormal:30:1.0 --document-steps 4 --out " + out);
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("documents  packed (data.packing \"documents\"), lengths from lognormal(median 30, sigma 1, "
+                       "seed 1), plain order; plans are made for the worst micro-batch of 4 steps drawn"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find(", 4 steps drawn: planned for the worst step (#"), std::string::npos) << o.out;
+  const nlohmann::json plan = read_json_file(out);
+  EXPECT_EQ(plan["data"]["packing"], "documents");
+  if (plan["parallel"].contains("split")) {
+    EXPECT_TRUE(plan["train"]["segments"].is_number_integer());
+  }
+  const CommandResult e = run_plait("plan --cluster " + shared_cluster("cpu4-emulated.json") + " --evaluate " + out +
+                                    " --documents lognormal:30:1.0 --document-steps 4");
+  ASSERT_EQ(e.status, 0) << e.err;
+  const std::size_t at = o.out.find("  step "), eat = e.out.find("  step ");
+  ASSERT_NE(eat, std::string::npos) << e.out;
+  EXPECT_EQ(o.out.substr(at, o.out.find(' ', at + 8) - at), e.out.substr(eat, e.out.find(' ', eat + 8) - eat));
+  EXPECT_NE(e.out.find("planned for the worst step"), std::string::npos) << e.out;
+
+  const std::string missing = test_file("none.lengths.json");
+  const CommandResult m = run_plait("plan " + kCpu4 + "--documents histogram:" + missing);
+  EXPECT_EQ(m.status, 1);
+  EXPECT_EQ(m.err.rfind("plait: error: --documents: " + missing + ": (file): ", 0), 0u) << m.err;
+  const std::string base = shared_cluster("cpu4-base.json");
+  const CommandResult t = run_plait("plan " + kCpu4 + "--config " + base + " --documents lognormal:30:1.0");
+  EXPECT_EQ(t.status, 1);
+  EXPECT_EQ(t.err.rfind("plait: error: " + base + ": data.paths: --documents plans for documents packed from token shards", 0),
+            0u)
+      << t.err;
 }
 
 // A search whose memory bound exceeds what there is never starts, stating the bound; a search

@@ -109,6 +109,43 @@ TEST(PlanFile, RecomputationPerStageRoundTrips) {
   EXPECT_DOUBLE_EQ(simulate_plan(problem, loaded.choice, loaded.schedule).step_seconds, plan.prediction.step_seconds);
 }
 
+// A plan for packed documents with a flops split is written so that the runtime cuts each
+// micro-batch from its documents (train.segments a count, parallel.split "flops", data.packing
+// "documents"), as the plan's worst case assumed; read back, it predicts the same step.
+TEST(PlanFile, APlanForPackedDocumentsIsCutPerMicrobatchAtRunTime) {
+  PlanningProblem problem = cpu4_problem("cpu4-emulated.json");
+  DocumentPlanning d;
+  d.distribution = data::parse_document_distribution("lognormal:30:1.0", "test");
+  d.steps = 4;
+  problem.documents = std::make_shared<const DocumentLoads>(d, problem.model.model, problem.seq, problem.global_batch);
+  PlannerOptions o;
+  o.families = {"seq1f1b"};
+  o.min_unit_tokens = 0;
+  o.simulate = 16;
+  o.top = 20;
+  const PlannerResult r = plan_cluster(problem, o);
+  const Plan* plan = nullptr;
+  for (const Plan& p : r.plans) {
+    if (!plan && p.choice.segments > 1 && p.choice.split == spec::SplitMethod::flops) plan = &p;
+  }
+  ASSERT_NE(plan, nullptr);
+  ASSERT_TRUE(plan->prediction.documents);
+  EXPECT_TRUE(plan->prediction.documents->cuts);
+  const nlohmann::json base = nlohmann::json::parse(R"({"data": {"shards": "data/x", "tokenizer": "byte"}})");
+  const std::string path = test_file("plan.json");
+  write_json_file(path, plan_file_json(problem, *plan, &base));
+  const runtime::JobConfig job = runtime::load_job_config(path);
+  EXPECT_TRUE(job.run.data.packs_documents());
+  EXPECT_EQ(job.run.train.segments.count, plan->choice.segments);
+  EXPECT_FALSE(job.run.train.segments.explicit_lengths());
+  const runtime::PipelinePlan run = runtime::build_pipeline_plan(job, plan->choice.devices_used());
+  EXPECT_TRUE(run.document_cuts);
+  EXPECT_EQ(run.partition.lengths, plan_partition(problem, plan->choice).lengths);
+  const LoadedPlan loaded = read_plan_file(path, problem.cluster);
+  EXPECT_EQ(loaded.choice.split, spec::SplitMethod::flops);
+  EXPECT_DOUBLE_EQ(simulate_plan(problem, loaded.choice, loaded.schedule).step_seconds, plan->prediction.step_seconds);
+}
+
 // A plan that leaves a device out of every stage (here fast-capped, host:1) names the devices its
 // ranks run on, and is evaluated on those devices, not on the first ones of the cluster.
 TEST(PlanFile, APlanLeavingADeviceOutIsEvaluatedOnItsDevices) {

@@ -88,6 +88,19 @@ TEST(ParallelSpec, ExplicitFormRoundTripsASchedule) {
   EXPECT_EQ(parallel_schedule(spec, 6, 2, "f.json"), s);
   // Through JSON, as a plan file holds it.
   EXPECT_EQ(parallel_schedule(parse(to_json(spec).dump()), 6, 2, "f.json"), s);
+  EXPECT_FALSE(to_json(spec).contains("split"));
+  // A segment count's split too (plait plan --documents: cut per micro-batch from its documents).
+  ParallelSpec flops = spec;
+  flops.split = "flops";
+  const ParallelSpec back = parse(to_json(flops).dump());
+  EXPECT_EQ(back.split, "flops");
+  EXPECT_EQ(parallel_schedule(back, 6, 2, "f.json"), s);
+  EXPECT_EQ(error_of([&] {
+              nlohmann::json j = to_json(spec);
+              j["split"] = "fast";
+              parse(j.dump());
+            }),
+            "f.json: parallel.split: expected \"even\" or \"flops\", found \"fast\"");
 }
 
 // parallel.recompute in its four forms; "none" is the default and is not written.

@@ -33,10 +33,8 @@
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
-#include "plait/data/balanced_order.h"
 #include "plait/data/batch_loader.h"
 #include "plait/data/document_distribution.h"
-#include "plait/data/document_mask.h"
 #include "plait/data/packed_sequences.h"
 #include "plait/data/sequential_loader.h"
 #include "plait/model/parameter_layout.h"
@@ -56,6 +54,7 @@
 #include "plait/schedule/lowering.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/sim/document_cost_model.h"
+#include "plait/sim/document_work.h"
 #include "plait/sim/event_simulator.h"
 #include "plait/sim/memory_model.h"
 #include "plait/spec/tensor_parallel_plan.h"
@@ -616,35 +615,10 @@ runtime::SegmentProfile combine(const std::vector<runtime::SegmentProfile>& all)
   return out;
 }
 
-// The units of step `step` from each micro-batch's documents and its own cut (the runtime's:
-// runtime/microbatch_partition.h), for sim::DocumentCostModel.
-sim::MicrobatchWork document_work(const runtime::PipelinePlan& plan, const data::BatchSource& loader, std::int64_t step) {
-  sim::MicrobatchWork work;
-  for (int mb = 0; mb < plan.global_microbatches(); ++mb) {
-    const std::vector<data::SequenceDocuments> rows = loader.documents(step, mb);
-    const std::vector<std::int64_t> pairs = data::attention_pairs(rows, plan.seq);
-    const spec::SequencePartition cut = runtime::microbatch_partition(plan, rows);
-    std::vector<sim::UnitWork>& units = work.emplace_back();
-    for (int i = 0; i < cut.count(); ++i) {
-      double visited = 0;
-      for (std::int64_t q = cut.start(i); q < cut.start(i) + cut.lengths[static_cast<std::size_t>(i)]; ++q) {
-        visited += static_cast<double>(pairs[static_cast<std::size_t>(q)]);
-      }
-      units.push_back({static_cast<double>(rows.size() * cut.lengths[static_cast<std::size_t>(i)]), visited});
-    }
-  }
-  return work;
-}
-
-// max / mean over the step's micro-batches of their sum(doc^2) (data/balanced_order.h's work).
-double document_spread(const runtime::PipelinePlan& plan, const data::BatchSource& loader, std::int64_t step) {
-  std::vector<double> work;
-  for (int mb = 0; mb < plan.global_microbatches(); ++mb) {
-    double sum = 0;
-    for (const data::SequenceDocuments& r : loader.documents(step, mb)) sum += data::sequence_attention_work(r, plan.seq);
-    work.push_back(sum);
-  }
-  return data::max_over_mean(work, 1);
+// Step `step` of a document row as the runtime cuts it (runtime/microbatch_partition.h: the
+// plan's partition, or with document_cuts each micro-batch's own), for sim::DocumentCostModel.
+sim::StepDocuments document_step(const runtime::PipelinePlan& plan, const data::BatchSource& loader, std::int64_t step) {
+  return sim::step_documents(plan.model, loader, step, {plan.partition, plan.document_cuts, plan.cut_multiple});
 }
 
 void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
@@ -882,7 +856,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       for (int s = 1; s <= o.steps; ++s) {
         steps.push_back(sim::simulate(run.plan.schedule, lowered,
                                       sim::DocumentCostModel(cost, run.plan.model, run.plan.partition,
-                                                             run.plan.microbatch_size, document_work(run.plan, *run.loader, s)),
+                                                             run.plan.microbatch_size, document_step(run.plan, *run.loader, s).units),
                                       &memory, sim_options));
       }
       std::sort(steps.begin(), steps.end(), [](const sim::SimResult& a, const sim::SimResult& b) {
@@ -927,7 +901,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       document_rows = true;
     }
     double spread = 0;
-    for (int s = 1; s <= o.steps; ++s) spread += document_spread(run.plan, *run.loader, s) / o.steps;
+    for (int s = 1; s <= o.steps; ++s) spread += document_step(run.plan, *run.loader, s).max_over_mean / o.steps;
     const spec::SequencePartition worst = runtime::worst_case_partition(run.plan, *run.loader, 0, o.steps + 1);
     const std::vector<sim::CategoryPeaks> planned = runtime::predicted_memory(run.plan, 1, &worst);
     std::string lengths;
@@ -1102,7 +1076,7 @@ void add_options(CLI::App* cmd, BenchRuntimeOptions& o) {
       ->capture_default_str();
   cmd->add_option("--documents", o.documents,
                   "speed: three more rows of --segment-family (flops split) on packed documents of this length\n"
-                  "distribution, lognormal:MEDIAN:SIGMA[:SEED]: stream windows, packed in plain order, packed and\n"
+                  "distribution, lognormal:MEDIAN:SIGMA[:SEED] or histogram:PATH: stream windows, packed in plain order, packed and\n"
                   "balanced (data.balance wlb), predicted from each step's documents")
       ->type_name("DIST");
   cmd->add_option("--balance-window", o.balance_window, "speed: the balanced row's data.balance_window (steps)")

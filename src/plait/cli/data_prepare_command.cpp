@@ -24,6 +24,8 @@ void print_documents(const data::PrepareSummary& s) {
               static_cast<long long>(t.longest), static_cast<long long>(s.val_documents.count));
   std::printf("  train document lengths (tokens, log2 buckets):\n");
   for (const std::string& line : t.lines()) std::printf("  %s\n", line.c_str());
+  std::printf("  train document lengths, finer (for plait sim/plan --documents histogram:PATH): %s\n",
+              s.lengths.c_str());
 }
 
 void run_prepare(const data::PrepareOptions& base, const std::vector<std::string>& inputs,

@@ -14,6 +14,7 @@
 #include "plait/cli/search_flags.h"
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
+#include "plait/data/document_distribution.h"
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/plan_file.h"
 #include "plait/plan/plan_report.h"
@@ -35,12 +36,35 @@ struct PlanOptions {
   std::string max_stages = "16", simulate = "16", min_unit_tokens, tp;
   bool no_segments = false, no_recompute = false, no_shard = false, even = false, verbose = false;
   std::string evaluate, profile_model;
+  std::string documents, document_steps = "8";
   std::string flops_profile, gflops, device_name = "cpu", dtype = "float32", max_microbatch = "8";
   SearchFlags search;
 };
 
 void require(const std::string& flag, const std::string& value) {
   if (value.empty()) throw Error(flag + ": required (see plait plan --help)");
+}
+
+// With --documents: plans for the worst micro-batch of packed documents (plan/plan_documents.h),
+// read in the order the run's data section asks for (data.balance "wlb" and its window, or
+// plain order); `config` is that run's config (or plan file), `file` its name.
+void plan_documents(const PlanOptions& o, plan::PlanningProblem& problem, const nlohmann::json* config,
+                    const std::string& file) {
+  if (o.documents.empty()) return;
+  plan::DocumentPlanning d;
+  d.distribution = data::parse_document_distribution(o.documents, "--documents");
+  d.steps = static_cast<int>(positive_flag("--document-steps", o.document_steps, 1024));
+  if (config && config->contains("data")) {
+    const JsonFields data = JsonFields(*config, file).object("data");
+    // The plan file will pack documents, which plait train does for token shards only.
+    if (data.has("paths") && !data.has("shards")) {
+      data.fail("paths", "--documents plans for documents packed from token shards (data.packing \"documents\"), "
+                         "and this run reads text paths; prepare shards with plait data prepare and give data.shards");
+    }
+    if (data.string("balance", "none") == "wlb") d.balance_window = static_cast<int>(data.integer_in("balance_window", 1, 1 << 20, 1));
+  }
+  problem.documents = std::make_shared<const plan::DocumentLoads>(std::move(d), problem.model.model, problem.seq,
+                                                                  problem.global_batch);
 }
 
 void write_flops_profile(const PlanOptions& o) {
@@ -68,7 +92,9 @@ void evaluate(const PlanOptions& o) {
   plan::ClusterSpec cluster = plan::read_cluster_spec(o.cluster);
   if (!o.profile_model.empty()) cluster.profile_model = o.profile_model;
   plan::LoadedPlan loaded = plan::read_plan_file(o.evaluate, cluster);
-  const plan::PlanningProblem problem = plan::make_problem(cluster, loaded.model, loaded.global_batch, loaded.seq);
+  plan::PlanningProblem problem = plan::make_problem(cluster, loaded.model, loaded.global_batch, loaded.seq);
+  const nlohmann::json plan_file = read_json_file(o.evaluate);
+  plan_documents(o, problem, &plan_file, o.evaluate);
   plan::Plan p;
   p.choice = loaded.choice;
   p.schedule = std::move(loaded.schedule);
@@ -129,8 +155,9 @@ void run_plan(const PlanOptions& o) {
                         "a bound for " + std::to_string(devices) + " devices: two 16-byte links per pair of them while a "
                         "plan is simulated, 200 KiB per device and 96 MiB besides; docs/planner.md",
                         "plan a part of the cluster (--devices-of-type), or on a machine with more memory");
-  const plan::PlanningProblem problem =
+  plan::PlanningProblem problem =
       plan::make_problem(std::move(cluster), std::move(model), batch, seq, options.device_types);
+  plan_documents(o, problem, o.config.empty() ? nullptr : &base, o.config);
   ProgressLine progress(parse_progress_flag(o.search.progress));
   options.progress = progress.callback();
   const plan::PlannerResult result = plan::plan_cluster(problem, options);
@@ -218,6 +245,18 @@ void register_plan(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--verbose", o->verbose,
                 "Also list every simulated layout with its analytic estimate");
+  cmd->add_option("--documents", o->documents,
+                  "Plan for packed documents (data.packing \"documents\") of these lengths:\n"
+                  "lognormal:MEDIAN:SIGMA[:SEED], or histogram:PATH, the <name>.lengths.json plait data prepare\n"
+                  "writes beside the shards (or its directory). Each of --document-steps steps is drawn, packed\n"
+                  "and read in the order --config's data.balance gives (plain, or wlb and its window); plans are\n"
+                  "made for the worst micro-batch: memory for the longest segments a flops split cuts from any\n"
+                  "micro-batch's documents, the step time of the slowest step; the report says what that cost\n"
+                  "against equal work. The plan file then packs documents and cuts per micro-batch")
+      ->type_name("DIST");
+  cmd->add_option("--document-steps", o->document_steps, "With --documents: steps drawn")
+      ->type_name("INT")
+      ->capture_default_str();
   cmd->add_option("--evaluate", o->evaluate,
                   "Predict an existing plan file (a config with a parallel section) on --cluster;\n"
                   "rank r runs on the cluster's device r")

@@ -312,7 +312,8 @@ void register_sim(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--documents", o->documents,
                   "Packed documents of lengths from a named distribution, lognormal:MEDIAN:SIGMA[:SEED]\n"
-                  "(tokens; seed 1 by default): time --document-steps steps with each micro-batch's\n"
+                  "(tokens; seed 1 by default), or a corpus's own, histogram:PATH (the <name>.lengths.json\n"
+                  "plait data prepare writes beside the shards, or its directory): time --document-steps steps with each micro-batch's\n"
                   "units from its own documents (a flops split cut per micro-batch), in plain order,\n"
                   "balanced (data.balance wlb, windows of --balance-window steps) and with equal work,\n"
                   "and print the imbalance bubble of each (docs/simulator.md, \"Packed documents\")")

@@ -12,6 +12,13 @@ namespace plait::data {
 
 std::string DocumentDistribution::text() const {
   char buf[96];
+  if (histogram) {
+    std::snprintf(buf, sizeof buf, " (%lld documents, mean %.1f tokens, seed %llu)",
+                  static_cast<long long>(histogram->documents),
+                  static_cast<double>(histogram->tokens) / static_cast<double>(histogram->documents),
+                  static_cast<unsigned long long>(seed));
+    return "histogram " + histogram->file + buf;
+  }
   std::snprintf(buf, sizeof buf, "lognormal(median %g, sigma %g, seed %llu)", median, sigma,
                 static_cast<unsigned long long>(seed));
   return buf;
@@ -19,9 +26,20 @@ std::string DocumentDistribution::text() const {
 
 DocumentDistribution parse_document_distribution(const std::string& text, const std::string& flag) {
   auto fail = [&] {
-    throw Error(flag + ": expected lognormal:MEDIAN:SIGMA[:SEED] (MEDIAN >= 1 tokens, SIGMA > 0), found '" + text +
-                "'");
+    throw Error(flag + ": expected lognormal:MEDIAN:SIGMA[:SEED] (MEDIAN >= 1 tokens, SIGMA > 0) or histogram:PATH (the "
+                "<name>.lengths.json plait data prepare writes, or its data directory), found '" + text + "'");
   };
+  if (text.starts_with("histogram:")) {
+    const std::string path = text.substr(10);
+    if (path.empty()) fail();
+    DocumentDistribution d;
+    try {
+      d.histogram = std::make_shared<const LengthHistogram>(read_document_lengths(path));
+    } catch (const Error& e) {
+      throw Error(flag + ": " + e.what());
+    }
+    return d;
+  }
   std::vector<std::string> parts;
   for (std::size_t at = 0;;) {
     const std::size_t colon = text.find(':', at);
@@ -50,10 +68,20 @@ DocumentDistribution parse_document_distribution(const std::string& text, const 
 
 std::vector<std::int64_t> distribution_starts(const DocumentDistribution& d, std::int64_t tokens) {
   std::mt19937_64 rng(d.seed);
-  std::lognormal_distribution<double> length(std::log(d.median), d.sigma);
+  std::lognormal_distribution<double> lognormal(std::log(d.median), d.sigma);
+  std::vector<double> counts;
+  if (d.histogram) {
+    for (const LengthBin& b : d.histogram->bins) counts.push_back(static_cast<double>(b.count));
+  }
+  std::discrete_distribution<std::size_t> bin(counts.begin(), counts.end());
+  auto length = [&]() -> std::int64_t {
+    if (!d.histogram) return std::llround(lognormal(rng));
+    const LengthBin& b = d.histogram->bins[bin(rng)];
+    return std::uniform_int_distribution<std::int64_t>(b.lo, b.hi)(rng);
+  };
   std::vector<std::int64_t> starts = {0};
   while (true) {
-    const std::int64_t next = starts.back() + std::max<std::int64_t>(1, std::llround(length(rng)));
+    const std::int64_t next = starts.back() + std::max<std::int64_t>(1, length());
     if (next >= tokens) break;
     starts.push_back(next);
   }

@@ -8,11 +8,22 @@
 
 namespace plait::data {
 
+LengthBin length_bin(std::int64_t length) {
+  const int k = std::bit_width(static_cast<std::uint64_t>(length)) - 1;
+  const std::int64_t width = k < 7 ? 1 : std::int64_t{1} << (k - 6);
+  const std::int64_t lo = length - length % width;
+  return {lo, lo + width - 1, 0, 0};
+}
+
 void DocumentLengths::add(std::int64_t length) {
   if (length < 1) throw Error("document lengths: a document of " + std::to_string(length) + " tokens");
   const auto k = static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(length)) - 1);
   if (buckets.size() <= k) buckets.resize(k + 1, 0);
   ++buckets[k];
+  const LengthBin bin = length_bin(length);
+  LengthBin& b = bins.try_emplace(bin.lo, bin).first->second;
+  ++b.count;
+  b.tokens += length;
   ++count;
   tokens += length;
   longest = std::max(longest, length);

@@ -14,6 +14,7 @@
 #include "plait/core/unique_name.h"
 #include "plait/data/document_index.h"
 #include "plait/data/gpt2_tokenizer.h"
+#include "plait/data/document_length_file.h"
 #include "plait/data/input_files.h"
 #include "plait/data/shard_manifest.h"
 #include "plait/data/token_shard.h"
@@ -156,6 +157,15 @@ std::vector<std::string> old_shards(const Directory& out, const PrepareOptions& 
                      "already holds " + manifest + "; pass --overwrite to replace it or choose another --name");
   }
   if (has_manifest) old.insert(old.begin(), manifest);  // removed first: it never describes a mix
+  // The lengths file describes the shards of the name: replaced with them, refused like them.
+  const std::string lengths = document_lengths_file_name(o.name);
+  if (out.kind_of(lengths) != Directory::Kind::kMissing) {
+    if (!o.overwrite) {
+      throw InputError(o.out_dir, "(directory)",
+                       "already holds " + lengths + "; pass --overwrite to replace it or choose another --name");
+    }
+    old.push_back(lengths);
+  }
   return old;
 }
 
@@ -246,10 +256,12 @@ void stream_files(const std::vector<std::string>& files, const PrepareOptions& o
 }
 
 // Moves the staged shards into --out (never over anything), after removing the old ones of
-// this name (--overwrite), then writes the manifest, last: it vouches for shards that are all
-// in place. On an error, what it moved is removed again (it is this run's).
+// this name (--overwrite), then writes the training split's document lengths
+// (document_length_file.h) and the manifest, last: it vouches for shards that are all in place.
+// On an error, what it moved or wrote is removed again (it is this run's).
 void publish(const Directory& out, const Directory& staging, const std::vector<std::string>& old,
-             const std::vector<std::string>& shards, const ShardManifest& manifest, const std::string& manifest_name) {
+             const std::vector<std::string>& shards, const ShardManifest& manifest, const std::string& manifest_name,
+             const std::string& lengths_name, const std::string& lengths_text) {
   for (const std::string& n : old) out.remove_file(n);
   std::vector<std::string> moved;
   try {
@@ -257,6 +269,8 @@ void publish(const Directory& out, const Directory& staging, const std::vector<s
       staging.rename(n, out, n, false);
       moved.push_back(n);
     }
+    write_file_atomically(out, lengths_name, lengths_text, AtomicFile::Replace::kNever);
+    moved.push_back(lengths_name);
     write_shard_manifest(out, manifest_name, manifest, AtomicFile::Replace::kNever);
   } catch (...) {
     for (const std::string& n : moved) out.remove_file(n);
@@ -334,7 +348,9 @@ PrepareSummary prepare_token_shards(const std::vector<std::string>& inputs,
     shards.insert(shards.end(), val.indexes().begin(), val.indexes().end());
     shards.insert(shards.end(), train.indexes().begin(), train.indexes().end());
     summary.manifest = out.path_of(options.name + ".shards.json");
-    publish(out, staging, old, shards, manifest, options.name + ".shards.json");
+    summary.lengths = out.path_of(document_lengths_file_name(options.name));
+    publish(out, staging, old, shards, manifest, options.name + ".shards.json", document_lengths_file_name(options.name),
+            document_lengths_text(summary.train_documents, "train"));
     out.remove_tree(staging_name);
     for (const std::string& n : train_names) summary.train_shards.push_back(out.path_of(n));
     for (const std::string& n : val_names) summary.val_shards.push_back(out.path_of(n));

@@ -12,14 +12,15 @@
 // validation); the rest is the training split, which must not be empty (InputError naming
 // --val-fraction). Shards hold shard_tokens tokens each (the last one fewer) and are named
 // <name>_<split>_<index:06d>.bin, each with its document boundary index <...>.docs beside it
-// (document_index.h: where the documents start; a file is a document); <name>.shards.json records
+// (document_index.h: where the documents start; a file is a document); <name>.lengths.json holds
+// the training split's document lengths (document_length_file.h); <name>.shards.json records
 // each shard's and index's size and CRC-32C and the tokenizer (shard_manifest.h), written last.
 //
 // One run at a time per out_dir (DirectoryLock; a second is refused naming the first). Shards
 // are written as tokens arrive (memory: the tokenizer's, gpt2_tokenizer.h, plus constant
 // blocks) into a staging directory of the run's own, <out>/.<name>.prepare-<16 hex>/, and moved
 // into out_dir, never over a file, only once the whole input is done (with overwrite, the old
-// shards of that name and their manifest are removed just before); on any error the staging
+// shards of that name, their lengths file and their manifest are removed just before); on any error the staging
 // directory, every temporary file and whatever was already moved are removed, and old shards of
 // the name are kept unless the failure came after their removal.
 #include <cstdint>
@@ -61,6 +62,7 @@ struct PrepareSummary {
   std::vector<std::string> train_shards;
   std::vector<std::string> val_shards;
   std::string manifest;  // <out>/<name>.shards.json: each shard's CRC-32C and the tokenizer
+  std::string lengths;   // <out>/<name>.lengths.json: the training split's document lengths
   int vocab_size = 0;
   std::vector<std::string> links;    // inputs that are symbolic links: "given -> resolved"
   std::vector<std::string> removed;  // left in --out by runs that ended early, removed

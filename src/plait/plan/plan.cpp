@@ -15,6 +15,18 @@ spec::SequencePartition plan_partition(const PlanningProblem& problem, const Pla
   return spec::cut_sequence(problem.model.model, problem.seq, request);
 }
 
+spec::SequencePartition planned_memory_partition(const PlanningProblem& problem, int microbatch_size,
+                                                 const spec::SequencePartition& nominal, std::int64_t multiple) {
+  if (!problem.documents || nominal.count() < 2 || nominal.split != spec::SplitMethod::flops) return nominal;
+  return problem.documents->load(microbatch_size, nominal, multiple).worst;
+}
+
+std::int64_t document_cut_multiple(const PlanChoice& choice) {
+  std::int64_t m = std::max<std::int64_t>(choice.split_multiple, 1);
+  for (const StageGroup& g : choice.groups) m = std::max<std::int64_t>(m, g.tp);
+  return m;
+}
+
 std::vector<int> PlanningProblem::tp_members(int lead, int t) const { return plan::tp_members(cluster, lead, t); }
 
 std::vector<int> tp_members(const ClusterSpec& cluster, int lead, int t) {

@@ -6,11 +6,14 @@
 // sequence length.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "plait/plan/cluster_spec.h"
 #include "plait/plan/memory_policy.h"
+#include "plait/plan/plan_documents.h"
 #include "plait/schedule/schedule.h"
 #include "plait/schedule/schedule_family.h"
 #include "plait/spec/sequence_partition.h"
@@ -41,6 +44,11 @@ struct PlanningProblem {
     sim::LinkProfile link;
   };
   std::vector<RankKind> tp_kinds;  // the kinds beyond the types
+
+  // Packed documents (plan_documents.h): when set, plans are made for the worst micro-batch of
+  // the drawn steps (memory for the worst cut, the step time of the slowest step); null: every
+  // micro-batch full causal rows.
+  std::shared_ptr<const DocumentLoads> documents;
 
   const sim::DeviceProfile& profile(int device) const { return type_profiles[cluster.devices[device].type]; }
   double tokens_per_step() const { return static_cast<double>(global_batch) * static_cast<double>(seq); }
@@ -171,10 +179,22 @@ struct PlanPrediction {
   std::vector<DevicePrediction> devices;  // one per rank
   bool fits = true;
   std::string over_memory;  // the first device over its memory, when !fits
+  // With packed documents (PlanningProblem::documents), simulated plans: the worst case planned
+  // for and what it cost.
+  std::optional<DocumentPrediction> documents;
 };
 
 // The sequence partition a choice runs: choice.segments cut by choice.split (spec::cut_sequence).
 spec::SequencePartition plan_partition(const PlanningProblem& problem, const PlanChoice& choice);
+
+// What activations, K/V prefixes, messages and working sets are sized for: `nominal`, or with
+// packed documents cut per micro-batch (a flops split of k > 1) the worst cut of the drawn steps
+// at `multiple` (DocumentLoad::worst; plan_documents.h).
+spec::SequencePartition planned_memory_partition(const PlanningProblem& problem, int microbatch_size,
+                                                 const spec::SequencePartition& nominal, std::int64_t multiple);
+// The multiple the runtime rounds a per-micro-batch cut of `choice` to: its split_multiple, or
+// under tensor parallelism its largest degree (runtime::PipelinePlan's cut_multiple).
+std::int64_t document_cut_multiple(const PlanChoice& choice);
 
 // "31.20 GiB", or "35.29 MiB" below 4 GiB (emulated devices), for reports and errors.
 std::string bytes_text(double bytes);

@@ -67,7 +67,9 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
   const bool v_shape = family.placement == schedule::StagePlacement::v_shape;
   const MemoryPolicy policy{problem.cluster.precision, choice.recompute(), problem.cluster.emulated,
                             problem.cluster.grad_reduce};
-  const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, times.partition(),
+  const spec::SequencePartition memory_cut =
+      planned_memory_partition(problem, choice.microbatch_size, times.partition(), document_cut_multiple(choice));
+  const sim::MemoryModel memory(problem.model.model, choice.vstage_layers, memory_cut,
                                 choice.microbatch_size, policy.memory_options(1, choice.vstage_tensor_parallel()));
   const std::vector<int> devices = choice.rank_devices();
   const int ranks = static_cast<int>(devices.size());
@@ -148,7 +150,7 @@ PlanPrediction estimate_plan(const PlanningProblem& problem, const PlanChoice& c
       e[g] += n / m * (split ? std::max(0.0, f + b - w) : f + b + w) / units_per_mb;
       drain_unit[g] += n / m * (b + w) / units_per_mb;
       DevicePrediction& p = out.devices[r];
-      p = device_memory(problem, choice, policy, memory, times.partition(), g, i, r);
+      p = device_memory(problem, choice, policy, memory, memory_cut, g, i, r);
       p.busy_seconds = load;
       const double all_units = n * units_per_mb;
       const double in_flight = limits[r] > 0 ? std::min<double>(limits[r], all_units) : all_units;

@@ -11,7 +11,8 @@
 //   sync     = each group's gradient synchronisation after its last backward, which comes that
 //              group's share of the drain before the end (gradient_sync.h)
 //   memory   = static bytes + reserve + the rank's in-flight limit (the schedule's own,
-//              schedule::heterogeneous_in_flight_limits) x its mean unit activations
+//              schedule::heterogeneous_in_flight_limits) x its mean unit activations (of the
+//              worst cut with packed documents: planned_memory_partition)
 // Unit times come from the same FLOPs cost model the simulator uses.
 #include <vector>
 

@@ -24,7 +24,12 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   train["seq"] = problem.seq;
   train["microbatch_size"] = choice.microbatch_size;
   train["microbatches"] = choice.num_microbatches;
-  if (choice.segments > 1) {
+  // Planned for packed documents with a flops split: a count, cut per micro-batch from its
+  // documents at run time (parallel.split "flops" below), as the plan's worst case assumed.
+  const bool document_cuts = problem.documents && choice.segments > 1 && choice.split == spec::SplitMethod::flops;
+  if (document_cuts) {
+    train["segments"] = choice.segments;
+  } else if (choice.segments > 1) {
     train["segments"] = plan_partition(problem, choice).lengths;
   } else {
     train["segments"] = 1;
@@ -39,6 +44,20 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   if (base && base->is_object()) {
     for (const auto& [key, value] : base->items()) {
       if (key != "model" && key != "train" && key != "parallel") doc[key] = value;
+    }
+  }
+  if (problem.documents) {
+    // The packing and order the plan was made for.
+    nlohmann::json& data = doc["data"];
+    if (!data.is_object()) data = nlohmann::json::object();
+    data["packing"] = "documents";
+    const int window = problem.documents->planning().balance_window;
+    if (window > 0) {
+      data["balance"] = "wlb";
+      data["balance_window"] = window;
+    } else {
+      data.erase("balance");
+      data.erase("balance_window");
     }
   }
 
@@ -80,6 +99,7 @@ nlohmann::json plan_file_json(const PlanningProblem& problem, const Plan& plan, 
   // Tensor parallelism per virtual stage (each stage is its group's); a rank is then the TP group
   // of t devices from its cluster device on.
   if (choice.tensor_parallel()) parallel.tp = choice.vstage_tensor_parallel();
+  if (document_cuts) parallel.split = "flops";
   doc["parallel"] = schedule::to_json(parallel);
   return doc;
 }

@@ -67,6 +67,15 @@ std::string format_problem(const PlanningProblem& problem) {
   out += line("batch      %lld sequences x %lld tokens = %.0f tokens per step", static_cast<long long>(problem.global_batch),
               static_cast<long long>(problem.seq), problem.tokens_per_step());
   out += "memory     " + MemoryPolicy{c.precision, {}, c.emulated, c.grad_reduce}.describe() + "\n";
+  if (problem.documents) {
+    const DocumentPlanning& d = problem.documents->planning();
+    out += line("documents  packed (data.packing \"documents\"), lengths from %s, %s; plans are made for the worst "
+                "micro-batch of %d steps drawn (docs/planner.md, \"Packed documents\")",
+                d.distribution.text().c_str(),
+                d.balance_window > 0 ? ("balanced (wlb, window " + std::to_string(d.balance_window) + ")").c_str()
+                                     : "plain order",
+                d.steps);
+  }
   // Device types (their links come from the cluster, not from the profile).
   for (std::size_t t = 0; t < c.types.size(); ++t) {
     const sim::DeviceProfile& p = problem.type_profiles[t];
@@ -87,6 +96,32 @@ std::string format_problem(const PlanningProblem& problem) {
   return out;
 }
 
+std::string format_documents(const DocumentPrediction& d) {
+  auto cut = [](const std::vector<std::int64_t>& lengths) {
+    std::string out;
+    for (std::int64_t len : lengths) out += (out.empty() ? "" : "+") + std::to_string(len);
+    return out;
+  };
+  std::string out;
+  out += line("  documents %s, %s, %d steps drawn: planned for the worst step (#%d): pipeline %s, %+.1f%% over the "
+              "same work spread equally (%s); mean step %s; full causal rows %s",
+              d.distribution.c_str(),
+              d.balance_window > 0 ? ("balanced (wlb, window " + std::to_string(d.balance_window) + ")").c_str()
+                                   : "plain order",
+              d.steps, d.worst_step, seconds(d.worst_seconds).c_str(), 100.0 * (d.worst_seconds / d.equal_seconds - 1.0),
+              seconds(d.equal_seconds).c_str(), seconds(d.mean_seconds).c_str(), seconds(d.nominal_seconds).c_str());
+  out += line("            its micro-batches' max/mean sum(doc^2) %.3f", d.max_over_mean);
+  if (d.cuts) {
+    out += line("            segments cut per micro-batch from its documents; memory for the worst cut %s (nominal %s): "
+                "stage messages up to %s (nominal %s)",
+                cut(d.worst_cut).c_str(), cut(d.nominal_cut).c_str(), bytes_text(d.message_bytes).c_str(),
+                bytes_text(d.nominal_message_bytes).c_str());
+  } else {
+    out += "            segments as planned for every micro-batch (no per-micro-batch cut): memory as without documents\n";
+  }
+  return out;
+}
+
 std::string format_plan(const PlanningProblem& problem, const Plan& plan, const std::string& title) {
   const ClusterSpec& c = problem.cluster;
   const PlanChoice& ch = plan.choice;
@@ -101,6 +136,7 @@ std::string format_plan(const PlanningProblem& problem, const Plan& plan, const 
     for (std::int64_t len : part.lengths) lengths += (lengths.empty() ? "" : " ") + std::to_string(len);
     out += "  segments " + lengths + "\n";
   }
+  if (p.documents) out += format_documents(*p.documents);
   out += "  stage  layers  devices                         micro-batches  busy (util)          memory peak / capacity\n";
   // Rows: one per (stage, device type, micro-batch count).
   for (int g = 0; g < ch.num_groups(); ++g) {

@@ -10,6 +10,9 @@ namespace plait::plan {
 // The cluster, model, batch, precision and device profiles.
 std::string format_problem(const PlanningProblem& problem);
 
+// With packed documents: the worst step planned for, its cost against equal work, the worst cut.
+std::string format_documents(const DocumentPrediction& documents);
+
 // One plan in detail: per stage and device type, micro-batches, busy share and memory.
 std::string format_plan(const PlanningProblem& problem, const Plan& plan, const std::string& title);
 

@@ -164,6 +164,9 @@ class PlanSearch {
   struct UnitActivations {
     double layer = 0, recomputed = 0, after_b = 0, head = 0;
     double communication = 0;  // TP: the buffers of the largest unit (spec::UnitMemory::communication)
+    // The partition they are sized for: the plan's, or the worst cut of packed documents
+    // (planned_memory_partition) at the degree's multiple.
+    spec::SequencePartition held;
   };
 
   // Parameters of a stage of l layers, first and/or last (the model description's count).
@@ -491,8 +494,10 @@ class PlanSearch {
         for (int t : tp_degrees_) {
           if (std::any_of(lengths.begin(), lengths.end(), [t](std::int64_t len) { return len % t != 0; })) continue;
           const std::vector<int> tp{t};
-          const sim::MemoryModel unit_memory(shape_, {1, 1}, times.partition(), b, policy.memory_options(1, tp));
-          const sim::MemoryModel recomputed_memory(shape_, {1, 1}, times.partition(), b,
+          // With packed documents cut per micro-batch: the worst cut at this degree's multiple.
+          const spec::SequencePartition held = planned_memory_partition(planning_, b, times.partition(), t);
+          const sim::MemoryModel unit_memory(shape_, {1, 1}, held, b, policy.memory_options(1, tp));
+          const sim::MemoryModel recomputed_memory(shape_, {1, 1}, held, b,
                                                    {cluster_.precision, spec::Recompute::stages({1, 1}), 1, tp});
           UnitActivations& act = acts[t];
           for (int j = 0; j < so.k; ++j) {
@@ -502,6 +507,7 @@ class PlanSearch {
             act.after_b += unit_memory.held_for_weight_bytes(0, j) / so.k;
           }
           act.communication = unit_memory.communication_bytes(1);
+          act.held = held;
         }
         for (const FamilyOption& fo : families_) {
           const schedule::ScheduleFamily& f = *fo.family;
@@ -603,7 +609,7 @@ class PlanSearch {
                                        : in_flight(g, most);
           const double host_units = offload ? (in_flight(g, most) - units) * unit : 0.0;
           const double dynamic = units * unit + act.communication +
-                                 policy.working_bytes(shape_, b, times.partition(), {1, g == 0, last, r > 0 ? 1 : 0, opt.tp.degree});
+                                 policy.working_bytes(shape_, b, act.held, {1, g == 0, last, r > 0 ? 1 : 0, opt.tp.degree});
           for (std::size_t k = 0; k < options.size(); ++k) {
             bool ok = true;
             for (std::size_t i = 0; i < opt.tp.leads.size() && ok; ++i) {

@@ -10,9 +10,8 @@ namespace plait::runtime {
 spec::SequencePartition microbatch_partition(const PipelinePlan& plan,
                                              const std::vector<data::SequenceDocuments>& rows) {
   if (!plan.document_cuts) return plan.partition;
-  const std::vector<std::int64_t> pairs = data::attention_pairs(rows, plan.seq);
-  const std::vector<double> work = spec::position_work(plan.model, pairs, static_cast<int>(rows.size()));
-  return spec::work_partition(work, static_cast<int>(rows.size()), plan.partition.count(), plan.cut_multiple);
+  return spec::document_partition(plan.model, data::attention_pairs(rows, plan.seq), static_cast<int>(rows.size()),
+                                  plan.partition.count(), plan.cut_multiple);
 }
 
 spec::SequencePartition worst_case_partition(const PipelinePlan& plan, const data::BatchSource& batches,

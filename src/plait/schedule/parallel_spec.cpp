@@ -66,6 +66,13 @@ std::vector<int> parse_layers(const JsonFields& p) {
   return layers;
 }
 
+void parse_split(const JsonFields& p, ParallelSpec& c) {
+  c.split = p.string("split", "");
+  if (!c.split.empty() && c.split != "even" && c.split != "flops") {
+    p.fail("split", "expected \"even\" or \"flops\", found \"" + c.split + "\"");
+  }
+}
+
 void parse_generated(const JsonFields& p, ParallelSpec& c) {
   c.form = ParallelSpec::Form::generated;
   c.schedule = p.string("schedule", c.schedule);
@@ -80,15 +87,12 @@ void parse_generated(const JsonFields& p, ParallelSpec& c) {
   }
   c.chunks = static_cast<int>(p.integer_in("chunks", 1, 64, 0));
   if (p.has("layers")) c.layers = parse_layers(p);
-  c.split = p.string("split", "");
-  if (!c.split.empty() && c.split != "even" && c.split != "flops") {
-    p.fail("split", "expected \"even\" or \"flops\", found \"" + c.split + "\"");
-  }
+  parse_split(p, c);
 }
 
 void parse_explicit(const JsonFields& p, ParallelSpec& c) {
   c.form = ParallelSpec::Form::explicit_layout;
-  for (const char* generated_only : {"schedule", "pp", "dp", "chunks", "split"}) {
+  for (const char* generated_only : {"schedule", "pp", "dp", "chunks"}) {
     if (p.has(generated_only)) {
       p.fail(generated_only, "belongs to the generated form; the explicit form (rank_vstages, "
                              "schedule_text) gives the layout and schedule itself");
@@ -124,6 +128,10 @@ void parse_explicit(const JsonFields& p, ParallelSpec& c) {
                                 " in rank_vstages), found " + std::to_string(c.schedule_text.size()));
   }
   c.schedule_name = p.string("schedule_name", "explicit");
+  // A count of segments is cut by it here too: a plan for packed documents runs the flops split
+  // cut per micro-batch from its documents (runtime/microbatch_partition.h), which explicit
+  // lengths would fix.
+  parse_split(p, c);
 }
 
 // One value for every virtual stage, or a list with one per stage: `read` checks and converts
@@ -392,6 +400,7 @@ nlohmann::json to_json(const ParallelSpec& c) {
     j["layers"] = c.layers;
     j["schedule_text"] = c.schedule_text;
     j["schedule_name"] = c.schedule_name;
+    if (!c.split.empty()) j["split"] = c.split;
   }
   if (c.recompute.form != spec::Recompute::Form::none) j["recompute"] = to_json(c.recompute);
   const auto one_or_list = [](const auto& values) {

@@ -10,8 +10,9 @@
 //   generated (homogeneous): {"schedule", "pp", "dp", "chunks", "layers", "split"}: a schedule
 //     family generates one pipeline of pp ranks over m = train.microbatches micro-batches;
 //     schedule::replicate makes dp copies (rank = replica * pp + pipeline rank).
-//   explicit (heterogeneous): {"rank_vstages", "layers", "schedule_text", "schedule_name"}: the
-//     layout and every rank's action list are given; train.microbatches is the GLOBAL count M.
+//   explicit (heterogeneous): {"rank_vstages", "layers", "schedule_text", "schedule_name",
+//     "split"}: the layout and every rank's action list are given; train.microbatches is the
+//     GLOBAL count M.
 // Both may carry "devices": one {"type", "slowdown", "memory_bytes", "host_memory_bytes"} per
 // rank; "recompute": "none" (default), "full", n (the first n layers of every virtual stage) or
 // [n0, n1, ...] (per virtual stage; what the planner writes), spec/recompute.h; and sharded data
@@ -58,8 +59,9 @@ struct ParallelSpec {
   int pp = 1;
   int dp = 1;
   int chunks = 0;  // 0: the family's fixed value (1, or 2 for zb-v; interleaved families need it)
-  // Segment lengths when train.segments is a count: "even" (train's default) or "flops" (equal
-  // forward FLOPs per segment, Seq1F1B's computation-wise partition). Empty: not given.
+  // Both forms: segment lengths when train.segments is a count: "even" (train's default) or
+  // "flops" (equal forward FLOPs per segment, Seq1F1B's computation-wise partition; cut per
+  // micro-batch from its documents with data.packing "documents"). Empty: not given.
   std::string split;
 
   // Explicit form.

@@ -61,4 +61,9 @@ SequencePartition work_partition(std::span<const double> work, int rows, int seg
   return out;
 }
 
+SequencePartition document_partition(const ModelSpec& model, std::span<const std::int64_t> pairs, int rows,
+                                     int segments, std::int64_t multiple) {
+  return work_partition(position_work(model, pairs, rows), rows, segments, multiple);
+}
+
 }  // namespace plait::spec

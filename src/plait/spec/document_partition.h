@@ -44,4 +44,10 @@ std::vector<double> position_work(const ModelSpec& model, std::span<const std::i
 SequencePartition work_partition(std::span<const double> work, int rows, int segments,
                                  std::int64_t multiple = 1);
 
+// The cut of one micro-batch of `rows` rows whose positions visit `pairs` keys (position_work):
+// work_partition of its position work. What the runtime runs (runtime/microbatch_partition.h)
+// and what the simulator and planner predict it runs (sim/document_work.h).
+SequencePartition document_partition(const ModelSpec& model, std::span<const std::int64_t> pairs, int rows,
+                                     int segments, std::int64_t multiple = 1);
+
 }  // namespace plait::spec
