@@ -17,7 +17,9 @@
 // not the device, and is not stretched: the action is padded to f x (its time alone - link) +
 // link, the simulator's charge of a TP unit (its compute on the device plus the collectives on
 // the link: spec/tensor_parallel_plan.h). Stretching it too made the TP group's link f times
-// slower than the one the bench measures.
+// slower than the one the bench measures. The CPU time a collective spends pausing between polls
+// while it waits for a partner (CommTensorParallelGroup::paused_seconds) is neither: the caller
+// leaves it out of `cpu_seconds`, and the group out of `link_seconds`.
 #include <functional>
 
 namespace plait::runtime {

@@ -404,6 +404,7 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     const auto* tp_group =
         dynamic_cast<const CommTensorParallelGroup*>(chunks_[static_cast<std::size_t>(a.chunk)]->tensor_parallel_group());
     const double link0 = tp_group ? tp_group->link_seconds() : 0.0;
+    const double paused0 = tp_group ? tp_group->paused_seconds() : 0.0;
     const double t0 = monotonic_seconds();
     const double cpu0 = thread_cpu_seconds();
     try {
@@ -422,7 +423,9 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
                   std::to_string(s.vstage) + ": " + e.what());
     }
     const double t1 = monotonic_seconds();
-    const double cpu = thread_cpu_seconds() - cpu0;
+    // The CPU time of the action less its TP collectives' pauses while waiting for a partner
+    // (CommTensorParallelGroup::paused_seconds): a device does not compute while it waits.
+    const double cpu = thread_cpu_seconds() - cpu0 - (tp_group ? tp_group->paused_seconds() - paused0 : 0.0);
     const double link = tp_group ? tp_group->link_seconds() - link0 : 0.0;
     device_.pad(t0, t1, cpu, poll_fn, link);
     const double t2 = monotonic_seconds();

@@ -24,18 +24,24 @@ class CommTensorParallelGroup : public model::TensorParallelGroup {
   void all_reduce_sum(double* data, std::size_t n) override;
   void all_reduce_max(float* data, std::size_t n) override;
   // Seconds this rank has spent in the group's collectives so far, each counted as a device's
-  // time alone is (device_emulator.h: its thread's CPU time when below its wall time).
+  // time alone is (device_emulator.h: its thread's CPU time when below its wall time), less the
+  // pauses of its wait (comm/backoff.h): what a collective costs while its partners are there.
   double link_seconds() const { return link_seconds_; }
+  // The thread's CPU time spent in those pauses so far: neither the device's compute nor the
+  // link's, so an action's time alone leaves it out (pipeline_executor.cpp).
+  double paused_seconds() const { return paused_seconds_; }
 
   comm::Communicator& communicator() { return group_; }
 
  private:
-  // Runs one collective and adds its time alone (min of wall and thread CPU time) to the count.
-  template <typename Run>
-  void timed(const Run& run);
+  // Starts one collective (`start` returns its request), waits for it, and adds its time alone
+  // (min of wall and thread CPU time, the wait's pauses left out) to the count.
+  template <typename Start>
+  void timed(const Start& start);
 
   comm::Communicator& group_;
   double link_seconds_ = 0;
+  double paused_seconds_ = 0;
 };
 
 }  // namespace plait::runtime
