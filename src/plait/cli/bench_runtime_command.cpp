@@ -829,6 +829,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   std::printf("%-12s %-9s %-7s %2s %2s | %10s %21s | %10s %7s | %7s %7s | %9s %9s | %s\n", "schedule", "recompute",
               "offload", "v", "k", "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim", "busy", "sim",
               "offload wait (sim) | copy compute (sim) at memcpy");
+  // The document rows' predicted step of each round (round s runs step s), for the per-round lines.
+  std::vector<std::vector<double>> predicted_rounds(runs.size());
   for (const Run& run : runs) {
     if (run.segment_row && (&run == runs.data() || !(&run - 1)->segment_row)) {
       std::printf("%s over segment counts (many short segments against few long ones):\n", run.name.c_str());
@@ -873,11 +875,16 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                       sim::DocumentCostModel(cost, run.plan.model, run.plan.partition,
                                                              run.plan.microbatch_size, document_step(run.plan, *run.loader, s).units),
                                       &memory, sim_options));
+        predicted_rounds[static_cast<std::size_t>(&run - runs.data())].push_back(steps.back().step_time);
       }
       std::sort(steps.begin(), steps.end(), [](const sim::SimResult& a, const sim::SimResult& b) {
         return a.step_time < b.step_time;
       });
       typical = steps[steps.size() / 2];
+    } else if (run.packing == "stream") {
+      // Every step of stream windows is the same work: one prediction for every round.
+      predicted_rounds[static_cast<std::size_t>(&run - runs.data())].assign(static_cast<std::size_t>(o.steps),
+                                                                             typical.step_time);
     }
     double offload_wait = 0, offload_compute = 0;
     for (const sim::RankResult& r : typical.ranks) {
@@ -932,6 +939,14 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       const double plan_bytes = planned[r].activations + planned[r].kv_cache;
       std::printf(" rank %zu %.2f / %.2f MiB%s", r, mib(run.peaks[r]), mib(plan_bytes),
                   run.peaks[r] <= plan_bytes ? "" : " (OVER)");
+    }
+    std::printf("\n");
+    // Round by round (each round a step of its own documents; the rows of a round ran back to
+    // back, so they compare under the same load): measured / predicted.
+    std::printf("          rounds, ms measured / predicted:");
+    const std::vector<double>& predicted = predicted_rounds[static_cast<std::size_t>(&run - runs.data())];
+    for (std::size_t s = 0; s < run.makespans.size(); ++s) {
+      std::printf(" %.0f/%.0f", 1e3 * run.makespans[s], 1e3 * predicted.at(s));
     }
     std::printf("\n");
   }
