@@ -4,7 +4,6 @@
 #include <string>
 
 #include "plait/core/error.h"
-
 #include "plait/data/balanced_order.h"
 #include "plait/data/document_mask.h"
 #include "plait/data/microbatch_shares.h"
@@ -27,6 +26,16 @@ class ZeroTokens : public data::TokenSource {
  private:
   std::int64_t n_;
 };
+
+// The runtime's split of a step's micro-batches (schedule::replicate: equal consecutive shares).
+data::MicrobatchShares replica_shares(const StepDocuments& step, int replicas) {
+  const data::MicrobatchShares shares = data::MicrobatchShares::even(replicas, static_cast<int>(step.units.size()));
+  if (shares.count(replicas - 1) != shares.count(0)) {
+    throw Error("replica_steps: " + std::to_string(step.units.size()) + " micro-batches do not split evenly over " +
+                std::to_string(replicas) + " replicas (the runtime gives each replica the same count)");
+  }
+  return shares;
+}
 
 }  // namespace
 
@@ -65,20 +74,6 @@ StepDocuments step_documents(const spec::ModelSpec& model, const data::BatchSour
   out.max_over_mean = data::max_over_mean(out.attention, 1);
   return out;
 }
-
-namespace {
-
-// The runtime's split of a step's micro-batches (schedule::replicate: equal consecutive shares).
-data::MicrobatchShares replica_shares(const StepDocuments& step, int replicas) {
-  const data::MicrobatchShares shares = data::MicrobatchShares::even(replicas, static_cast<int>(step.units.size()));
-  if (shares.count(replicas - 1) != shares.count(0)) {
-    throw Error("replica_steps: " + std::to_string(step.units.size()) + " micro-batches do not split evenly over " +
-                std::to_string(replicas) + " replicas (the runtime gives each replica the same count)");
-  }
-  return shares;
-}
-
-}  // namespace
 
 std::vector<double> replica_attention(const StepDocuments& step, int replicas) {
   const data::MicrobatchShares shares = replica_shares(step, replicas);
