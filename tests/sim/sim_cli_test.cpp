@@ -114,6 +114,7 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
       {"sim --model gpt-1.3b --segments 2048,0", "--segments: expected an integer in [1, "},
       {"sim " + kSmall + "--split even:8", "--split: only flops takes a rounding multiple"},
       {"sim " + kSmall + "--split flops:x", "--split: expected an integer in [1, "},
+      {"sim " + kSmall + "--dp 2", "--dp: data-parallel replicas are simulated only with --documents"},
       {"sim --model gpt-1.3b --seq 4096 --schedule " + malformed,
        malformed + ": line 2, column 10: expected a segment number after '.' (in 'BW0.x')"},
       {"sim --model gpt-1.3b --seq 4096 --pp 3 --schedule " +
@@ -128,6 +129,20 @@ TEST(SimCli, BadParametersGiveOneClearLine) {
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected one line: " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
   }
+}
+
+// --documents with --dp: the loader reads every replica's micro-batches, each replica's pipeline
+// is timed on its own and the table adds the replicas' spread of sum(doc^2).
+TEST(SimCli, DocumentsOverDataParallelReplicas) {
+  const std::string args = "sim --model gpt-1.3b --pp 2 --microbatches 2 --microbatch-size 2 --seq 2048 "
+                           "--documents lognormal:300:2.0 --document-steps 4 ";
+  const CommandResult one = run_plait(args);
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_EQ(one.out.find("max/mean per replica"), std::string::npos) << one.out;
+  const CommandResult two = run_plait(args + "--dp 2");
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_NE(two.out.find("4 steps of 2 x 2 on each of 2 data-parallel replicas"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("max/mean per replica"), std::string::npos) << two.out;
 }
 
 // --segments takes the lengths themselves (--seq defaults to their sum), and --split flops a

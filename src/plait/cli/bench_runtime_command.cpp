@@ -33,6 +33,7 @@
 #include "plait/comm/mpi_session.h"
 #include "plait/core/error.h"
 #include "plait/core/monotonic_clock.h"
+#include "plait/data/balanced_order.h"
 #include "plait/data/batch_loader.h"
 #include "plait/data/document_distribution.h"
 #include "plait/data/packed_sequences.h"
@@ -94,6 +95,9 @@ struct BenchRuntimeOptions {
   // packed and balanced with windows of balance_window steps); empty: none.
   std::string documents;
   int balance_window = 1;
+  // speed: data-parallel replicas of every row's pipeline (pp = p / dp stages, each replica m
+  // micro-batches of the step's dp x m); the document rows then show the replicas' imbalance.
+  int dp = 1;
 };
 
 // The pipeline ranks of a job of `world` processes: world / --tp.
@@ -565,8 +569,9 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
   options.slowdown = plan.devices.front().slowdown;
   options.cpu_time = options.slowdown > 1;
   // A layer is timed inside a stage of as many layers as a rank holds, so weights and
-  // activations compete for the caches as in the run.
-  options.probe_layers = plan.model.layers / plan.num_ranks();
+  // activations compete for the caches as in the run (each layer is held by its stage's
+  // data-parallel replicas: holders(0)).
+  options.probe_layers = plan.model.layers * static_cast<int>(plan.holders(0).size()) / plan.num_ranks();
   runtime::SegmentProfile mine =
       runtime::profile_segments(plan.model, plan.microbatch_size, plan.partition, options);
   std::vector<double> packed;
@@ -626,7 +631,13 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const int p = world.size();
   const int pp = pipeline_ranks(o, p);
   const bool lead = world.rank() == 0;
-  if (pp < 2) throw Error("plait bench runtime speed: run it under mpirun with at least 2 pipeline ranks (x --tp)");
+  if (o.dp > 1 && o.tp > 1) throw Error("--dp: not with --tp (the speed rows run pp x dp or pp x tp)");
+  if (pp % o.dp != 0) {
+    throw Error("--dp " + std::to_string(o.dp) + " does not divide the job's " + std::to_string(pp) +
+                " ranks (run mpirun -np a multiple of it)");
+  }
+  const int stages = pp / o.dp;  // pipeline ranks of one replica
+  if (stages < 2) throw Error("plait bench runtime speed: run it under mpirun with at least 2 pipeline ranks (x --tp, x --dp)");
   const std::vector<std::string> schedules =
       comma_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
                                      : o.schedules);
@@ -634,11 +645,11 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   const sim::LinkProfile link = measure_link(world, o);
   const TpLink tp_link = measure_tp_link(world, o);
   if (lead) {
-    std::printf("plait bench runtime speed: p = %d ranks (pp %d x tp %d) x 1 thread, devices x%.2g, model %d layers x "
+    std::printf("plait bench runtime speed: p = %d ranks (pp %d x dp %d x tp %d) x 1 thread, devices x%.2g, model %d layers x "
                 "hidden %d, %d heads, seq %d, micro-batch %d, m = %d, k = %d (%s split) for sequence-level "
                 "schedules, v = %d for interleaved ones; %d rounds of (unit profiles, one step of "
                 "every schedule) after a warm-up step\n",
-                p, pp, o.tp, o.slowdown, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches,
+                p, stages, o.dp, o.tp, o.slowdown, o.layers, o.hidden, o.heads, o.seq, o.microbatch_size, o.microbatches,
                 o.segments, o.split.c_str(), o.chunks, o.steps);
     std::printf("link (measured ping-pong with plait's waits): %.1f us latency, %.2f GB/s\n",
                 link.latency_seconds * 1e6, link.bandwidth_bytes_per_second / 1e9);
@@ -719,6 +730,10 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     run.recompute = row.recompute;
     run.segment_row = row.segments > 0;
     run.job = bench_job(o, row.name, pp, row.segments, o.families.front(), o.precisions.front());
+    // Data-parallel replicas: schedule::replicate runs replica q's micro-batches q m .. q m + m - 1
+    // of the loader's dp x m (JobConfig::global_microbatches); every rank an emulated device.
+    run.job.parallel.pp = stages;
+    run.job.parallel.dp = o.dp;
     run.job.parallel.recompute = parse_recompute_flag("--recompute", row.recompute);
     run.offload = row.offload;
     apply_offload(o, run.job, pp, row.offload);
@@ -814,6 +829,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   std::printf("%-12s %-9s %-7s %2s %2s | %10s %21s | %10s %7s | %7s %7s | %9s %9s | %s\n", "schedule", "recompute",
               "offload", "v", "k", "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim", "busy", "sim",
               "offload wait (sim) | copy compute (sim) at memcpy");
+  // The document rows' predicted step of each round (round s runs step s), for the per-round lines.
+  std::vector<std::vector<double>> predicted_rounds(runs.size());
   for (const Run& run : runs) {
     if (run.segment_row && (&run == runs.data() || !(&run - 1)->segment_row)) {
       std::printf("%s over segment counts (many short segments against few long ones):\n", run.name.c_str());
@@ -858,11 +875,16 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                       sim::DocumentCostModel(cost, run.plan.model, run.plan.partition,
                                                              run.plan.microbatch_size, document_step(run.plan, *run.loader, s).units),
                                       &memory, sim_options));
+        predicted_rounds[static_cast<std::size_t>(&run - runs.data())].push_back(steps.back().step_time);
       }
       std::sort(steps.begin(), steps.end(), [](const sim::SimResult& a, const sim::SimResult& b) {
         return a.step_time < b.step_time;
       });
       typical = steps[steps.size() / 2];
+    } else if (run.packing == "stream") {
+      // Every step of stream windows is the same work: one prediction for every round.
+      predicted_rounds[static_cast<std::size_t>(&run - runs.data())].assign(static_cast<std::size_t>(o.steps),
+                                                                             typical.step_time);
     }
     double offload_wait = 0, offload_compute = 0;
     for (const sim::RankResult& r : typical.ranks) {
@@ -900,22 +922,36 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                   run.name.c_str(), run.plan.partition.count());
       document_rows = true;
     }
-    double spread = 0;
-    for (int s = 1; s <= o.steps; ++s) spread += document_step(run.plan, *run.loader, s).max_over_mean / o.steps;
+    double spread = 0, replica_spread = 0;
+    for (int s = 1; s <= o.steps; ++s) {
+      const sim::StepDocuments step = document_step(run.plan, *run.loader, s);
+      spread += step.max_over_mean / o.steps;
+      replica_spread += data::max_over_mean(sim::replica_attention(step, o.dp), 1) / o.steps;
+    }
     const spec::SequencePartition worst = runtime::worst_case_partition(run.plan, *run.loader, 0, o.steps + 1);
     const std::vector<sim::CategoryPeaks> planned = runtime::predicted_memory(run.plan, 1, &worst);
     std::string lengths;
     for (std::int64_t l : worst.lengths) lengths += (lengths.empty() ? "" : "+") + std::to_string(l);
-    std::printf("  %-7s max/mean %.3f | worst cut %s |", run.packing.c_str(), spread, lengths.c_str());
+    std::printf("  %-7s max/mean %.3f", run.packing.c_str(), spread);
+    if (o.dp > 1) std::printf(" (per replica %.3f)", replica_spread);
+    std::printf(" | worst cut %s |", lengths.c_str());
     for (std::size_t r = 0; r < run.peaks.size(); ++r) {
       const double plan_bytes = planned[r].activations + planned[r].kv_cache;
       std::printf(" rank %zu %.2f / %.2f MiB%s", r, mib(run.peaks[r]), mib(plan_bytes),
                   run.peaks[r] <= plan_bytes ? "" : " (OVER)");
     }
     std::printf("\n");
+    // Round by round (each round a step of its own documents; the rows of a round ran back to
+    // back, so they compare under the same load): measured / predicted.
+    std::printf("          rounds, ms measured / predicted:");
+    const std::vector<double>& predicted = predicted_rounds[static_cast<std::size_t>(&run - runs.data())];
+    for (std::size_t s = 0; s < run.makespans.size(); ++s) {
+      std::printf(" %.0f/%.0f", 1e3 * run.makespans[s], 1e3 * predicted.at(s));
+    }
+    std::printf("\n");
   }
   std::printf("measured = median over rounds of the pipeline makespan (first compute start to last compute end over all ranks; the "
-              "gradient all-reduce and optimizer step are not simulated); bubble = measured mean and "
+              "gradient all-reduce and optimizer step are not simulated; with --dp the slowest replica's pipeline); bubble = measured mean and "
               "simulated idle share; busy = the ranks' mean compute time (median over rounds) and simulated\n");
 }
 
@@ -928,8 +964,8 @@ void run_shard_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   omp_set_num_threads(1);
   const int p = world.size();
   const bool lead = world.rank() == 0;
-  if (o.tp > 1) {
-    if (lead) std::printf("\n(sharded data parallelism rows: pp 1 x dp p only, not run with --tp)\n");
+  if (o.tp > 1 || o.dp > 1) {
+    if (lead) std::printf("\n(sharded data parallelism rows: pp 1 x dp p only, not run with --tp or --dp)\n");
     return;
   }
   const RandomTokens data(1 << 20);
@@ -1115,6 +1151,11 @@ void register_bench_runtime(CLI::App& app) {
       ->capture_default_str();
   speed->add_option("--segment-family", speed_options->segment_family,
                     "The sequence-level family of the --segment-counts rows")
+      ->capture_default_str();
+  speed->add_option("--dp", speed_options->dp,
+                    "Data-parallel replicas of every row (pp = p / dp; each replica m micro-batches, the\n"
+                    "document rows' loader reading dp x m a step and balancing them all)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   speed->add_option("--profile", speed_options->profile,
                     "Segment profile written by plait profile (instead of measuring here)")

@@ -16,10 +16,14 @@ struct DocumentSimulation {
   int steps = 16;
   int window_steps = 1;  // the balanced order's window (data.balance_window)
   bool cuts = true;      // with a flops split: each micro-batch's own cut (PipelinePlan::document_cuts)
+  int replicas = 1;      // data-parallel replicas of the pipeline, each running m micro-batches of the step
 };
 
 // The report's text (a table of orders: max/mean of sum(doc^2) per micro-batch, mean simulated
-// step time, its excess over equal work; the longest segment and message of the steps).
+// step time, its excess over equal work; the longest segment and message of the steps). With
+// replicas > 1 a step reads replicas x m micro-batches, each replica's pipeline is timed on its
+// own (sim::replica_steps) and the step is the slowest replica's; the table adds max/mean of
+// sum(doc^2) per replica.
 std::string simulate_documents(const sim::SimulationConfig& config, const schedule::ScheduleFamily& family,
                                const DocumentSimulation& documents);
 

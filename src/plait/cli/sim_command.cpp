@@ -42,7 +42,7 @@ struct SimOptions {
   bool overlap_pairs = false;
   std::string trace, html;
   std::string documents;
-  std::string balance_window = "1", document_steps = "16";
+  std::string balance_window = "1", document_steps = "16", dp = "1";
   SearchFlags search;
 };
 
@@ -152,6 +152,12 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
   read_tensor_parallel(o, config);
   ProgressLine progress(parse_progress_flag(o.search.progress));
   config.progress = progress.callback();
+  // Replicas of one pipeline differ only in the documents they read: without --documents every
+  // replica's step is the same simulation.
+  if (cmd.count("--dp") && o.documents.empty()) {
+    throw Error("--dp: data-parallel replicas are simulated only with --documents (without them every replica "
+                "runs the same pipeline)");
+  }
 
   if (o.compare) {
     check_memory(o, config, sim::comparison_memory_bytes(config, chunks, segments),
@@ -186,6 +192,7 @@ void run_sim(const CLI::App& cmd, const SimOptions& o) {
       documents.distribution = data::parse_document_distribution(o.documents, "--documents");
       documents.window_steps = static_cast<int>(positive_flag("--balance-window", o.balance_window, 1 << 16));
       documents.steps = static_cast<int>(positive_flag("--document-steps", o.document_steps, 1 << 16));
+      documents.replicas = static_cast<int>(positive_flag("--dp", o.dp, 1 << 12));
       const std::string text = simulate_documents(config, *family, documents);
       progress.finish();
       std::fputs(text.c_str(), stdout);
@@ -322,6 +329,11 @@ void register_sim(CLI::App& app) {
       ->type_name("INT")
       ->capture_default_str();
   cmd->add_option("--document-steps", o->document_steps, "With --documents: steps to average over")
+      ->type_name("INT")
+      ->capture_default_str();
+  cmd->add_option("--dp", o->dp,
+                  "With --documents: data-parallel replicas, each running --microbatches of the step's\n"
+                  "micro-batches; the step waits for the slowest replica")
       ->type_name("INT")
       ->capture_default_str();
   add_search_flags(cmd, o->search);

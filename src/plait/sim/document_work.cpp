@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "plait/core/error.h"
 #include "plait/data/balanced_order.h"
 #include "plait/data/document_mask.h"
 #include "plait/data/microbatch_shares.h"
@@ -25,6 +26,16 @@ class ZeroTokens : public data::TokenSource {
  private:
   std::int64_t n_;
 };
+
+// The runtime's split of a step's micro-batches (schedule::replicate: equal consecutive shares).
+data::MicrobatchShares replica_shares(const StepDocuments& step, int replicas) {
+  const data::MicrobatchShares shares = data::MicrobatchShares::even(replicas, static_cast<int>(step.units.size()));
+  if (shares.count(replicas - 1) != shares.count(0)) {
+    throw Error("replica_steps: " + std::to_string(step.units.size()) + " micro-batches do not split evenly over " +
+                std::to_string(replicas) + " replicas (the runtime gives each replica the same count)");
+  }
+  return shares;
+}
 
 }  // namespace
 
@@ -54,14 +65,39 @@ StepDocuments step_documents(const spec::ModelSpec& model, const data::BatchSour
                              const DocumentCuts& cuts) {
   StepDocuments out;
   out.longest.assign(static_cast<std::size_t>(cuts.nominal.count()), 0);
-  std::vector<double> attention;
   for (int mb = 0; mb < batches.microbatches_per_step(); ++mb) {
     MicrobatchDocuments m = microbatch_documents(model, batches.documents(step, mb), batches.seq(), cuts);
     for (std::size_t i = 0; i < out.longest.size(); ++i) out.longest[i] = std::max(out.longest[i], m.cut.lengths[i]);
-    attention.push_back(m.attention);
+    out.attention.push_back(m.attention);
     out.units.push_back(std::move(m.units));
   }
-  out.max_over_mean = data::max_over_mean(attention, 1);
+  out.max_over_mean = data::max_over_mean(out.attention, 1);
+  return out;
+}
+
+std::vector<double> replica_attention(const StepDocuments& step, int replicas) {
+  const data::MicrobatchShares shares = replica_shares(step, replicas);
+  std::vector<double> out;
+  for (int q = 0; q < replicas; ++q) {
+    double attention = 0;
+    for (int mb = shares.first(q); mb < shares.first(q) + shares.count(q); ++mb) {
+      attention += step.attention.at(static_cast<std::size_t>(mb));
+    }
+    out.push_back(attention);
+  }
+  return out;
+}
+
+ReplicaSteps replica_steps(const StepDocuments& step, int replicas,
+                           const std::function<double(const MicrobatchWork&)>& time) {
+  const data::MicrobatchShares shares = replica_shares(step, replicas);
+  ReplicaSteps out;
+  out.attention = replica_attention(step, replicas);
+  for (int q = 0; q < replicas; ++q) {
+    const auto first = step.units.begin() + shares.first(q);
+    out.seconds.push_back(time(MicrobatchWork(first, first + shares.count(q))));
+    out.slowest = std::max(out.slowest, out.seconds.back());
+  }
   return out;
 }
 

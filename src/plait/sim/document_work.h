@@ -6,6 +6,7 @@
 // and each segment's unit holds rows x its length tokens and the (query, key) pairs its rows'
 // queries visit inside their documents (data::attention_pairs), what DocumentCostModel times.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -50,6 +51,7 @@ struct StepDocuments {
   MicrobatchWork units;                // [micro-batch][segment]
   std::vector<std::int64_t> longest;   // per segment: the longest of any micro-batch's cut
   double max_over_mean = 1;            // of sum(doc^2) per micro-batch
+  std::vector<double> attention;       // per micro-batch: sum(doc^2) over its rows
 };
 // Every micro-batch of `step` as `batches` reads it.
 StepDocuments step_documents(const spec::ModelSpec& model, const data::BatchSource& batches, std::int64_t step,
@@ -57,6 +59,23 @@ StepDocuments step_documents(const spec::ModelSpec& model, const data::BatchSour
 
 // Every micro-batch carrying the step's mean unit work, segment by segment ("equal work").
 MicrobatchWork equal_work(const MicrobatchWork& units);
+
+// Data-parallel replicas: a step's micro-batches (all replicas', as the loader reads them: the
+// balanced order balances them all, data/balanced_order.h) split as the runtime hands them out
+// (schedule::replicate: replica q runs global micro-batches [q m, (q+1) m), the shares of
+// data::MicrobatchShares::even), each replica's pipeline timed by `time` on its own units. The
+// replicas' pipelines are independent until the gradient reduction, which starts when the
+// slowest has finished (WLB-LLM's straggler across data-parallel ranks): its reduction is the
+// same bytes in any order, so the order's cost is the slowest replica's pipeline.
+struct ReplicaSteps {
+  std::vector<double> seconds;    // per replica
+  std::vector<double> attention;  // per replica: sum(doc^2) of its micro-batches
+  double slowest = 0;             // max of seconds
+};
+ReplicaSteps replica_steps(const StepDocuments& step, int replicas,
+                           const std::function<double(const MicrobatchWork&)>& time);
+// Per replica: sum(doc^2) of its micro-batches (the split replica_steps times).
+std::vector<double> replica_attention(const StepDocuments& step, int replicas);
 
 // Packed documents of a named distribution read as a run reads them: lengths drawn from
 // `distribution` over a stream long enough for `steps` steps of `microbatches` micro-batches
