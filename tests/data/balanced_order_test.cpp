@@ -14,6 +14,7 @@
 #include "plait/data/document_distribution.h"
 #include "plait/data/packed_sequences.h"
 #include "plait/data/sequential_loader.h"
+#include "same_batches.h"
 
 namespace plait::data {
 namespace {
@@ -169,16 +170,7 @@ TEST(BalancedOrder, AResumedLoaderReadsTheSameSamplesBitForBit) {
   EXPECT_EQ(first.balance_layout(), layout);
   const DataPosition at = SequentialLoader::position_from_state(state, src, 64, "ckpt/manifest.json", &again, layout);
   const SequentialLoader resumed(src, 64, 2, MicrobatchShares({1, 2}), at, &again, {2});
-  std::vector<std::int32_t> x1(128), y1(128), x2(128), y2(128);
-  for (std::int64_t step = 5; step < 120; ++step) {  // past the epoch's end
-    for (int g = 0; g < 3; ++g) {
-      first.fill(step, g, x1.data(), y1.data());
-      resumed.fill(step, g, x2.data(), y2.data());
-      ASSERT_EQ(x1, x2) << "step " << step << ", micro-batch " << g;
-      ASSERT_EQ(y1, y2) << "step " << step << ", micro-batch " << g;
-      ASSERT_EQ(first.documents(step, g), resumed.documents(step, g));
-    }
-  }
+  test::expect_same_batches(first, resumed, 5, 120, 3, 128);  // past the epoch's end
   try {
     SequentialLoader::position_from_state(state, src, 64, "ckpt/manifest.json", &again, {18, 2, 3});
     FAIL() << "resumed with another window";

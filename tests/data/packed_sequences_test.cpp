@@ -11,6 +11,7 @@
 #include "plait/core/splitmix64.h"
 #include "plait/data/document_lengths.h"
 #include "plait/data/sequential_loader.h"
+#include "same_batches.h"
 
 namespace plait::data {
 namespace {
@@ -113,16 +114,7 @@ TEST(PackedSequences, AResumedLoaderReadsTheSameSequencesBitForBit) {
   const DataPosition at = SequentialLoader::position_from_state(state, src, 64, "ckpt/manifest.json", &again);
   EXPECT_EQ(at, (DataPosition{5, 30}));
   const SequentialLoader resumed(src, 64, 2, MicrobatchShares({1, 1, 1}), at, &again);
-  std::vector<std::int32_t> x1(128), y1(128), x2(128), y2(128);
-  for (std::int64_t step = 5; step < 60; ++step) {
-    for (int g = 0; g < 3; ++g) {
-      first.fill(step, g, x1.data(), y1.data());
-      resumed.fill(step, g, x2.data(), y2.data());
-      ASSERT_EQ(x1, x2) << "step " << step << ", micro-batch " << g;
-      ASSERT_EQ(y1, y2) << "step " << step << ", micro-batch " << g;
-      ASSERT_EQ(first.documents(step, g), resumed.documents(step, g));
-    }
-  }
+  test::expect_same_batches(first, resumed, 5, 60, 3, 128);
   // Another layout (two documents made one), or a stream checkpoint, is refused by name.
   std::vector<std::int64_t> moved = starts;
   moved.erase(moved.begin() + 5);
