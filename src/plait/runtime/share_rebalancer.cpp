@@ -41,7 +41,7 @@ std::string describe_shares(const ShareChange& c) {
 }
 
 ShareRebalancer::ShareRebalancer(const StragglerConfig& config, const PipelinePlan& plan)
-    : config_(config), plan_(plan), planned_(plan.schedule), tensor_parallel_(plan.tensor_parallel) {
+    : config_(config), plan_(plan), tensor_parallel_(plan.tensor_parallel) {
   recent_.resize(static_cast<std::size_t>(plan.num_ranks()));
   if (!config.enabled || !config.rebalance) {
     unavailable_ = config.enabled ? "stragglers.rebalance is false" : "stragglers.enabled is false";
@@ -64,7 +64,7 @@ ShareRebalancer::ShareRebalancer(const StragglerConfig& config, const PipelinePl
     return;
   }
   current_ = planned_pipeline_;
-  schedule_ = planned_;
+  schedule_ = plan_.schedule;
   position_of_rank_.assign(static_cast<std::size_t>(plan.num_ranks()), 0);
   bool peers = false;
   for (int g = 0; g < current_.num_groups(); ++g) {
@@ -166,7 +166,7 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
   if (d.changes.empty()) return std::nullopt;
   const schedule::Schedule in_force = schedule_;
   if (current_.stage_counts == planned_pipeline_.stage_counts) {
-    d.schedule = planned_;
+    d.schedule = plan_.schedule;
   } else {
     try {
       schedule::HeterogeneousCosts costs;

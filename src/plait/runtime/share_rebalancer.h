@@ -95,7 +95,7 @@ class ShareRebalancer {
 
   StragglerConfig config_;
   PipelinePlan plan_;  // the plan as built (its devices' capacities, the memory model's inputs)
-  schedule::Schedule planned_, schedule_;  // the plan's; the one in force
+  schedule::Schedule schedule_;  // the one in force (the plan's is plan_.schedule)
   const schedule::ScheduleFamily* family_ = nullptr;
   int tensor_parallel_ = 1;
   std::string unavailable_, failure_;
