@@ -637,7 +637,11 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                 " ranks (run mpirun -np a multiple of it)");
   }
   const int stages = pp / o.dp;  // pipeline ranks of one replica
-  if (stages < 2) throw Error("plait bench runtime speed: run it under mpirun with at least 2 pipeline ranks (x --tp, x --dp)");
+  // One stage is a row set only over data-parallel replicas (the bubble they wait out at the
+  // gradient reduction, e.g. the document rows' imbalance between replicas).
+  if (stages < 2 && o.dp < 2) {
+    throw Error("plait bench runtime speed: run it under mpirun with at least 2 pipeline ranks (x --tp), or with --dp");
+  }
   const std::vector<std::string> schedules =
       comma_list(o.schedules.empty() ? "gpipe,1f1b,interleaved,seq1f1b,seq1f1b-i,zb-h1,zb-v,seq-zb"
                                      : o.schedules);
@@ -829,8 +833,10 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
   std::printf("%-12s %-9s %-7s %2s %2s | %10s %21s | %10s %7s | %7s %7s | %9s %9s | %s\n", "schedule", "recompute",
               "offload", "v", "k", "measured", "(fastest - slowest)", "simulated", "error", "bubble", "sim", "busy", "sim",
               "offload wait (sim) | copy compute (sim) at memcpy");
-  // The document rows' predicted step of each round (round s runs step s), for the per-round lines.
+  // The document rows' predicted step of each round (round s runs step s), for the per-round lines,
+  // and their measured and predicted idle shares averaged over the rounds (the bubble line).
   std::vector<std::vector<double>> predicted_rounds(runs.size());
+  std::vector<double> predicted_bubble(runs.size(), 0.0);
   for (const Run& run : runs) {
     if (run.segment_row && (&run == runs.data() || !(&run - 1)->segment_row)) {
       std::printf("%s over segment counts (many short segments against few long ones):\n", run.name.c_str());
@@ -876,6 +882,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
                                                              run.plan.microbatch_size, document_step(run.plan, *run.loader, s).units),
                                       &memory, sim_options));
         predicted_rounds[static_cast<std::size_t>(&run - runs.data())].push_back(steps.back().step_time);
+        predicted_bubble[static_cast<std::size_t>(&run - runs.data())] += steps.back().bubble_fraction / o.steps;
       }
       std::sort(steps.begin(), steps.end(), [](const sim::SimResult& a, const sim::SimResult& b) {
         return a.step_time < b.step_time;
@@ -885,6 +892,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       // Every step of stream windows is the same work: one prediction for every round.
       predicted_rounds[static_cast<std::size_t>(&run - runs.data())].assign(static_cast<std::size_t>(o.steps),
                                                                              typical.step_time);
+      predicted_bubble[static_cast<std::size_t>(&run - runs.data())] = typical.bubble_fraction;
     }
     double offload_wait = 0, offload_compute = 0;
     for (const sim::RankResult& r : typical.ranks) {
@@ -949,6 +957,28 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
       std::printf(" %.0f/%.0f", 1e3 * run.makespans[s], 1e3 * predicted.at(s));
     }
     std::printf("\n");
+  }
+  // The bubble that balancing removes: the idle share of the ranks (mean over the rounds: the
+  // pipeline's own bubble plus, with --dp, the wait of the replicas that finish first), packed in
+  // plain order against balanced, measured and predicted step by step from the same documents.
+  const auto document_run = [&](const char* packing) {
+    const auto it = std::find_if(runs.begin(), runs.end(), [&](const Run& r) { return r.packing == packing; });
+    return it == runs.end() ? -1 : static_cast<int>(it - runs.begin());
+  };
+  if (const int plain = document_run("packed"), balanced = document_run("wlb"); plain >= 0 && balanced >= 0) {
+    const auto mean_bubble = [&](int i) {
+      double b = 0;
+      for (double x : runs[static_cast<std::size_t>(i)].bubbles) b += x / static_cast<double>(runs[static_cast<std::size_t>(i)].bubbles.size());
+      return b;
+    };
+    const double measured_plain = mean_bubble(plain), measured_balanced = mean_bubble(balanced);
+    const double predicted_plain = predicted_bubble[static_cast<std::size_t>(plain)];
+    const double predicted_balanced = predicted_bubble[static_cast<std::size_t>(balanced)];
+    std::printf("the bubble that balancing removes (idle share of the ranks, mean over the rounds%s): measured %.1f%% "
+                "plain -> %.1f%% balanced (%+.1f points), predicted %.1f%% -> %.1f%% (%+.1f points)\n",
+                o.dp > 1 ? ", the replicas' waits included" : "", 100 * measured_plain, 100 * measured_balanced,
+                100 * (measured_balanced - measured_plain), 100 * predicted_plain, 100 * predicted_balanced,
+                100 * (predicted_balanced - predicted_plain));
   }
   std::printf("measured = median over rounds of the pipeline makespan (first compute start to last compute end over all ranks; the "
               "gradient all-reduce and optimizer step are not simulated; with --dp the slowest replica's pipeline); bubble = measured mean and "
