@@ -778,8 +778,9 @@ class PlanSearch {
     }
     std::vector<const Candidate*> finals;
     std::set<std::string> chosen;
-    for (auto [pool, most] : {std::pair{&pool_, o_.simulate}, std::pair{&newer_pool_, o_.simulate_newer},
-                              std::pair{&tp_pool_, o_.simulate_tp}}) {
+    for (auto [pool, most_of_pool] : {std::pair{&pool_, o_.simulate}, std::pair{&newer_pool_, o_.simulate_newer},
+                                      std::pair{&tp_pool_, o_.simulate_tp}}) {
+      const int most = most_of_pool;  // (a lambda may not capture a structured binding before clang 16)
       std::sort(pool->begin(), pool->end(), [](const Candidate& a, const Candidate& b) {
         return a.estimate.step_seconds < b.estimate.step_seconds;
       });
