@@ -426,18 +426,20 @@ nlohmann::json run_record(const TrainArgs& args, const runtime::JobConfig& job, 
 // tier's, when any rank used it).
 nlohmann::json memory_record(const runtime::PipelinePlan& plan, const std::vector<MemoryReport>& memory,
                              const std::vector<MemoryReport>& host) {
+  // One entry per job rank; under TP its stages and device are its schedule rank's.
+  const auto scheduled = [&](std::size_t r) { return static_cast<std::size_t>(plan.schedule_rank_of(static_cast<int>(r))); };
   nlohmann::json record = {{"memory", nlohmann::json::array()}};
   bool host_used = false;
   for (std::size_t r = 0; r < memory.size(); ++r) {
-    record["memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, r), memory[r],
-                                                         plan.devices[r].memory_bytes));
+    record["memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, scheduled(r)), memory[r],
+                                                         plan.devices[scheduled(r)].memory_bytes));
     host_used = host_used || host[r].peak_total > 0;
   }
   if (host_used) {
     record["host_memory"] = nlohmann::json::array();
     for (std::size_t r = 0; r < host.size(); ++r) {
-      record["host_memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, r), host[r],
-                                                                plan.devices[r].host_memory_bytes));
+      record["host_memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, scheduled(r)),
+                                                                host[r], plan.devices[scheduled(r)].host_memory_bytes));
     }
   }
   return record;
