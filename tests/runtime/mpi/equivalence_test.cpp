@@ -207,7 +207,8 @@ std::vector<Case> all_cases() {
   tensor_parallel(make("seq1f1b", 2, 1, 0, 4), 4);
   // A degree per stage (runtime/reshard.h): the boundary between degrees 2 and 1 both ways, with
   // Seq1F1B segments (flops-rounded to the largest degree), split B and W, an interleaved layout
-  // resharding at every boundary, data parallelism, and bf16 (3 and 6 ranks: np3 and np6); for
+  // resharding at every boundary, a V layout, recomputation, data parallelism, and bf16 (3 and 6
+  // ranks: np3 and np6); for
   // GPT-2 also 2 <-> 4 (LLaMA's 2 K/V heads do not split over 4). GPT-2's tied embedding then
   // sums copies of different vocabulary splits (sharded_data_parallel.h).
   const auto per_stage = [&](Case c, std::vector<int> degrees, spec::Family family) {
@@ -222,6 +223,10 @@ std::vector<Case> all_cases() {
     per_stage(make("seq1f1b", 2, 1, 0, 4), {1, 2}, family);
     per_stage(make("zb-h1", 2, 1), {1, 2}, family);
     per_stage(make("seq1f1b-i", 2, 1, 2, 2), {2, 1, 2, 1}, family);
+    per_stage(make("zb-v", 2, 1), {2, 1, 1, 2}, family);  // V: rank 0 holds stages 0 and 3
+    Case recomputed = make("seq1f1b", 2, 1, 0, 2);
+    recomputed.recompute = spec::Recompute::full();
+    per_stage(recomputed, {1, 2}, family);
     per_stage(make("seq1f1b", 2, 2, 0, 2), {2, 1}, family);
     Case bf16 = make("seq1f1b", 2, 1, 0, 4);
     bf16.precision = spec::Precision::bf16;
