@@ -340,6 +340,18 @@ TEST(ParallelConfig, TensorParallelPlansAndRefusals) {
                                                   "tokens, not divisible by the tensor-parallel size 4"))
         << e.what();
   }
+  // With degrees per stage the largest must divide every segment (every stage runs every segment,
+  // and a boundary's pieces are 1/max of it), named as with one degree.
+  const std::string mixed_odd = R"({"model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 64},
+      "train": {"steps": 1, "seq": 20, "microbatch_size": 1, "segments": 2}, "parallel": {"pp": 2, "tp": [1, 4]}})";
+  try {
+    build_pipeline_plan(parse_job_config(nlohmann::json::parse(mixed_odd), "mixed.json"), 5);
+    ADD_FAILURE() << "10-token segments with a stage of degree 4";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("mixed.json: parallel.tp: sequence parallelism: segment 0 has 10 "
+                                                  "tokens, not divisible by the tensor-parallel size 4"))
+        << e.what();
+  }
 }
 
 }  // namespace
