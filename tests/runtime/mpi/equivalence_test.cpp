@@ -18,7 +18,8 @@
 // eps = 1e-3 the update is Lipschitz with constant lr/(4 eps) = 2.5, so the comparison measures
 // the runtime, not Adam's amplification of rounding; moments, bias correction, weight decay,
 // clipping and the learning-rate schedule are all still in play.
-// Cases apply to the job's world size (ctest runs this executable with 2, 4 and 8 ranks).
+// Cases apply to the job's world size (ctest runs this executable with 2, 4 and 8 ranks, and the
+// per-stage TP cases with 3 and 6).
 #include <gtest/gtest.h>
 
 #include <algorithm>
