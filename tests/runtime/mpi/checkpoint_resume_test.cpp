@@ -507,9 +507,18 @@ TEST(Evaluation, ForwardOnlyPipelineGivesTheTrainingLossOfTheSameBatch) {
   if (n == 2) layouts = {{"seq1f1b", 2, 1, 4, 2, 0}, {"zb-v", 2, 1, 4, 1, 0}, {"interleaved", 2, 1, 4, 1, 2}};
   if (n == 4) layouts = {{"zb-v", 2, 2, 2, 1, 0}, {"seq1f1b", 4, 1, 4, 4, 0}, {"gpipe", 2, 2, 2, 1, 0}};
   if (n == 8) layouts = {{"seq-zb", 4, 2, 2, 2, 0}};
-  for (const Layout& l : layouts) {
+  // With 3 ranks, tensor-parallel degrees per stage: the head at TP 1, then at TP 2 (each of its
+  // TP ranks has the whole loss; TP rank 0's counts, in evaluation as in training).
+  std::vector<std::vector<int>> degrees(layouts.size());
+  if (n == 3) {
+    layouts = {{"seq1f1b", 2, 1, 4, 2, 0}, {"1f1b", 2, 1, 4, 1, 0}};
+    degrees = {{2, 1}, {1, 2}};
+  }
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    const Layout& l = layouts[i];
     SCOPED_TRACE(l.schedule);
     JobConfig j = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    j.parallel.tp = degrees[i];
     j.run.checkpoint.reset();
     const PipelinePlan plan = build_pipeline_plan(j, n);
     MemoryTracker tracker;
