@@ -280,7 +280,7 @@ namespace {
 // it cannot run in one line naming the file and field.
 TEST(ParallelConfig, TensorParallelPlansAndRefusals) {
   const PipelinePlan plan = build_pipeline_plan(job(R"({"pp": 2, "tp": 2, "schedule": "seq1f1b"})"), 4);
-  EXPECT_EQ(plan.tensor_parallel, 2);
+  EXPECT_EQ(plan.rank_tensor_parallel, (std::vector<int>{2, 2}));
   EXPECT_EQ(plan.num_ranks(), 2);
   EXPECT_EQ(plan.world_size(), 4);
   for (const model::StageSpec& s : plan.vstage_specs) EXPECT_EQ(s.tensor_parallel, 2);
@@ -290,9 +290,31 @@ TEST(ParallelConfig, TensorParallelPlansAndRefusals) {
   EXPECT_EQ(error_of(R"({"pp": 2, "tp": 2})", 2),
             "p.json: parallel.pp: the layout needs 4 ranks (pp 2 x dp 1 x tp 2) but the job has 2 (start it with "
             "mpirun -np 4)");
+  // Per-stage degrees: schedule rank r holds job ranks [base_r, base_r + t_r), the flops split
+  // rounded to the largest degree, the world the sum of the degrees.
+  const PipelinePlan mixed = build_pipeline_plan(job(R"({"pp": 2, "tp": [2, 4], "split": "flops"})"), 6);
+  EXPECT_EQ(mixed.rank_tensor_parallel, (std::vector<int>{2, 4}));
+  EXPECT_EQ(mixed.world_size(), 6);
+  EXPECT_EQ(mixed.vstage_specs[0].tensor_parallel, 2);
+  EXPECT_EQ(mixed.vstage_specs[1].tensor_parallel, 4);
+  for (std::int64_t len : mixed.partition.lengths) EXPECT_EQ(len % 4, 0) << len;
+  EXPECT_EQ(mixed.job_rank(1, 3), 5);
+  EXPECT_EQ(mixed.schedule_rank_of(1), 0);
+  EXPECT_EQ(mixed.schedule_rank_of(2), 1);
+  EXPECT_EQ(mixed.tp_rank_of(4), 2);
+  EXPECT_EQ(mixed.job_rank_label(3), "1.1");
   EXPECT_EQ(error_of(R"({"pp": 2, "tp": [2, 1]})", 4),
-            "p.json: parallel.tp: plait train runs one tensor-parallel degree for every stage (found 1 and 2); "
-            "per-stage degrees run in plait sim and plait plan only");
+            "p.json: parallel.pp: the layout needs 3 ranks (pp 2 x dp 1, tp by rank 2 + 1) but the job has 4 (start "
+            "it with mpirun -np 3)");
+  EXPECT_EQ(error_of(R"({"pp": 2, "tp": [2, 3]})", 5),
+            "p.json: parallel.tp: degree 2 does not divide the largest, 3 (stages of different degrees reshard their "
+            "boundary messages into pieces of 1/max of a segment; use degrees that divide each other, as 1, 2, 4, 8)");
+  EXPECT_EQ(error_of(R"({"pp": 2, "tp": [2, 1, 1]})", 3),
+            "p.json: parallel.tp: expected one degree for every virtual stage or one per virtual stage (2), found 3");
+  // The chunks of one rank run on its one TP group.
+  EXPECT_EQ(error_of(R"({"pp": 2, "chunks": 2, "schedule": "seq1f1b-i", "tp": [2, 1, 1, 1]})", 5),
+            "p.json: parallel.tp: rank 0 holds virtual stages 0 (degree 2) and 2 (degree 1): the stages of one rank "
+            "run on its one tensor-parallel group and need the same degree");
   // 4 heads over 8 ranks; 8-token segments over 16.
   EXPECT_TRUE(error_of(R"({"pp": 1, "tp": 8})", 8)
                   .starts_with("p.json: parallel.tp: tensor parallelism: heads 4 is not divisible by the tensor-parallel "
@@ -315,6 +337,18 @@ TEST(ParallelConfig, TensorParallelPlansAndRefusals) {
     ADD_FAILURE() << "10-token segments over 4 ranks";
   } catch (const Error& e) {
     EXPECT_TRUE(std::string(e.what()).starts_with("odd.json: parallel.tp: sequence parallelism: segment 0 has 10 "
+                                                  "tokens, not divisible by the tensor-parallel size 4"))
+        << e.what();
+  }
+  // With degrees per stage the largest must divide every segment (every stage runs every segment,
+  // and a boundary's pieces are 1/max of it), named as with one degree.
+  const std::string mixed_odd = R"({"model": {"layers": 2, "hidden": 32, "heads": 4, "vocab": 256, "max_seq": 64},
+      "train": {"steps": 1, "seq": 20, "microbatch_size": 1, "segments": 2}, "parallel": {"pp": 2, "tp": [1, 4]}})";
+  try {
+    build_pipeline_plan(parse_job_config(nlohmann::json::parse(mixed_odd), "mixed.json"), 5);
+    ADD_FAILURE() << "10-token segments with a stage of degree 4";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("mixed.json: parallel.tp: sequence parallelism: segment 0 has 10 "
                                                   "tokens, not divisible by the tensor-parallel size 4"))
         << e.what();
   }

@@ -167,7 +167,7 @@ TEST(ProfileCostModel, TensorParallelUnitsAddTheirCollectivesOnTheLinkUnslowed) 
   PipelinePlan plan;
   plan.model = kModel;
   plan.microbatch_size = 2;
-  plan.tensor_parallel = 2;
+  plan.rank_tensor_parallel = {2, 2};  // (two ranks of degree 2)
   plan.partition = spec::even_partition(kModel, 16, 2);
   plan.vstage_layers = {1, 3};
   plan.vstage_specs = {{0, 1, true, false}, {1, 4, false, true, 2}};

@@ -315,7 +315,7 @@ void run_memory(comm::Communicator& world, const BenchRuntimeOptions& o) {
       const auto all = runtime::gather_all(world, mine);
       if (!lead) continue;
       const sim::MemoryModel memory(plan.model, plan.vstage_layers, plan.partition, plan.microbatch_size,
-                                    {t.precision, job.parallel.recompute, omp_get_max_threads(), {plan.tensor_parallel}});
+                                    {t.precision, job.parallel.recompute, omp_get_max_threads(), plan.vstage_tensor_parallel()});
       const schedule::LoweredSchedule lowered = schedule::lower(plan.schedule);
       const sim::UniformCostModel uniform(1.0, 1.0, 1.0);
       sim::SimOptions sim_options{false, false};
@@ -562,10 +562,11 @@ runtime::SegmentProfile measure_profile(comm::Communicator& world, const runtime
   options.repeats = repeats;
   options.in_flight = in_flight;
   options.recompute = recompute;
-  // Under TP each rank times its own part of a TP unit (job rank r is TP rank r % t), its compute
-  // alone; on emulated devices as they count an action (CPU time, idling after each unit alike).
-  options.tensor_parallel = plan.tensor_parallel;
-  options.tp_rank = world.rank() % plan.tensor_parallel;
+  // Under TP each rank times its own part of a TP unit (--tp: every stage of one degree t, job
+  // rank r is TP rank r % t), its compute alone; on emulated devices as they count an action (CPU
+  // time, idling after each unit alike).
+  options.tensor_parallel = plan.tensor_parallel(0);
+  options.tp_rank = plan.tp_rank_of(world.rank());
   options.slowdown = plan.devices.front().slowdown;
   options.cpu_time = options.slowdown > 1;
   // A layer is timed inside a stage of as many layers as a rank holds, so weights and

@@ -166,14 +166,10 @@ void run_plan(const PlanOptions& o) {
   if (!o.out.empty()) {
     write_json_file(o.out, plan::plan_file_json(problem, result.plans[0], o.config.empty() ? nullptr : &base));
     const plan::PlanChoice& chosen = result.plans[0].choice;
-    const std::vector<int> degrees = chosen.rank_tensor_parallel();
-    if (std::adjacent_find(degrees.begin(), degrees.end(), std::not_equal_to<>()) != degrees.end()) {
-      std::printf("\nwrote %s (its stages use different tensor-parallel degrees, which plait train does not run: it "
-                  "runs one degree for every stage; plan with --tp T for one it runs)\n", o.out.c_str());
-    } else {
-      std::printf("\nwrote %s (run it: mpirun -np %d plait train --config %s)\n", o.out.c_str(),
-                  chosen.devices_used(), o.out.c_str());
-    }
+    // Per-stage degrees run too (boundary messages resharded: docs/runtime.md, "Tensor
+    // parallelism"); the job's ranks are the devices the plan uses, each TP group consecutive.
+    std::printf("\nwrote %s (run it: mpirun -np %d plait train --config %s)\n", o.out.c_str(), chosen.devices_used(),
+                o.out.c_str());
   }
 }
 
@@ -230,8 +226,8 @@ void register_plan(CLI::App& app) {
   cmd->add_option("--tp", o->tp,
                   "Tensor-parallel degrees a stage may use (comma-separated, of 1, 2, 4, 8; default all on a\n"
                   "real cluster, 1 on an emulated one): a stage's ranks become TP groups of t devices of one\n"
-                  "type in one machine (t dividing its devices of that type). plait train runs a plan whose\n"
-                  "stages share one degree")
+                  "type in one machine (t dividing its devices of that type). plait train runs the plan,\n"
+                  "whether its stages share one degree or not")
       ->type_name("INTS");
   cmd->add_flag("--even", o->even,
                 "Baseline: plan as if every device had the median device's speed, with stages of equal\n"

@@ -8,12 +8,9 @@ namespace {
 // Job rank r's rank in the schedule, and its label: "r", or "s.i" (schedule rank s, TP rank i)
 // under tensor parallelism.
 std::size_t scheduled(const runtime::PipelinePlan& plan, std::size_t r) {
-  return r / static_cast<std::size_t>(plan.tensor_parallel);
+  return static_cast<std::size_t>(plan.schedule_rank_of(static_cast<int>(r)));
 }
-std::string label(const runtime::PipelinePlan& plan, std::size_t r) {
-  if (plan.tensor_parallel == 1) return std::to_string(r);
-  return std::to_string(scheduled(plan, r)) + "." + std::to_string(r % static_cast<std::size_t>(plan.tensor_parallel));
-}
+std::string label(const runtime::PipelinePlan& plan, std::size_t r) { return plan.job_rank_label(static_cast<int>(r)); }
 
 }  // namespace
 

@@ -200,11 +200,20 @@ void print_header(const TrainArgs& args, const runtime::JobConfig& job,
     std::printf("  precision: fp32\n");
   }
   const std::vector<std::int64_t>& lengths = plan.partition.lengths;
-  const std::string tp = plan.tensor_parallel > 1
-                             ? " x tensor parallelism " + std::to_string(plan.tensor_parallel) + " = " +
-                                   std::to_string(plan.world_size()) + " ranks (TP innermost: ranks " +
-                                   std::to_string(plan.tensor_parallel) + "s + i, sequence-parallel norms)"
-                             : std::string();
+  std::string tp;
+  if (plan.any_tensor_parallel()) {
+    std::string degrees;
+    for (int v = 0; v < plan.num_vstages(); ++v) {
+      degrees += (v ? "/" : "") + std::to_string(plan.vstage_specs[static_cast<std::size_t>(v)].tensor_parallel);
+    }
+    tp = plan.uniform_tensor_parallel()
+             ? " x tensor parallelism " + std::to_string(plan.max_tensor_parallel()) + " = " +
+                   std::to_string(plan.world_size()) + " ranks (TP innermost: ranks " +
+                   std::to_string(plan.max_tensor_parallel()) + "s + i, sequence-parallel norms)"
+             : ", tensor parallelism " + degrees + " per virtual stage = " + std::to_string(plan.world_size()) +
+                   " ranks (TP innermost: each rank's group consecutive, sequence-parallel norms; boundary "
+                   "messages resharded between degrees)";
+  }
   std::printf("  parallel: %s on %d rank(s)%s, %d virtual stage(s) of %s layers, segments %s, "
               "receives posted %s\n",
               plan.schedule_name.c_str(), plan.num_ranks(), tp.c_str(), plan.num_vstages(),
@@ -417,18 +426,20 @@ nlohmann::json run_record(const TrainArgs& args, const runtime::JobConfig& job, 
 // tier's, when any rank used it).
 nlohmann::json memory_record(const runtime::PipelinePlan& plan, const std::vector<MemoryReport>& memory,
                              const std::vector<MemoryReport>& host) {
+  // One entry per job rank; under TP its stages and device are its schedule rank's.
+  const auto scheduled = [&](std::size_t r) { return static_cast<std::size_t>(plan.schedule_rank_of(static_cast<int>(r))); };
   nlohmann::json record = {{"memory", nlohmann::json::array()}};
   bool host_used = false;
   for (std::size_t r = 0; r < memory.size(); ++r) {
-    record["memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, r), memory[r],
-                                                         plan.devices[r].memory_bytes));
+    record["memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, scheduled(r)), memory[r],
+                                                         plan.devices[scheduled(r)].memory_bytes));
     host_used = host_used || host[r].peak_total > 0;
   }
   if (host_used) {
     record["host_memory"] = nlohmann::json::array();
     for (std::size_t r = 0; r < host.size(); ++r) {
-      record["host_memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, r), host[r],
-                                                                plan.devices[r].host_memory_bytes));
+      record["host_memory"].push_back(runtime::rank_memory_json(static_cast<int>(r), rank_stages(plan, scheduled(r)),
+                                                                host[r], plan.devices[scheduled(r)].host_memory_bytes));
     }
   }
   return record;
@@ -588,8 +599,11 @@ bool train_ranks(comm::MpiSession& session, const runtime::JobConfig& job, const
     rebalances.insert(rebalances.end(), rec.rebalances.begin(), rec.rebalances.end());
     moves.insert(moves.end(), rec.moves.begin(), rec.moves.end());
     const runtime::DistributedStepResult& r = *rec.result;
-    // The schedule's ranks (each TP rank's communicator of them gathers alike).
-    const runtime::MeasuredStep measured = runtime::gather_step(run->trainer().schedule_world(), r);
+    // The schedule's ranks: their TP rank 0 (under TP the other ranks of a group measure the same
+    // actions in lock-step, and the lead is one of them).
+    comm::Communicator* schedule_ranks = run->trainer().schedule_world();
+    const runtime::MeasuredStep measured =
+        schedule_ranks ? runtime::gather_step(*schedule_ranks, r) : runtime::MeasuredStep{};
     // The first step warms caches and the buffer pools; time the rest (unless it is the only one).
     if (step > first || steps == 1) {
       bubble_sum += measured.bubble_fraction();

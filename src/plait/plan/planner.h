@@ -39,7 +39,8 @@ struct PlannerOptions {
                                           // equal width (a pp x dp baseline)
   // Tensor-parallel degrees a stage may use (tensor_parallel_options.h); empty: 1, 2, 4, 8 on a
   // real cluster, 1 on an emulated one (its CPU ranks' links are shared memory, not a machine's
-  // NVLink; --tp opts in). `plait train` runs a plan whose stages share one degree.
+  // NVLink; --tp opts in). `plait train` runs the plan whether its stages share one degree or not
+  // (runtime/reshard.h).
   std::vector<int> tensor_parallel;
   int max_groups = 16;                    // pipeline stages at most
   int grouping_shortlist = 40;            // groupings per micro-batch size kept by the coarse pass

@@ -31,8 +31,8 @@ struct Replan {
   double predicted_step_seconds = 0;
 };
 
-// Plans `job` on `cluster` (tensor parallelism off: plait train runs one degree for every stage,
-// and an emulated CPU cluster plans without it) and writes its plan file over `config`.
+// Plans `job` on `cluster` (tensor parallelism off: the re-plan keeps one device per rank, as an
+// emulated CPU cluster plans anyway) and writes its plan file over `config`.
 // Throws plait::Error("cannot plan: ...") when no layout fits the cluster.
 Replan replan_job(const nlohmann::json& config, const ClusterSpec& cluster, const JobShape& job);
 

@@ -29,39 +29,42 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
       options_(options),
       schedule_{train.lr, train.min_lr, train.warmup_steps, train.steps} {
   if (world.size() != plan_.world_size()) {
-    throw Error("the plan has " + std::to_string(plan_.world_size()) + " ranks" +
-                (plan_.tensor_parallel > 1 ? " (" + std::to_string(plan_.num_ranks()) + " x tp " +
-                                                 std::to_string(plan_.tensor_parallel) + ")"
-                                           : std::string()) +
-                ", the job " + std::to_string(world.size()));
+    std::string degrees;
+    if (plan_.any_tensor_parallel()) {
+      for (int r = 0; r < plan_.num_ranks(); ++r) degrees += (r ? " + " : " (") + std::to_string(plan_.tensor_parallel(r));
+      degrees += ", the schedule ranks' tensor-parallel degrees)";
+    }
+    throw Error("the plan has " + std::to_string(plan_.world_size()) + " ranks" + degrees + ", the job " +
+                std::to_string(world.size()));
   }
+  // Job rank j is TP rank j - base_r of schedule rank r, base_r <= j < base_r + t_r (TP
+  // innermost: a TP group is consecutive ranks, one machine; PipelinePlan::first_job_rank).
+  rank_ = plan_.schedule_rank_of(world.rank());
+  tp_rank_ = plan_.tp_rank_of(world.rank());
   logical_ = &world;
-  const int t = plan_.tensor_parallel;
-  if (t > 1) {
-    // Job rank j = schedule rank j / t, TP rank j % t (TP innermost: a TP group is consecutive
-    // ranks, one machine). One call makes both kinds of group, the same list on every rank.
+  if (plan_.any_tensor_parallel()) {
+    // One call makes every group, the same list on every rank: the TP group of each schedule rank
+    // of degree > 1, then the schedule's leaders (TP rank 0 of every schedule rank: the per-rank
+    // gathers of measurements, schedule_world()).
     std::vector<std::vector<int>> lists;
+    std::vector<int> tp_list(static_cast<std::size_t>(plan_.num_ranks()), -1);
     for (int r = 0; r < plan_.num_ranks(); ++r) {
+      if (plan_.tensor_parallel(r) == 1) continue;
+      tp_list[static_cast<std::size_t>(r)] = static_cast<int>(lists.size());
       std::vector<int>& g = lists.emplace_back();
-      for (int i = 0; i < t; ++i) g.push_back(r * t + i);
+      for (int i = 0; i < plan_.tensor_parallel(r); ++i) g.push_back(plan_.job_rank(r, i));
     }
-    for (int i = 0; i < t; ++i) {
-      std::vector<int>& g = lists.emplace_back();
-      for (int r = 0; r < plan_.num_ranks(); ++r) g.push_back(r * t + i);
-    }
+    const auto leaders_list = lists.size();
+    std::vector<int>& leaders = lists.emplace_back();
+    for (int r = 0; r < plan_.num_ranks(); ++r) leaders.push_back(plan_.first_job_rank(r));
     std::vector<std::unique_ptr<comm::Communicator>> groups = world.create_groups(lists);
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (!groups[g]) continue;
-      if (static_cast<int>(g) < plan_.num_ranks()) {
-        tp_comm_ = groups[g].get();
-      } else {
-        logical_ = groups[g].get();
-      }
-      tp_groups_.push_back(std::move(groups[g]));
+    const int mine = tp_list[static_cast<std::size_t>(rank_)];
+    if (mine >= 0) tp_comm_ = groups[static_cast<std::size_t>(mine)].get();
+    logical_ = groups[leaders_list].get();  // null off the leaders
+    for (auto& g : groups) {
+      if (g) tp_groups_.push_back(std::move(g));
     }
-    tp_rank_ = tp_comm_->rank();
-    rank_ = logical_->rank();
-    tp_group_ = std::make_unique<CommTensorParallelGroup>(*tp_comm_);
+    if (tp_comm_ != nullptr) tp_group_ = std::make_unique<CommTensorParallelGroup>(*tp_comm_);
   }
   if (train.microbatches != plan_.global_microbatches() || train.seq != plan_.seq ||
       train.microbatch_size != plan_.microbatch_size) {
@@ -95,11 +98,11 @@ DistributedTrainer::DistributedTrainer(const PipelinePlan& plan, const TrainConf
   // Paced to the device's host link when the plan gives one (core/thread_copy_engine.h).
   if (offloads) copies_ = std::make_unique<ThreadCopyEngine>(device.host_bytes_per_second.value_or(0.0));
   lowered_ = lower_plan(plan_, options.recv_lookahead);
-  dp_ = std::make_unique<ShardedDataParallel>(plan_, rank_, *logical_, chunks,
+  dp_ = std::make_unique<ShardedDataParallel>(plan_, rank_, world_, chunks,
                                               optim::AdamWConfig{train.beta1, train.beta2, train.eps, train.weight_decay},
                                               options.bucket_floats, buffers, host_.get(), copies_.get());
   executor_ = std::make_unique<PipelineExecutor>(
-      plan_, make_rank_program(plan_, lowered_, rank_, logical_->max_tag()), *logical_, chunks, *dp_, buffers,
+      plan_, make_rank_program(plan_, lowered_, rank_, world_.max_tag()), world_, chunks, *dp_, buffers,
       ExecutorMode::kTrain, host_.get(), copies_.get());
 }
 
@@ -192,7 +195,7 @@ void DistributedTrainer::reschedule(schedule::Schedule schedule) {
   plan_.schedule = std::move(schedule);
   // The executor reads the plan and the lowered schedule held here, replaced in place.
   lowered_ = lower_plan(plan_, options_.recv_lookahead);
-  executor_->set_program(make_rank_program(plan_, lowered_, rank_, logical_->max_tag()));
+  executor_->set_program(make_rank_program(plan_, lowered_, rank_, world_.max_tag()));
   eval_executor_.reset();  // rebuilt from the new schedule's forwards on its next use
 }
 
@@ -209,16 +212,16 @@ std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local
     mine.push_back(bad ? static_cast<double>(*bad) + 1 : 0.0);
     mine.push_back(kind);
   }
-  // Over the whole job (every rank reached this on the same reduced flags); job rank j is the
-  // schedule's rank j / t.
+  // Over the whole job (every rank reached this on the same reduced flags); job rank j is TP rank
+  // tp_rank_of(j) of the schedule's rank schedule_rank_of(j).
   const std::vector<std::vector<double>> all = gather_all(world_, mine);
-  const auto t = static_cast<std::size_t>(plan_.tensor_parallel);
   std::string loss_ranks, grads;
   std::vector<bool> stage_named(static_cast<std::size_t>(plan_.num_vstages()), false);
   for (std::size_t r = 0; r < all.size(); ++r) {
     const auto& v = all[r];
     if (v.at(0) != 0) loss_ranks += (loss_ranks.empty() ? "" : ", ") + std::to_string(r);
-    const auto& stages = plan_.schedule.layout.rank_vstages[r / t];
+    const auto& stages =
+        plan_.schedule.layout.rank_vstages[static_cast<std::size_t>(plan_.schedule_rank_of(static_cast<int>(r)))];
     for (std::size_t i = 1; i + 2 < v.size(); i += 3) {
       const int chunk = static_cast<int>(v[i]);
       const int tensor = static_cast<int>(v[i + 1]) - 1;
@@ -227,7 +230,7 @@ std::string DistributedTrainer::describe_nonfinite(std::int64_t step, bool local
       if (stage_named[static_cast<std::size_t>(vstage)]) continue;
       stage_named[static_cast<std::size_t>(vstage)] = true;
       model::StageSpec spec = plan_.vstage_specs[static_cast<std::size_t>(vstage)];
-      spec.tp_rank = static_cast<int>(r % t);
+      spec.tp_rank = plan_.tp_rank_of(static_cast<int>(r));
       const auto names = model::parameter_layout(plan_.model, spec);
       std::string holders;
       for (int h : plan_.holders(vstage)) holders += (holders.empty() ? "" : ", ") + std::to_string(h);
@@ -263,7 +266,7 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
     std::vector<model::StageModel*> chunks;
     for (auto& m : models_) chunks.push_back(m.get());
     eval_executor_ = std::make_unique<PipelineExecutor>(
-        eval_plan_, make_rank_program(eval_plan_, eval_lowered_, rank_, logical_->max_tag()), *logical_,
+        eval_plan_, make_rank_program(eval_plan_, eval_lowered_, rank_, world_.max_tag()), world_,
         chunks, *dp_, *buffers_, ExecutorMode::kEvaluate);
   }
   dp_->begin_step(0, false);
@@ -284,8 +287,8 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
     local += eval_executor_->run(step, round, monotonic_seconds(), false, b == 0 ? failure : FailureInjection{},
                                  scale).loss;
   }
-  // Each TP rank's schedule world has the whole loss (its head stages' TP ranks all do).
-  return logical_->allreduce(local, comm::ReduceOp::kSum);
+  // Over the job, TP rank 0's (every TP rank of a head stage has the whole loss of its units).
+  return world_.allreduce(tp_rank_ == 0 ? local : 0.0, comm::ReduceOp::kSum);
 }
 
 int DistributedTrainer::optimizer_steps() const {

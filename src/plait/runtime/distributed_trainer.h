@@ -93,11 +93,14 @@ class DistributedTrainer {
   // `train` is the global train config (JobConfig::global_train()). The tracker's capacity is set
   // from the rank's emulated device when the plan gives one; the rank's host tier (host_tracker)
   // gets the device's host_memory_bytes.
-  // Tensor parallelism (plan.tensor_parallel = t > 1): `world` has plan.world_size() ranks; job
-  // rank j is TP rank j % t of the schedule's rank j / t. Construction makes the TP groups (the t
-  // consecutive job ranks of a schedule rank) and, per TP rank, the communicator of the schedule's
-  // ranks (the job ranks with that TP rank), over which the pipeline and data parallelism run as
-  // without TP; every rank's stages are its TP rank's part (model/tensor_parallel.h).
+  // Tensor parallelism (plan.rank_tensor_parallel): `world` has plan.world_size() ranks; job
+  // rank j is TP rank plan.tp_rank_of(j) of the schedule's rank plan.schedule_rank_of(j) (a
+  // schedule rank r of degree t_r holds job ranks [base_r, base_r + t_r)). Construction makes the
+  // TP groups (the t_r consecutive job ranks of each schedule rank of degree > 1) and the group
+  // of the schedule's leaders (TP rank 0 of every schedule rank); pipeline messages (resharded
+  // between stages of different degrees, runtime/reshard.h) and data-parallel reductions (one
+  // group per stage and TP rank) go over `world`; every rank's stages are its TP rank's part
+  // (model/tensor_parallel.h).
   DistributedTrainer(const PipelinePlan& plan, const TrainConfig& train, comm::Communicator& world,
                      MemoryTracker& tracker, const TrainerOptions& options = {});
   ~DistributedTrainer();
@@ -132,13 +135,13 @@ class DistributedTrainer {
   void set_optimizer_steps(int steps);
   // This rank's number in the schedule (the job rank without TP).
   int rank() const { return rank_; }
-  // Tensor parallelism: the degree, this rank's place in its TP group, the group (null without
-  // TP) and the communicator of the schedule's ranks that share this TP rank (the job's world
-  // without TP).
-  int tensor_parallel() const { return plan_.tensor_parallel; }
+  // Tensor parallelism: this rank's degree (its schedule rank's), its place in its TP group, the
+  // group (null at degree 1) and the communicator of the schedule's ranks, one job rank each:
+  // their TP rank 0 (the job's world without TP; null on the other TP ranks).
+  int tensor_parallel() const { return plan_.tensor_parallel(rank_); }
   int tp_rank() const { return tp_rank_; }
   comm::Communicator* tp_communicator() { return tp_comm_; }
-  comm::Communicator& schedule_world() { return *logical_; }
+  comm::Communicator* schedule_world() { return logical_; }
   const PipelinePlan& plan() const { return plan_; }
   int num_chunks() const { return static_cast<int>(models_.size()); }
   model::StageModel& chunk(int c) { return *models_[static_cast<std::size_t>(c)]; }
@@ -161,7 +164,7 @@ class DistributedTrainer {
   comm::Communicator& world_;
   std::vector<std::unique_ptr<comm::Communicator>> tp_groups_;  // TP: this rank's groups
   comm::Communicator* tp_comm_ = nullptr;
-  comm::Communicator* logical_ = nullptr;
+  comm::Communicator* logical_ = nullptr;  // the schedule's leaders (schedule_world())
   std::unique_ptr<model::TensorParallelGroup> tp_group_;
   int tp_rank_ = 0;
   int rank_;

@@ -74,9 +74,9 @@ LayerMover::LayerMover(const StragglerConfig& config, const PipelinePlan& plan)
   } else if (!in_order) {
     unavailable_ = "tier (b) moves layers only when every rank holds one stage, in pipeline order (pp >= 2, dp 1, "
                    "one chunk)";
-  } else if (plan.tensor_parallel > 1) {
-    unavailable_ = "tier (b) does not move tensor-parallel stages (parallel.tp " +
-                   std::to_string(plan.tensor_parallel) + ")";
+  } else if (plan.any_tensor_parallel()) {
+    unavailable_ = "tier (b) does not move tensor-parallel stages (parallel.tp up to " +
+                   std::to_string(plan.max_tensor_parallel()) + ")";
   } else if (plan.sharded() || activations) {
     unavailable_ = "tier (b) moves only unsharded, unoffloaded stages (parallel.shard level 0, no parallel.offload)";
   }

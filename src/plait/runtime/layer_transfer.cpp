@@ -76,7 +76,7 @@ std::pair<std::unique_ptr<DistributedTrainer>, LayerTransferTimes> move_layers(
   fresh->link() = link;
 
   // The moved layers' tensors, in layer then layout order: the same list on every rank.
-  comm::Communicator& peers = fresh->schedule_world();
+  comm::Communicator& peers = *fresh->schedule_world();  // the job's world: layer moves run without TP
   struct Moving {
     std::string name;
     int from = 0, to = 0;
@@ -127,7 +127,7 @@ std::pair<std::unique_ptr<DistributedTrainer>, LayerTransferTimes> move_layers(
 }
 
 LinkProbe probe_link(DistributedTrainer& trainer, int from, int to) {
-  comm::Communicator& peers = trainer.schedule_world();
+  comm::Communicator& peers = *trainer.schedule_world();  // the job's world: layer moves run without TP
   LinkProbe probe;
   const int rank = trainer.rank();
   double seconds[2] = {0, 0};

@@ -16,6 +16,7 @@
 #include "plait/data/document_mask.h"
 #include "plait/data/segment_columns.h"
 #include "plait/runtime/microbatch_partition.h"
+#include "plait/runtime/reshard.h"
 #include "plait/runtime/tensor_parallel_group.h"
 #include "plait/spec/precision_policy.h"
 
@@ -26,14 +27,32 @@ struct PipelineExecutor::MicrobatchData {
   int uses_left = 0;
 };
 
+namespace {
+
+// A message's pieces (one without resharding; runtime/reshard.h), complete when all are.
+struct Pieces {
+  std::vector<comm::Request> requests;
+  bool test() { return comm::test_all(requests); }
+  void wait() { comm::wait_all(requests); }
+  // The first piece still in flight (for the stall watchdog and the back-off).
+  const comm::Request& pending() const {
+    for (const comm::Request& r : requests) {
+      if (r.active()) return r;
+    }
+    return requests.front();
+  }
+};
+
+}  // namespace
+
 struct PipelineExecutor::Posted {
   model::PooledBuffer buffer;
-  comm::Request request;
+  Pieces request;
 };
 
 struct PipelineExecutor::Sending {
   model::PooledBuffer buffer;
-  comm::Request request;
+  Pieces request;
   std::size_t event = 0;  // index of its trace event (end time set on completion), or npos
   double posted_at = 0;   // monotonic seconds of its isend
 };
@@ -87,6 +106,7 @@ PipelineExecutor::PipelineExecutor(const PipelinePlan& plan, RankProgram program
     : plan_(plan),
       program_(std::move(program)),
       world_(world),
+      tp_rank_(plan.tp_rank_of(world.rank())),
       chunks_(std::move(chunks)),
       dp_(data_parallel),
       mode_(mode),
@@ -169,9 +189,13 @@ spec::Segment PipelineExecutor::segment_of(int mb, int segment) {
 }
 
 std::int64_t PipelineExecutor::message_elements(int mb, int segment) {
-  // batch * segment length * hidden; under TP each rank sends its sequence slice, 1/t.
-  return std::int64_t{plan_.microbatch_size} * plan_.model.hidden * segment_of(mb, segment).length /
-         plan_.tensor_parallel;
+  // batch * segment length * hidden; under TP a rank's input and output are its sequence slice,
+  // 1/t of that with t the rank's degree (the pieces of other degrees: runtime/reshard.h).
+  return segment_elements(mb, segment) / plan_.tensor_parallel(program_.rank);
+}
+
+std::int64_t PipelineExecutor::segment_elements(int mb, int segment) {
+  return std::int64_t{plan_.microbatch_size} * plan_.model.hidden * segment_of(mb, segment).length;
 }
 
 void PipelineExecutor::release_data(int mb) {
@@ -203,12 +227,17 @@ void PipelineExecutor::post(std::int32_t id) {
   const schedule::MessageKey key = program_.lowered->key(m);
   p.buffer = pool_.acquire(MemoryCategory::kCommBuffers,
                            static_cast<std::size_t>(message_elements(key.microbatch, key.segment)), dtype);
-  if (dtype == DType::bf16) {
-    p.request = world_.irecv(std::span<bf16>(p.buffer.as<bf16>(), p.buffer.size()), m.src_rank,
-                             static_cast<int>(m.tag));
-  } else {
-    p.request = world_.irecv(std::span<float>(p.buffer.data(), p.buffer.size()), m.src_rank,
-                             static_cast<int>(m.tag));
+  // The sender's stage may have another TP degree: its pieces of this rank's slice, each from
+  // the TP rank that holds it, received in place (runtime/reshard.h).
+  const int t = plan_.tensor_parallel(program_.rank);
+  for (const ReshardPiece& piece : reshard_pieces(segment_elements(key.microbatch, key.segment), t, tp_rank_,
+                                                  plan_.tensor_parallel(m.src_rank))) {
+    const int from = plan_.job_rank(m.src_rank, piece.peer);
+    const auto at = static_cast<std::size_t>(piece.offset), n = static_cast<std::size_t>(piece.count);
+    p.request.requests.push_back(
+        dtype == DType::bf16
+            ? world_.irecv(std::span<bf16>(p.buffer.as<bf16>() + at, n), from, static_cast<int>(m.tag))
+            : world_.irecv(std::span<float>(p.buffer.data() + at, n), from, static_cast<int>(m.tag)));
   }
   state_->posted.emplace(id, std::move(p));
 }
@@ -221,9 +250,9 @@ model::PooledBuffer PipelineExecutor::take_input(const ComputeStep& s) {
     // advances collectives only inside MPI calls; a reduced chunk's host copy and early update
     // are this rank's to start).
     if (!it->second.request.test()) {
-      note_waiting(it->second.request.describe());  // for the stall watchdog, as Request::wait
+      note_waiting(it->second.request.pending().describe());  // for the stall watchdog, as Request::wait
       const double waited_from = monotonic_seconds();
-      comm::Backoff backoff(it->second.request.backoff_policy());
+      comm::Backoff backoff(it->second.request.pending().backoff_policy());
       do {
         poll();
         backoff.pause();
@@ -465,11 +494,18 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
       const double held = link_.delay(static_cast<std::size_t>(bytes));
       result.times.send_seconds += held;
       Sending out;
-      out.request = output.dtype() == DType::bf16
-                        ? world_.isend(std::span<const bf16>(output.as<bf16>(), output.size()),
-                                       msg.dst_rank, static_cast<int>(msg.tag))
-                        : world_.isend(std::span<const float>(output.data(), output.size()),
-                                       msg.dst_rank, static_cast<int>(msg.tag));
+      // The receiver's stage may have another TP degree: this rank's slice in its pieces, each
+      // to the TP rank that holds it (runtime/reshard.h).
+      const int t = plan_.tensor_parallel(program_.rank);
+      for (const ReshardPiece& piece :
+           reshard_pieces(segment_elements(a.microbatch, a.segment), t, tp_rank_, plan_.tensor_parallel(msg.dst_rank))) {
+        const int to = plan_.job_rank(msg.dst_rank, piece.peer);
+        const auto at = static_cast<std::size_t>(piece.offset), n = static_cast<std::size_t>(piece.count);
+        out.request.requests.push_back(
+            output.dtype() == DType::bf16
+                ? world_.isend(std::span<const bf16>(output.as<bf16>() + at, n), to, static_cast<int>(msg.tag))
+                : world_.isend(std::span<const float>(output.data() + at, n), to, static_cast<int>(msg.tag)));
+      }
       out.buffer = std::move(output);
       out.event = static_cast<std::size_t>(-1);
       out.posted_at = monotonic_seconds();

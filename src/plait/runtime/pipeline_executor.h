@@ -49,6 +49,8 @@ struct ExecutedStep {
 class PipelineExecutor {
  public:
   // chunks[c]: the model of the rank's chunk c; buffers: the tracker charged for comm buffers.
+  // `world` holds the job's ranks (every schedule rank's TP group: PipelinePlan::job_rank);
+  // program.rank is this rank's schedule rank.
   // host, copies: the rank's host tier and copy engine, required in training when one of its
   // stages offloads its activations (plan.offloads_activations; runtime/activation_offload.h).
   PipelineExecutor(const PipelinePlan& plan, RankProgram program, comm::Communicator& world,
@@ -101,6 +103,8 @@ class PipelineExecutor {
   // work-aware cut (microbatch_partition.h); and the elements of its stage messages.
   spec::Segment segment_of(int microbatch, int segment);
   std::int64_t message_elements(int microbatch, int segment);
+  // The whole segment's elements (batch * length * hidden), which TP ranks hold 1/t of.
+  std::int64_t segment_elements(int microbatch, int segment);
   void poll();
   void post(std::int32_t message);
   model::PooledBuffer take_input(const ComputeStep& s);
@@ -114,7 +118,8 @@ class PipelineExecutor {
 
   const PipelinePlan& plan_;
   RankProgram program_;
-  comm::Communicator& world_;
+  comm::Communicator& world_;  // the job's ranks (PipelinePlan::job_rank)
+  int tp_rank_;                 // this rank's TP rank in its schedule rank's group
   std::vector<model::StageModel*> chunks_;
   ShardedDataParallel& dp_;
   // Level-3 gathers start one action before each chunk's first use (lazy), or all at the step's

@@ -1,5 +1,6 @@
 #include "plait/runtime/pipeline_plan.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -71,40 +72,72 @@ std::string PipelinePlan::rank_label(int rank) const {
   return label;
 }
 
+int PipelinePlan::max_tensor_parallel() const {
+  int most = 1;
+  for (int t : rank_tensor_parallel) most = std::max(most, t);
+  return most;
+}
+
+bool PipelinePlan::uniform_tensor_parallel() const {
+  return std::all_of(rank_tensor_parallel.begin(), rank_tensor_parallel.end(),
+                     [&](int t) { return t == rank_tensor_parallel.front(); });
+}
+
+int PipelinePlan::first_job_rank(int rank) const {
+  if (rank_tensor_parallel.empty()) return rank;
+  int base = 0;
+  for (int r = 0; r < rank; ++r) base += rank_tensor_parallel[static_cast<std::size_t>(r)];
+  return base;
+}
+
+int PipelinePlan::schedule_rank_of(int job_rank) const {
+  if (rank_tensor_parallel.empty()) return job_rank;
+  int base = 0;
+  for (int r = 0; r < num_ranks(); ++r) {
+    base += rank_tensor_parallel[static_cast<std::size_t>(r)];
+    if (job_rank < base) return r;
+  }
+  throw Error("job rank " + std::to_string(job_rank) + " is past the plan's " + std::to_string(base) + " ranks");
+}
+
+std::vector<int> PipelinePlan::vstage_tensor_parallel() const {
+  std::vector<int> degrees;
+  for (const model::StageSpec& s : vstage_specs) degrees.push_back(s.tensor_parallel);
+  return degrees;
+}
+
+std::string PipelinePlan::job_rank_label(int job_rank) const {
+  if (!any_tensor_parallel()) return std::to_string(job_rank);
+  return std::to_string(schedule_rank_of(job_rank)) + "." + std::to_string(tp_rank_of(job_rank));
+}
+
 PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   const ParallelConfig& p = job.parallel;
+  // The largest degree: segments must divide by it (below), and every stage's degree divides it,
+  // so it is the lcm of any two (a boundary between degrees t and t' cuts its message into pieces
+  // of 1/max(t, t') of the segment: runtime/reshard.h).
   const int tp = p.max_tensor_parallel();
   for (int t : p.tp) {
-    if (t != tp) {
-      throw Error(where(job, "tp") + ": plait train runs one tensor-parallel degree for every stage (found " +
-                  std::to_string(t) + " and " + std::to_string(tp) + "); per-stage degrees run in plait sim and "
-                  "plait plan only");
+    if (tp % t != 0) {
+      throw Error(where(job, "tp") + ": degree " + std::to_string(t) + " does not divide the largest, " +
+                  std::to_string(tp) + " (stages of different degrees reshard their boundary messages into "
+                  "pieces of 1/max of a segment; use degrees that divide each other, as 1, 2, 4, 8)");
     }
   }
-  if (p.world_size() * tp != world_size) {
-    throw Error(where(job, p.form == ParallelConfig::Form::generated ? "pp" : "rank_vstages") +
-                ": the layout needs " + std::to_string(p.world_size() * tp) + " ranks" +
-                (p.form == ParallelConfig::Form::generated
-                     ? " (pp " + std::to_string(p.pp) + " x dp " + std::to_string(p.dp) +
-                           (tp > 1 ? " x tp " + std::to_string(tp) : "") + ")"
-                     : (tp > 1 ? " (" + std::to_string(p.world_size()) + " x tp " + std::to_string(tp) + ")" : "")) +
-                " but the job has " + std::to_string(world_size) +
-                " (start it with mpirun -np " + std::to_string(p.world_size() * tp) + ")");
-  }
-  if (tp > 1) {
+  for (int t : p.tp) {
+    if (t == 1) continue;
     try {
-      spec::check_tensor_parallel(job.run.model, tp);
+      spec::check_tensor_parallel(job.run.model, t);
     } catch (const Error& e) {
       throw Error(where(job, "tp") + ": " + e.what());
     }
-    if (job.run.train.sample_every > 0) {
-      throw Error(job.run.source + ": train.sample_every: samples during training decode whole stages, not "
-                  "tensor-parallel ones (parallel.tp " + std::to_string(tp) + "); sample the checkpoint with plait "
-                  "generate instead");
-    }
+  }
+  if (tp > 1 && job.run.train.sample_every > 0) {
+    throw Error(job.run.source + ": train.sample_every: samples during training decode whole stages, not "
+                "tensor-parallel ones (parallel.tp " + std::to_string(tp) + "); sample the checkpoint with plait "
+                "generate instead");
   }
   PipelinePlan plan;
-  plan.tensor_parallel = tp;
   const TrainConfig train = job.global_train();
   plan.model = job.run.model;
   plan.microbatch_size = train.microbatch_size;
@@ -113,7 +146,8 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   plan.grad_reduce = train.grad_reduce;
   // The one cut, carried to the executor and traces. Under TP a flops split rounds its lengths to
   // multiples of t (sequence parallelism splits every unit's tokens over the group; the Seq1F1B
-  // reference's rounding), unless the config gave its own multiple.
+  // reference's rounding), with t the largest degree when stages differ, unless the config gave
+  // its own multiple.
   spec::SegmentRequest segments = job.run.train.segments;
   if (tp > 1 && segments.split == spec::SplitMethod::flops && segments.multiple == 1 && !segments.explicit_lengths()) {
     segments.multiple = tp;
@@ -148,11 +182,15 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   } catch (const Error& e) {
     throw Error(where(job, "recompute") + ": " + e.what());
   }
+  if (p.tp.size() > 1 && static_cast<int>(p.tp.size()) != vstages) {
+    throw Error(where(job, "tp") + ": expected one degree for every virtual stage or one per virtual stage (" +
+                std::to_string(vstages) + "), found " + std::to_string(p.tp.size()));
+  }
   int first = 0;
   for (int v = 0; v < vstages; ++v) {
     const int n = plan.vstage_layers[static_cast<std::size_t>(v)];
     const model::StageSpec spec{first, first + n, v == 0, v == vstages - 1,
-                                recompute[static_cast<std::size_t>(v)], plan.precision, tp};
+                                recompute[static_cast<std::size_t>(v)], plan.precision, p.tensor_parallel(v)};
     if (spec.layer_count() == 0 && !spec.has_embedding && !spec.has_head) {
       throw Error(where(job, "layers") + ": virtual stage " + std::to_string(v) +
                   " has no layers (only the first and last stage may, holding the embedding or head)");
@@ -162,6 +200,45 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
   }
   plan.devices = p.devices.empty() ? std::vector<DeviceEmulation>(static_cast<std::size_t>(p.world_size()))
                                    : p.devices;
+  // Each schedule rank is one TP group: every stage it holds (the chunks of an interleaved or V
+  // schedule) runs on the same t devices, so they must share one degree; a stage's data-parallel
+  // holders then share it too (the degree is the stage's).
+  if (tp > 1) {
+    for (int r = 0; r < plan.num_ranks(); ++r) {
+      const auto& stages = plan.schedule.layout.rank_vstages[static_cast<std::size_t>(r)];
+      const int t = stages.empty() ? 1 : p.tensor_parallel(stages.front());
+      for (std::int32_t v : stages) {
+        if (p.tensor_parallel(v) != t) {
+          throw Error(where(job, "tp") + ": rank " + std::to_string(r) + " holds virtual stages " +
+                      std::to_string(stages.front()) + " (degree " + std::to_string(t) + ") and " + std::to_string(v) +
+                      " (degree " + std::to_string(p.tensor_parallel(v)) + "): the stages of one rank run on its one "
+                      "tensor-parallel group and need the same degree");
+        }
+      }
+      plan.rank_tensor_parallel.push_back(t);
+    }
+  }
+  if (plan.world_size() != world_size) {
+    const std::string field = p.form == ParallelConfig::Form::generated ? "pp" : "rank_vstages";
+    // What the count is made of: "pp 2 x dp 1 x tp 2", or with per-stage degrees the sum of the
+    // schedule ranks' ("tp by rank 2 + 1").
+    std::string degrees;
+    if (tp > 1 && plan.uniform_tensor_parallel()) {
+      degrees = "tp " + std::to_string(tp);
+    } else if (tp > 1) {
+      for (int r = 0; r < plan.num_ranks(); ++r) degrees += (r ? " + " : "tp by rank ") + std::to_string(plan.tensor_parallel(r));
+    }
+    std::string layout;
+    if (p.form == ParallelConfig::Form::generated) {
+      layout = " (pp " + std::to_string(p.pp) + " x dp " + std::to_string(p.dp) +
+               (degrees.empty() ? "" : (plan.uniform_tensor_parallel() ? " x " : ", ") + degrees) + ")";
+    } else if (!degrees.empty()) {
+      layout = " (" + (plan.uniform_tensor_parallel() ? std::to_string(plan.num_ranks()) + " x " + degrees : degrees) + ")";
+    }
+    throw Error(where(job, field) + ": the layout needs " + std::to_string(plan.world_size()) + " ranks" + layout +
+                " but the job has " + std::to_string(world_size) + " (start it with mpirun -np " +
+                std::to_string(plan.world_size()) + ")");
+  }
 
   schedule::check_data_parallel(p, plan.schedule.layout, job.run.source);
   plan.shard_shares = p.shard_shares;

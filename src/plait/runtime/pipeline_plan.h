@@ -47,15 +47,36 @@ struct PipelinePlan {
   bool offloads_activations(int vstage) const {
     return !vstage_offload_activations.empty() && vstage_offload_activations[static_cast<std::size_t>(vstage)];
   }
-  // Tensor parallelism (parallel.tp; model/tensor_parallel.h): every rank of the schedule is a
-  // TP group of this many consecutive ranks of the job (job rank = rank x t + TP rank), every
-  // stage split over it. The schedule, the layout, the devices and everything indexed by rank
-  // speak of the schedule's ranks.
-  int tensor_parallel = 1;
+  // Tensor parallelism (parallel.tp; model/tensor_parallel.h): schedule rank r is a TP group of
+  // rank_tensor_parallel[r] = t_r consecutive ranks of the job, job ranks [base_r, base_r + t_r)
+  // with base_r = t_0 + ... + t_(r-1) (TP innermost: one machine), every stage it holds split
+  // over them. All stages of a rank share its degree (and so do a stage's data-parallel
+  // holders); adjacent stages of different degrees reshard their boundary messages
+  // (runtime/reshard.h). Empty: no TP (t_r = 1). The schedule, the layout, the devices and
+  // everything indexed by rank speak of the schedule's ranks.
+  std::vector<int> rank_tensor_parallel;
 
   int num_ranks() const { return schedule.num_ranks(); }
-  // The job's ranks: the schedule's ranks times the TP degree.
-  int world_size() const { return num_ranks() * tensor_parallel; }
+  // Schedule rank r's TP degree t_r.
+  int tensor_parallel(int rank) const {
+    return rank_tensor_parallel.empty() ? 1 : rank_tensor_parallel[static_cast<std::size_t>(rank)];
+  }
+  int max_tensor_parallel() const;
+  // Whether some rank runs tensor parallelism, and whether every rank runs the same degree.
+  bool any_tensor_parallel() const { return max_tensor_parallel() > 1; }
+  bool uniform_tensor_parallel() const;
+  // The job's ranks: the sum of the schedule ranks' degrees.
+  int world_size() const { return first_job_rank(num_ranks()); }
+  // base_r: the job rank of schedule rank r's TP rank 0 (r = num_ranks(): the world size).
+  int first_job_rank(int rank) const;
+  int job_rank(int rank, int tp_rank) const { return first_job_rank(rank) + tp_rank; }
+  // The schedule rank a job rank belongs to, and its TP rank there.
+  int schedule_rank_of(int job_rank) const;
+  int tp_rank_of(int job_rank) const { return job_rank - first_job_rank(schedule_rank_of(job_rank)); }
+  // The degree of every virtual stage (sim::MemoryOptions::tensor_parallel's form).
+  std::vector<int> vstage_tensor_parallel() const;
+  // "3" without TP, else "<schedule rank>.<TP rank>" ("1.0"), for tables of job ranks.
+  std::string job_rank_label(int job_rank) const;
   int num_vstages() const { return static_cast<int>(vstage_layers.size()); }
   int global_microbatches() const { return schedule.layout.num_microbatches; }
   // Tokens in the global batch: the denominator of every unit's loss scale.
@@ -78,8 +99,10 @@ struct PipelinePlan {
 };
 
 // Builds and validates the plan for a job on `world_size` ranks. Every problem is one
-// plait::Error line: a world size other than the layout's times parallel.tp, TP degrees that
-// differ between stages or do not divide the model's heads, K/V heads, FFN or every segment, a family that cannot produce the
+// plait::Error line: a world size other than the sum of the ranks' TP degrees, TP degrees that
+// differ between stages of one rank, that do not divide the model's heads, K/V heads or FFN,
+// adjacent stages' degrees of which neither divides the other, segments their largest degree does
+// not divide, a family that cannot produce the
 // shape, a layer split that does not add up, recompute counts beyond a stage's layers
 // ("cfg.json: parallel.recompute: virtual stage 2 has 1 layer, cannot recompute 2"), an
 // invalid schedule (the validator's summary).

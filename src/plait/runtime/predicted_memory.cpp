@@ -83,7 +83,7 @@ std::vector<sim::CategoryPeaks> predicted_memory(const PipelinePlan& plan, int t
   for (const model::StageSpec& s : plan.vstage_specs) recompute.push_back(s.recompute_layers);
   const sim::MemoryModel memory(plan.model, plan.vstage_layers, partition ? *partition : plan.partition,
                                 plan.microbatch_size,
-                                {plan.precision, spec::Recompute::stages(recompute), threads, {plan.tensor_parallel}});
+                                {plan.precision, spec::Recompute::stages(recompute), threads, plan.vstage_tensor_parallel()});
   sim::ChunkStates states(static_cast<std::size_t>(plan.num_ranks()));
   for (int r = 0; r < plan.num_ranks(); ++r) {
     for (std::int32_t v : plan.schedule.layout.rank_vstages[static_cast<std::size_t>(r)]) {

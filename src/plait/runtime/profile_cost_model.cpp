@@ -14,7 +14,12 @@ ProfileCostModel::ProfileCostModel(const SegmentProfile& profile, const Pipeline
   if (profile.partition.lengths != plan.partition.lengths || profile.microbatch_size != plan.microbatch_size) {
     throw Error("the profile was measured for other segments or micro-batch size than the plan's");
   }
-  const int t = plan.tensor_parallel;
+  // One profile holds units of one degree: per-stage degrees would need one per degree.
+  if (!plan.uniform_tensor_parallel()) {
+    throw Error("the plan runs tensor-parallel degrees that differ between stages; a profile holds units of one "
+                "degree (" + std::to_string(profile.tensor_parallel) + ")");
+  }
+  const int t = plan.max_tensor_parallel();
   if (profile.tensor_parallel != t) {
     throw Error("the profile holds units of tensor-parallel degree " + std::to_string(profile.tensor_parallel) +
                 ", the plan runs " + std::to_string(t));

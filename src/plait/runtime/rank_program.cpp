@@ -16,10 +16,15 @@ schedule::LoweredSchedule lower_plan(const PipelinePlan& plan, std::int32_t recv
   const std::int64_t row = std::int64_t{plan.microbatch_size} * plan.model.hidden;
   const std::vector<std::int64_t> lengths = plan.partition.lengths;
   // Activations and their gradients in the stage-message type (spec/precision_policy.h):
-  // batch * segment length * hidden elements; under TP each rank sends its sequence slice, 1/t.
+  // batch * segment length * hidden elements; under TP each rank of the sending stage sends its
+  // sequence slice, 1/t of that with t the sending stage's degree (in pieces of 1/max(t, t') when
+  // the receiving stage's degree t' differs: runtime/reshard.h).
   const auto element = static_cast<std::int64_t>(spec::bytes_of(spec::TensorClass::stage_message, plan.precision));
-  const std::int64_t t = plan.tensor_parallel;
-  options.message_bytes = [row, lengths, element, t](const schedule::MessageKey& key) {
+  const std::vector<int> degrees = plan.vstage_tensor_parallel();
+  options.message_bytes = [row, lengths, element, degrees](const schedule::MessageKey& key) {
+    // Activations cross boundary b from stage b, their gradients from stage b + 1.
+    const std::int32_t from = key.payload == schedule::Payload::activation ? key.boundary : key.boundary + 1;
+    const std::int64_t t = degrees.empty() ? 1 : degrees[static_cast<std::size_t>(from)];
     return row * lengths[static_cast<std::size_t>(key.segment)] / t * element;
   };
   return schedule::lower(plan.schedule, options);
@@ -68,9 +73,10 @@ RankProgram make_rank_program(const PipelinePlan& plan, const schedule::LoweredS
     ComputeStep& step = program.steps[i];
     step.action = a;
     step.vstage = s.layout.vstage(rank, a.chunk);
-    // Under TP a stage's input and output are the rank's sequence slice (model/tensor_parallel.h).
+    // Under TP a stage's input and output are the rank's sequence slice (model/tensor_parallel.h),
+    // 1/t with t the rank's degree, whatever the neighbours' (runtime/reshard.h).
     const std::int64_t elements =
-        row * plan.partition.lengths[static_cast<std::size_t>(a.segment)] / plan.tensor_parallel;
+        row * plan.partition.lengths[static_cast<std::size_t>(a.segment)] / plan.tensor_parallel(rank);
     const bool forward = a.kind == schedule::ActionKind::F;
     const bool backward_input = schedule::is_backward_input(a.kind);
 

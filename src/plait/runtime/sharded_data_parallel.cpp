@@ -4,6 +4,7 @@
 #include <set>
 
 #include "plait/core/error.h"
+#include "plait/model/tensor_shard_copy.h"
 #include "plait/schedule/lazy_gathers.h"
 
 namespace plait::runtime {
@@ -14,15 +15,26 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
                                          CopyEngine* copies) {
   const int V = plan.num_vstages();
   const bool split = plan.tied_table_split();
-  // The same list on every rank: one group per virtual stage held by several ranks, then the
-  // tied embedding's holders (first and last stage together).
+  // The job ranks of `ranks` (schedule ranks) at TP rank i (under TP a stage's data parallelism
+  // runs between the holders' TP ranks of the same index, which hold the same part of it).
+  const auto at_tp_rank = [&](const std::vector<int>& ranks, int i) {
+    std::vector<int> job;
+    for (int r : ranks) job.push_back(plan.job_rank(r, i));
+    return job;
+  };
+  const int tp_rank = world.rank() - plan.first_job_rank(rank);
+  // The same list on every rank: per virtual stage held by several ranks, one group per TP rank
+  // of its degree (all its holders have that degree), then the tied embedding's holders (first
+  // and last stage together).
   std::vector<std::vector<int>> lists;
-  std::vector<int> stage_list(static_cast<std::size_t>(V), -1);
+  std::vector<int> stage_list(static_cast<std::size_t>(V), -1);  // the list of its TP rank 0
   for (int v = 0; v < V; ++v) {
     const std::vector<int> holders = plan.holders(v);
     if (holders.size() > 1) {
       stage_list[static_cast<std::size_t>(v)] = static_cast<int>(lists.size());
-      lists.push_back(holders);
+      for (int i = 0; i < plan.vstage_specs[static_cast<std::size_t>(v)].tensor_parallel; ++i) {
+        lists.push_back(at_tp_rank(holders, i));
+      }
     }
   }
   int tied_list = -1;
@@ -31,9 +43,22 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
     for (int v : {0, V - 1}) {
       for (int r : plan.holders(v)) copies_of_wte.insert(r);
     }
-    if (copies_of_wte.size() > 1) {
+    const std::vector<int> copies(copies_of_wte.begin(), copies_of_wte.end());
+    const int first_t = plan.vstage_specs.front().tensor_parallel, last_t = plan.vstage_specs.back().tensor_parallel;
+    if (first_t != last_t) {
+      // The embedding's and the head's copies are split over TP groups of different degrees, so
+      // their vocabulary parts differ (and so does the padding, 128 t): the copies meet as whole
+      // tables over every job rank of every holder, each rank's rows in place and zeros elsewhere
+      // (tied_whole_).
+      tied_whole_ = true;
       tied_list = static_cast<int>(lists.size());
-      lists.emplace_back(copies_of_wte.begin(), copies_of_wte.end());
+      std::vector<int>& all = lists.emplace_back();
+      for (int r : copies) {
+        for (int i = 0; i < plan.tensor_parallel(r); ++i) all.push_back(plan.job_rank(r, i));
+      }
+    } else if (copies.size() > 1) {
+      tied_list = static_cast<int>(lists.size());
+      for (int i = 0; i < first_t; ++i) lists.push_back(at_tp_rank(copies, i));
     }
   }
   if (!lists.empty()) groups_ = world.create_groups(lists);
@@ -48,7 +73,7 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
     s.grad_reduce = plan.grad_reduce;
     s.policy = plan.vstage_shard.empty() ? spec::ShardPolicy{} : plan.vstage_shard[static_cast<std::size_t>(v)];
     const int list = stage_list[static_cast<std::size_t>(v)];
-    s.group = list >= 0 ? groups_[static_cast<std::size_t>(list)].get() : nullptr;
+    s.group = list >= 0 ? groups_[static_cast<std::size_t>(list + tp_rank)].get() : nullptr;
     const std::vector<int> holders = plan.holders(v);
     s.index = static_cast<int>(std::find(holders.begin(), holders.end(), rank) - holders.begin());
     const std::size_t elements = m.parameters().size();
@@ -61,6 +86,7 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
       if (!s.counts_tied) s.norm_excluded.emplace_back(wte.offset, wte.numel);
       holds_wte = true;
       tied_elements = wte.numel;
+      tied_tensor_ = wte;
     }
     for (std::size_t i = 0; i < m.tensors().size(); ++i) {
       if (!m.counts_in_norm(i)) s.norm_excluded.emplace_back(m.tensors()[i].offset, m.tensors()[i].numel);
@@ -72,9 +98,15 @@ ShardedDataParallel::ShardedDataParallel(const PipelinePlan& plan, int rank, com
     }
   }
   if (holds_wte) {
-    tied_group_ = tied_list >= 0 ? groups_[static_cast<std::size_t>(tied_list)].get() : nullptr;
-    // The sum goes on the wire in the reduction's type (a rank holding every copy sums in fp32).
-    if (tied_group_ != nullptr && spec::dp_gradient_dtype(plan.precision, plan.grad_reduce) == DType::bf16) {
+    tied_group_ = tied_list >= 0 ? groups_[static_cast<std::size_t>(tied_list + (tied_whole_ ? 0 : tp_rank))].get()
+                                 : nullptr;
+    // The sum goes on the wire in the reduction's type (a rank holding every copy sums in fp32;
+    // whole tables across TP degrees go in fp32 too).
+    if (tied_whole_) {
+      tied_table_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers, tied_tensor_.full_numel());
+    }
+    if (!tied_whole_ && tied_group_ != nullptr &&
+        spec::dp_gradient_dtype(plan.precision, plan.grad_reduce) == DType::bf16) {
       tied_wire_ = Buffer<bf16>(buffers, MemoryCategory::kCommBuffers, tied_elements, chunks.front()->backend());
     } else {
       tied_sum_ = FloatBuffer(buffers, MemoryCategory::kCommBuffers, tied_elements);
@@ -155,7 +187,14 @@ void ShardedDataParallel::start_tied() {
       backend.accumulate(tied_sum_.data(), g, s.tied_count);
     }
   }
-  if (tied_group_ != nullptr) tied_request_ = tied_group_->iallreduce(tied_sum_.span(), comm::ReduceOp::kSum);
+  if (tied_whole_) {
+    // This rank's rows of the whole table (its vocabulary part, padding dropped), zeros elsewhere.
+    std::fill(tied_table_.data(), tied_table_.data() + tied_table_.size(), 0.0f);
+    model::copy_shard_in(tied_table_.span(), tied_tensor_, tied_sum_.span());
+    tied_request_ = tied_group_->iallreduce(tied_table_.span(), comm::ReduceOp::kSum);
+  } else if (tied_group_ != nullptr) {
+    tied_request_ = tied_group_->iallreduce(tied_sum_.span(), comm::ReduceOp::kSum);
+  }
   poll();
 }
 
@@ -163,6 +202,7 @@ void ShardedDataParallel::poll() {
   if (tied_started_ && !tied_done_ && (!tied_request_.active() || tied_request_.test())) {
     // Written back once per step: a chunk's reduction counts as done only after this.
     tied_done_ = true;
+    if (tied_whole_) model::copy_shard_out(tied_table_.span(), tied_tensor_, tied_sum_.span());
     for (auto& c : chunks_) {
       const ChunkSharding& s = c->sharding();
       if (s.tied_count == 0) continue;

@@ -17,7 +17,10 @@
 //   copies (one per holder of the first and of the last stage; a rank may hold both, as in ZB-V)
 //   are left out of the stage reductions and summed once over all copies, then written back
 //   into every copy, so they stay equal (each holder then updates its shard of it alike). With
-//   train.grad_reduce "bf16" the sum goes on the wire as bf16 (half the comm buffer).
+//   train.grad_reduce "bf16" the sum goes on the wire as bf16 (half the comm buffer). Under
+//   tensor parallelism the copies of TP rank i are summed among themselves; when the first and
+//   last stage have different TP degrees the vocabulary parts differ, and every holder's rank
+//   puts its rows into a whole V x C table (zeros elsewhere) summed in fp32 over all of them.
 // - train.grad_reduce "bf16": each chunk reduces a bf16 copy of its gradients (sharded_chunk.h).
 // - For clipping, each parameter is counted once job-wide: at level 0 a stage's lowest rank
 //   contributes its sum of squares, above it every holder its shard; "wte" only through the
@@ -40,8 +43,8 @@ namespace plait::runtime {
 
 class ShardedDataParallel {
  public:
-  // Collective over `world` (it creates the stage groups): every rank constructs one with the
-  // same plan. chunks[c] is the rank's model of chunk c, its parameters initialised. `buffers` is
+  // Collective over `world`, the job's ranks (it creates the stage groups): every rank constructs
+  // one with the same plan; `rank` is its schedule rank (plan.schedule_rank_of(world.rank())). chunks[c] is the rank's model of chunk c, its parameters initialised. `buffers` is
   // charged for the tied embedding's reduction buffer (comm_buffers); `host` and `copies` are
   // the rank's host tier and copy engine (required when one of its stages offloads).
   ShardedDataParallel(const PipelinePlan& plan, int rank, comm::Communicator& world,
@@ -94,6 +97,11 @@ class ShardedDataParallel {
   comm::Communicator* tied_group_ = nullptr;
   FloatBuffer tied_sum_;
   Buffer<bf16> tied_wire_;  // instead of tied_sum_ when the gradients go on the wire as bf16
+  // The first and last stage's TP degrees differ: the copies are summed as whole tables
+  // (tied_table_, fp32) over all their holders' job ranks; tied_tensor_ is this rank's part.
+  bool tied_whole_ = false;
+  FloatBuffer tied_table_;
+  model::NamedTensor tied_tensor_;
   comm::Request tied_request_;
   bool tied_started_ = false, tied_done_ = false;
   std::size_t buckets_per_step_ = 0;

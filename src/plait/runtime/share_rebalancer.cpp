@@ -41,7 +41,7 @@ std::string describe_shares(const ShareChange& c) {
 }
 
 ShareRebalancer::ShareRebalancer(const StragglerConfig& config, const PipelinePlan& plan)
-    : config_(config), plan_(plan), tensor_parallel_(plan.tensor_parallel) {
+    : config_(config), plan_(plan) {
   recent_.resize(static_cast<std::size_t>(plan.num_ranks()));
   if (!config.enabled || !config.rebalance) {
     unavailable_ = config.enabled ? "stragglers.rebalance is false" : "stragglers.enabled is false";
@@ -111,7 +111,7 @@ std::optional<ShareChange> ShareRebalancer::rebalance(int position, std::int64_t
   c.ranks = ranks;
   c.before = counts;
   c.after = next;
-  c.rank = why.rank / tensor_parallel_;
+  c.rank = plan_.schedule_rank_of(why.rank);
   c.flagged = why.flagged;
   c.slowdown = why.vs_history;
   c.planned = next == planned;
@@ -133,11 +133,12 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
                                                                   const std::vector<StragglerChange>& changes,
                                                                   const StragglerDetector& detector) {
   // A schedule rank's times are its slowest TP rank's (the group computes in lock-step).
-  const auto t = static_cast<std::size_t>(tensor_parallel_);
   for (std::size_t r = 0; r < recent_.size(); ++r) {
-    RankStepTimes slowest = ranks.at(r * t);
-    for (std::size_t i = 1; i < t; ++i) {
-      if (ranks.at(r * t + i).seconds_per_unit() > slowest.seconds_per_unit()) slowest = ranks.at(r * t + i);
+    const int rank = static_cast<int>(r);
+    RankStepTimes slowest = ranks.at(static_cast<std::size_t>(plan_.job_rank(rank, 0)));
+    for (int i = 1; i < plan_.tensor_parallel(rank); ++i) {
+      const RankStepTimes& other = ranks.at(static_cast<std::size_t>(plan_.job_rank(rank, i)));
+      if (other.seconds_per_unit() > slowest.seconds_per_unit()) slowest = other;
     }
     recent_[r].push_back(slowest);
     if (recent_[r].size() > static_cast<std::size_t>(std::max(1, config_.consecutive))) recent_[r].pop_front();
@@ -146,7 +147,7 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
   Decision d;
   std::vector<bool> done(static_cast<std::size_t>(current_.num_groups()), false);
   for (const StragglerChange& why : changes) {
-    const int position = position_of_rank_.at(static_cast<std::size_t>(why.rank) / t);
+    const int position = position_of_rank_.at(static_cast<std::size_t>(plan_.schedule_rank_of(why.rank)));
     if (done[static_cast<std::size_t>(position)]) continue;
     if (current_.stage_ranks[static_cast<std::size_t>(position)].size() < 2) continue;  // tier (b)'s case
     StragglerChange reason = why;
@@ -154,7 +155,9 @@ std::optional<ShareRebalancer::Decision> ShareRebalancer::observe(std::int64_t s
       // A clear restores the plan's shares only when no rank of the group is flagged any more;
       // otherwise the remaining stragglers' speeds decide.
       for (int r : current_.stage_ranks[static_cast<std::size_t>(position)]) {
-        for (std::size_t i = 0; i < t; ++i) reason.flagged = reason.flagged || detector.flagged(static_cast<int>(r * t + i));
+        for (int i = 0; i < plan_.tensor_parallel(r); ++i) {
+          reason.flagged = reason.flagged || detector.flagged(plan_.job_rank(r, i));
+        }
       }
     }
     if (std::optional<ShareChange> c = rebalance(position, step, reason)) {

@@ -97,7 +97,6 @@ class ShareRebalancer {
   PipelinePlan plan_;  // the plan as built (its devices' capacities, the memory model's inputs)
   schedule::Schedule schedule_;  // the one in force (the plan's is plan_.schedule)
   const schedule::ScheduleFamily* family_ = nullptr;
-  int tensor_parallel_ = 1;
   std::string unavailable_, failure_;
   schedule::HeterogeneousPipeline planned_pipeline_, current_;
   std::vector<int> position_of_rank_;  // schedule rank -> its group

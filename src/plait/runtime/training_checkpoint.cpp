@@ -72,20 +72,20 @@ void refuse_nonfinite_state(DistributedTrainer& trainer, comm::Communicator& wor
   if (world.allreduce(any ? 1.0 : 0.0, comm::ReduceOp::kSum) == 0) return;
   const std::vector<std::vector<double>> all = gather_all(world, mine);
   const PipelinePlan& plan = trainer.plan();
-  const auto t = static_cast<std::size_t>(plan.tensor_parallel);  // job rank r: schedule rank r / t
   const char* kinds[] = {"", "a NaN or infinite value", "a NaN or infinite first moment (adam_m)",
                          "a NaN or infinite second moment (adam_v)", "a negative second moment (adam_v)"};
   std::vector<bool> named(static_cast<std::size_t>(plan.num_vstages()), false);
   std::string what;
   for (std::size_t r = 0; r < all.size(); ++r) {
-    const auto& stages = plan.schedule.layout.rank_vstages[r / t];
+    const auto& stages =
+        plan.schedule.layout.rank_vstages[static_cast<std::size_t>(plan.schedule_rank_of(static_cast<int>(r)))];
     for (std::size_t c = 0; 2 * c + 1 < all[r].size(); ++c) {
       const int tensor = static_cast<int>(all[r][2 * c]) - 1;
       const int vstage = stages.at(c);
       if (tensor < 0 || named[static_cast<std::size_t>(vstage)]) continue;
       named[static_cast<std::size_t>(vstage)] = true;
       model::StageSpec spec = plan.vstage_specs[static_cast<std::size_t>(vstage)];
-      spec.tp_rank = static_cast<int>(r % t);
+      spec.tp_rank = plan.tp_rank_of(static_cast<int>(r));
       const auto names = model::parameter_layout(plan.model, spec);
       what += std::string(what.empty() ? "" : "; ") + names.at(static_cast<std::size_t>(tensor)).name + " on stage " +
               std::to_string(vstage) + " (rank " + std::to_string(r) + ") holds " +

@@ -247,9 +247,8 @@ TrainingStep TrainingRun::next() {
   // A rank's speed in its plan's layers (a rank that gave layers away runs shorter units), warm
   // or warm-equivalent (a rank left one micro-batch per chunk runs only cold actions).
   rec.seconds_per_unit = cold_.seconds_per_unit(rec.result->ranks);
-  const int t = trainer_->tensor_parallel();
   for (std::size_t r = 0; r < rec.seconds_per_unit.size(); ++r) {
-    rec.seconds_per_unit[r] *= mover_.layer_scale(static_cast<int>(r) / t);
+    rec.seconds_per_unit[r] *= mover_.layer_scale(trainer_->plan().schedule_rank_of(static_cast<int>(r)));
   }
   rec.stragglers = stragglers_.observe(rec.step, rec.seconds_per_unit);
   const double deciding = monotonic_seconds();

@@ -184,8 +184,8 @@ void parse_sharding(const JsonFields& p, ParallelSpec& c) {
     c.offload.push_back(o.optimizer);
     c.offload_activations.push_back(o.activations);
   }
-  // Tensor parallelism (spec/tensor_parallel_plan.h): the simulator and the planner read it; the
-  // runtime refuses a degree above 1 (runtime/pipeline_plan.cpp).
+  // Tensor parallelism (spec/tensor_parallel_plan.h): the simulator, the planner and the runtime
+  // read it (the runtime's checks of the degrees against the layout: runtime/pipeline_plan.cpp).
   per_stage_values<int>(p, "tp", "a tensor-parallel degree >= 1", [](const nlohmann::json& x) -> std::optional<int> {
     if (!x.is_number_integer() || x.get<std::int64_t>() < 1 || x.get<std::int64_t>() > 1024) return std::nullopt;
     return x.get<int>();

@@ -21,7 +21,7 @@
 // "all" likewise) and "shard_shares" ("equal" or
 // "memory": shards proportional to the holders' memory_bytes); spec/sharded_state.h defines what
 // each level shards; "tp": the tensor-parallel degree, one for every virtual stage or one per
-// virtual stage (the simulator and planner model it; the runtime refuses t > 1 for now).
+// virtual stage (the simulator, the planner and the runtime all run either).
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -97,8 +97,8 @@ struct ParallelSpec {
   bool activations_offloaded(int vstage) const;
   // Tensor parallelism (spec/tensor_parallel_plan.h): the TP degree of each virtual stage; empty:
   // 1; one entry: every virtual stage; else one per virtual stage (a plan's choice per stage). A
-  // rank is then a TP group of that many devices. Read by `plait plan --evaluate`; `plait train`
-  // refuses a degree above 1 (TP runs in the simulator and planner only for now).
+  // rank is then a TP group of that many devices (runtime/pipeline_plan.h lays the job's ranks
+  // out; adjacent stages of different degrees reshard their messages: runtime/reshard.h).
   std::vector<int> tp;
   int tensor_parallel(int vstage) const;
   int max_tensor_parallel() const;

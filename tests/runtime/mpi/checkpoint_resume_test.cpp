@@ -420,32 +420,40 @@ TEST(CheckpointResume, APipelineOfFourLoadsIntoOtherLayouts) {
 // every rank's part of every tensor and of both AdamW moments is bitwise the checkpoint's whole
 // tensor cut to that part (what a fresh load of those tensors gives), and the next step's loss
 // is the writer's within the reassociation of a differently split step (1e-6; measured ~1e-8).
-// TP 2 -> TP 1 and back with 2 ranks; TP 4 -> TP 2 x PP 2, TP 1 x PP 4 and TP 2 -> TP 4 with 4.
+// TP 2 -> TP 1 and back with 2 ranks; TP 4 -> TP 2 x PP 2, TP 1 x PP 4 and TP 2 -> TP 4 with 4,
+// and with degrees per stage (runtime/reshard.h): PP 2 with TP [2, 1] -> [1, 2] and PP 3 x TP 1,
+// [1, 2] -> [2, 1] with 3 ranks; TP 2 x PP 2 -> PP 3 with TP [2, 1, 1] with 4.
 TEST(CheckpointResume, TensorParallelCheckpointsLoadAtAnyDegree) {
   const int n = world().size();
-  if (n != 2 && n != 4) GTEST_SKIP() << "runs with 2 and 4 ranks";
+  if (n != 2 && n != 3 && n != 4) GTEST_SKIP() << "runs with 2, 3 and 4 ranks";
   SharedDir dir("tp");
   write_shards(dir);
   struct Degree {
-    int pp, tp;
+    int pp;
+    std::vector<int> tp;  // one for every stage, or one per stage
+    std::string text() const {
+      std::string t;
+      for (int d : tp) t += (t.empty() ? "" : "/") + std::to_string(d);
+      return "tp " + t + " x pp " + std::to_string(pp);
+    }
   };
-  const auto make = [&](Degree d, bool saves) {
+  const auto make = [&](const Degree& d, bool saves) {
     JobConfig j = job(dir, "seq1f1b", d.pp, 1, 4, 2);
     j.run.model.vocab = 300;  // padded to 512 at t = 2 and 4: the padding is exercised
     j.run.train.steps = 4;
-    j.parallel.tp = {d.tp};
+    j.parallel.tp = d.tp;
     if (!saves) j.run.checkpoint.reset();
     return j;
   };
-  const std::vector<std::pair<Degree, std::vector<Degree>>> cases =
-      n == 2 ? std::vector<std::pair<Degree, std::vector<Degree>>>{{{1, 2}, {{2, 1}, {1, 2}}}, {{2, 1}, {{1, 2}}}}
-             : std::vector<std::pair<Degree, std::vector<Degree>>>{{{1, 4}, {{2, 2}, {4, 1}}}, {{2, 2}, {{1, 4}}}};
+  using Cases = std::vector<std::pair<Degree, std::vector<Degree>>>;
+  const Cases cases = n == 2   ? Cases{{{1, {2}}, {{2, {1}}, {1, {2}}}}, {{2, {1}}, {{1, {2}}}}}
+                      : n == 3 ? Cases{{{2, {2, 1}}, {{2, {1, 2}}, {3, {1}}}}, {{2, {1, 2}}, {{2, {2, 1}}}}}
+                               : Cases{{{1, {4}}, {{2, {2}}, {4, {1}}}}, {{2, {2}}, {{1, {4}}, {3, {2, 1, 1}}}}};
   for (const auto& [source, targets] : cases) {
     const Outcome written = run(make(source, true), world());
     const checkpoint::CheckpointReader reader(dir / "ckpt/step_00000002");
     for (const Degree& target : targets) {
-      SCOPED_TRACE("tp " + std::to_string(source.tp) + " x pp " + std::to_string(source.pp) + " -> tp " +
-                   std::to_string(target.tp) + " x pp " + std::to_string(target.pp));
+      SCOPED_TRACE(source.text() + " -> " + target.text());
       const JobConfig j = make(target, false);
       const PipelinePlan plan = build_pipeline_plan(j, n);
       MemoryTracker tracker;
@@ -499,9 +507,18 @@ TEST(Evaluation, ForwardOnlyPipelineGivesTheTrainingLossOfTheSameBatch) {
   if (n == 2) layouts = {{"seq1f1b", 2, 1, 4, 2, 0}, {"zb-v", 2, 1, 4, 1, 0}, {"interleaved", 2, 1, 4, 1, 2}};
   if (n == 4) layouts = {{"zb-v", 2, 2, 2, 1, 0}, {"seq1f1b", 4, 1, 4, 4, 0}, {"gpipe", 2, 2, 2, 1, 0}};
   if (n == 8) layouts = {{"seq-zb", 4, 2, 2, 2, 0}};
-  for (const Layout& l : layouts) {
+  // With 3 ranks, tensor-parallel degrees per stage: the head at TP 1, then at TP 2 (each of its
+  // TP ranks has the whole loss; TP rank 0's counts, in evaluation as in training).
+  std::vector<std::vector<int>> degrees(layouts.size());
+  if (n == 3) {
+    layouts = {{"seq1f1b", 2, 1, 4, 2, 0}, {"1f1b", 2, 1, 4, 1, 0}};
+    degrees = {{2, 1}, {1, 2}};
+  }
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    const Layout& l = layouts[i];
     SCOPED_TRACE(l.schedule);
     JobConfig j = job(dir, l.schedule, l.pp, l.dp, l.microbatches, l.segments, l.chunks);
+    j.parallel.tp = degrees[i];
     j.run.checkpoint.reset();
     const PipelinePlan plan = build_pipeline_plan(j, n);
     MemoryTracker tracker;

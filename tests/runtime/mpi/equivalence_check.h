@@ -161,8 +161,8 @@ std::vector<float> expect_equivalent_on(const PipelinePlan& plan, const TrainCon
                                         const data::BatchSource& loader, Check&& check) {
   comm::Communicator& w = plait::test::mpi_session().world();
   const double first_tol = tolerance(global.precision);
-  const double later_tol = later_tolerance(global.precision, plan.tensor_parallel);
-  const double parameter_tol = parameter_tolerance(global.precision, plan.tensor_parallel);
+  const double later_tol = later_tolerance(global.precision, plan.max_tensor_parallel());
+  const double parameter_tol = parameter_tolerance(global.precision, plan.max_tensor_parallel());
   MemoryTracker tracker, ref_tracker;
   DistributedTrainer trainer(plan, global, w, tracker);
   LocalTrainer reference(plan.model, global, plan.partition, ref_tracker);

@@ -34,13 +34,22 @@ struct ShardCase {
   spec::Family family = spec::Family::gpt2;
   spec::Precision precision = spec::Precision::fp32;
   int tp = 1;  // tensor parallelism: the data-parallel groups are each TP rank's
+  std::vector<int> tp_stages;  // or a degree per stage (pipeline rank r holds stage r)
 
-  int ranks() const { return (heterogeneous ? 4 : pp * dp) * tp; }
+  int schedule_ranks() const { return heterogeneous ? 4 : pp * dp; }
+  int ranks() const {
+    if (tp_stages.empty()) return schedule_ranks() * tp;
+    int per_replica = 0;
+    for (int r = 0; r < pp; ++r) per_replica += tp_stages[static_cast<std::size_t>(r)];
+    return dp * per_replica;
+  }
   std::string name() const {
     std::string n = std::string(spec::family_name(family)) + "_" + schedule + (heterogeneous ? "_hetero" : "") +
                     "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp) + "_shard" + std::to_string(level) +
                     (offload ? "_offload" : "") + (clip ? "" : "_noclip") +
                     (precision == spec::Precision::bf16 ? "_bf16" : "") + (tp > 1 ? "_tp" + std::to_string(tp) : "");
+    if (!tp_stages.empty()) n += "_tp_stages";
+    for (int t : tp_stages) n += std::to_string(t);
     for (char& c : n) {
       if (c == '-') c = '_';
     }
@@ -53,7 +62,8 @@ struct ShardCase {
     j.run.train.precision = precision;
     ParallelConfig& p = j.parallel;
     if (tp > 1) p.tp = {tp};
-    if (p.devices.empty()) p.devices.resize(static_cast<std::size_t>(ranks() / tp));
+    if (!tp_stages.empty()) p.tp = tp_stages;
+    if (p.devices.empty()) p.devices.resize(static_cast<std::size_t>(schedule_ranks()));
     for (std::size_t r = 0; r < p.devices.size(); ++r) {
       // Memory of 1-4 GiB (shares proportional to it in the heterogeneous cases), host 1 GiB.
       p.devices[r].memory_bytes = std::size_t{1 + r % 4} << 30;
@@ -138,6 +148,14 @@ std::vector<ShardCase> shard_cases() {
     c.tp = 2;
     cases.push_back(c);
   }
+  // Degrees per stage (6 ranks: np6): each stage's data-parallel groups are its own TP ranks',
+  // the tied table summed as whole tables across the two degrees.
+  ShardCase mixed = make("seq1f1b", 2, 2, 2, false, 2);
+  mixed.tp_stages = {2, 1};
+  cases.push_back(mixed);
+  mixed = make("1f1b", 2, 2, 3, true);
+  mixed.tp_stages = {1, 2};
+  cases.push_back(mixed);
   return cases;
 }
 

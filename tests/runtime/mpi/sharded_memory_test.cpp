@@ -98,28 +98,34 @@ TEST(ShardedMemory, EveryCategoryWithinTenPercentOfThePrediction) {
 // tensor), including the TP communication buffer (comm_buffers: the N x C fp32 partial sums of
 // the largest unit; the stage messages go to their own tracker here), both families, with and
 // without recomputation, and with data parallelism sharded at levels 0-3; and the activations
-// and K/V of a rank are the TP 1 run's halved (sequence parallelism: Korthikanti et al.).
+// and K/V of a rank are the TP 1 run's halved (sequence parallelism: Korthikanti et al.). With 3
+// ranks, degrees per stage (runtime/reshard.h): each rank at its own stage's degree.
 TEST(ShardedMemory, TensorParallelWithinTenPercentOfThePrediction) {
-  if (world().size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  if (world().size() != 4 && world().size() != 3) GTEST_SKIP() << "needs 4 or 3 ranks";
   struct TpOption {
     std::string schedule;
     int pp, dp, level;
     spec::Family family;
     spec::Recompute recompute;
+    std::vector<int> tp = {2};
+    int ranks = 4;
   };
   const std::vector<TpOption> options = {{"1f1b", 2, 1, 0, spec::Family::gpt2, {}},
                                          {"seq1f1b", 2, 1, 0, spec::Family::llama, {}},
                                          {"zb-h1", 2, 1, 0, spec::Family::gpt2, spec::Recompute::full()},
                                          {"1f1b", 1, 2, 1, spec::Family::llama, {}},
                                          {"1f1b", 1, 2, 2, spec::Family::gpt2, {}},
-                                         {"1f1b", 1, 2, 3, spec::Family::gpt2, {}}};
+                                         {"1f1b", 1, 2, 3, spec::Family::gpt2, {}},
+                                         {"seq1f1b", 2, 1, 0, spec::Family::llama, {}, {2, 1}, 3},
+                                         {"1f1b", 2, 1, 0, spec::Family::gpt2, {}, {1, 2}, 3}};
   for (const TpOption& o : options) {
+    if (o.ranks != world().size()) continue;
     JobConfig job = job_for({o.schedule, o.pp, o.dp, o.level, false});
     job.run.model = test::tiny_job_model(o.family, 4);
     job.run.model.max_seq = 256;
     if (o.schedule == "seq1f1b") job.run.train.segments.count = 2;
     job.parallel.recompute = o.recompute;
-    job.parallel.tp = {2};
+    job.parallel.tp = o.tp;
     const PipelinePlan plan = build_pipeline_plan(job, world().size());
     const TrainConfig t = job.global_train();
     const test::TinyData data(plan.model.vocab);
@@ -132,7 +138,9 @@ TEST(ShardedMemory, TensorParallelWithinTenPercentOfThePrediction) {
     tracker.reset_peaks();
     trainer.step(1, loader);
     const sim::CategoryPeaks p = predicted_memory(plan)[static_cast<std::size_t>(trainer.rank())];
-    const std::string where = o.schedule + " tp 2 x pp " + std::to_string(o.pp) + " x dp " + std::to_string(o.dp) +
+    std::string degrees;
+    for (int d : o.tp) degrees += (degrees.empty() ? "" : "/") + std::to_string(d);
+    const std::string where = o.schedule + " tp " + degrees + " x pp " + std::to_string(o.pp) + " x dp " + std::to_string(o.dp) +
                               ", level " + std::to_string(o.level) + ", " + std::string(spec::family_name(o.family)) +
                               (o.recompute.any() ? ", recompute" : "") + ", rank " + std::to_string(world().rank());
     const auto peak = [&](MemoryCategory c) { return static_cast<double>(tracker.peak(c)); };
@@ -149,7 +157,7 @@ TEST(ShardedMemory, TensorParallelWithinTenPercentOfThePrediction) {
                   p.kv_cache, peak(MemoryCategory::kCommBuffers), p.communication);
     }
     // Sequence parallelism halves a rank's activations and K/V against the same layout at TP 1.
-    if (o.pp == 2 && trainer.rank() == 0 && !o.recompute.any()) {
+    if (o.pp == 2 && o.tp.size() == 1 && trainer.rank() == 0 && !o.recompute.any()) {
       JobConfig one = job;
       one.parallel.tp.clear();
       const sim::CategoryPeaks q = predicted_memory(build_pipeline_plan(one, 2))[static_cast<std::size_t>(trainer.rank())];
