@@ -1,10 +1,8 @@
 // The planner's tensor parallelism (plan/tensor_parallel_options.h, docs/planner.md): it gives a
 // stage t > 1 where the machine's link is fast and the batch has too few micro-batches for every
 // device, keeps t = 1 over a slow link and says why; a TP plan file round-trips, and plait train
-// refuses it (TP runs in the simulator and planner only for now).
+// builds it, one degree per stage.
 #include <gtest/gtest.h>
-
-#include <algorithm>
 
 #include "plait/core/error.h"
 #include "plait/core/json_fields.h"
@@ -83,9 +81,9 @@ TEST(TensorParallelPlanner, OptionsStayInsideAMachineOfOneType) {
 }
 
 // A TP plan file carries parallel.tp per virtual stage and predicts the same when read back;
-// plait train builds it when every stage has one degree (world = ranks x t, every stage split
-// over t); per-stage degrees it refuses (tests/runtime/parallel_config_test.cpp).
-TEST(TensorParallelPlanner, PlanFileRoundTripsAndTheRuntimeRunsOneDegree) {
+// plait train builds it on as many ranks as the plan uses devices (the sum of the schedule ranks'
+// degrees), every stage split over its own degree (runtime/pipeline_plan.h).
+TEST(TensorParallelPlanner, PlanFileRoundTripsAndTheRuntimeRunsItsDegrees) {
   const PlanningProblem p = make_problem(read_cluster_spec(machine_of_8("fast8.json", R"({"gbyte_per_s": 240, "latency_us": 5})")),
                                          spec::resolve_model("gpt-1.3b", 2048), 4, 2048);
   PlannerOptions o;
@@ -101,16 +99,14 @@ TEST(TensorParallelPlanner, PlanFileRoundTripsAndTheRuntimeRunsOneDegree) {
   const PlanPrediction again = simulate_plan(p, loaded.choice, loaded.schedule);
   EXPECT_DOUBLE_EQ(again.step_seconds, r.plans[0].prediction.step_seconds);
   const runtime::JobConfig job = runtime::load_job_config(path);
-  const int t = job.parallel.max_tensor_parallel();
-  EXPECT_GT(t, 1);
+  EXPECT_GT(job.parallel.max_tensor_parallel(), 1);
   const std::vector<int> degrees = loaded.choice.vstage_tensor_parallel();
-  if (std::all_of(degrees.begin(), degrees.end(), [&](int d) { return d == t; })) {
-    const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, job.parallel.world_size() * t);
-    EXPECT_EQ(plan.tensor_parallel, t);
-    EXPECT_EQ(plan.world_size(), r.plans[0].choice.devices_used());
-    for (const model::StageSpec& s : plan.vstage_specs) EXPECT_EQ(s.tensor_parallel, t);
-  }
-  // (Degrees that differ between stages are refused: tests/runtime/parallel_config_test.cpp.)
+  const runtime::PipelinePlan plan = runtime::build_pipeline_plan(job, r.plans[0].choice.devices_used());
+  EXPECT_EQ(plan.vstage_tensor_parallel(), degrees);
+  EXPECT_EQ(plan.world_size(), r.plans[0].choice.devices_used());
+  for (std::size_t v = 0; v < plan.vstage_specs.size(); ++v) EXPECT_EQ(plan.vstage_specs[v].tensor_parallel, degrees[v]);
+  // One rank too few is refused, naming the count it needs.
+  EXPECT_THROW(runtime::build_pipeline_plan(job, r.plans[0].choice.devices_used() - 1), Error);
 }
 
 }  // namespace
