@@ -6,7 +6,7 @@
 // them on different ranks) of a run that never slowed nor moved, within fp32 reassociation
 // (equivalence_check.h's kTolerance; the same arithmetic per layer runs on another rank). The
 // estimator declines the same move when the slowed rank's link is made slow (an injected link
-// fault of 200 kB/s: the layers' bytes would take longer than the steps left could repay).
+// fault of 200 kB/s: the layers' bytes would take longer than one step's saving repays).
 //
 // Layouts: pp 2 (2 ranks) and pp 4 (4 ranks) of Seq1F1B with 2 segments, 8 layers, GPT-2 (tied
 // embedding: the head stage's copy stays) and LLaMA; rank 1 slowed.
@@ -149,15 +149,21 @@ TEST(LayerMove, ALoneSlowedRankMovesLayersToANeighbourAndTheRunTrainsAsIfNothing
     EXPECT_EQ(sum, world().size() * static_cast<double>(m.step * 1000 + m.to * 100 + m.layers));
     expect_same_training(slowed, quiet);
 
-    // The same straggler behind a slow link: the estimator declines, nothing moves.
+    // The same straggler behind a slow link: the estimator declines, nothing moves. The saving is
+    // counted over one step (stragglers.move_horizon 1), so the decision does not hang on how fast
+    // this build computes: over the 15 steps left, a sanitizer build's slowed rank saved more
+    // (3.4-4.2 s) than the 200 kB/s link costs (1.4-2.3 s), where a release build's saves 0.1-0.4 s.
     FailureInjection slow_link = slow;
     slow_link.points.push_back({kSlowed, 0, FailureInjection::Kind::kLink, 1, 2e5, 0.0});
-    const Outcome declined = run(with_run_settings(k.job, dir, "slow-link", true), slow_link);
+    JobConfig one_step_horizon = with_run_settings(k.job, dir, "slow-link", true);
+    one_step_horizon.run.stragglers->move_horizon = 1;
+    const Outcome declined = run(one_step_horizon, slow_link);
     ASSERT_FALSE(declined.moves.empty());
     const LayerMove& d = declined.moves.front();
     EXPECT_FALSE(d.made) << describe(d);
     EXPECT_EQ(d.why, "moving costs more than it saves over the horizon");
     EXPECT_GT(d.cost_seconds, d.gain_seconds);
+    EXPECT_EQ(d.horizon, 1);
     EXPECT_LT(d.link.bytes_per_second(), 4e5);  // the probe saw the injected link
     EXPECT_EQ(declined.layers, d.before);
     expect_same_training(declined, quiet);
