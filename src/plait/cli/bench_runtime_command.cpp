@@ -621,6 +621,13 @@ runtime::SegmentProfile combine(const std::vector<runtime::SegmentProfile>& all)
   return out;
 }
 
+// The mean of the rounds' values (a row's measured idle shares).
+double round_mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
 // Step `step` of a document row as the runtime cuts it (runtime/microbatch_partition.h: the
 // plan's partition, or with document_cuts each micro-batch's own), for sim::DocumentCostModel.
 sim::StepDocuments document_step(const runtime::PipelinePlan& plan, const data::BatchSource& loader, std::int64_t step) {
@@ -903,8 +910,7 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     std::vector<double> sorted = run.makespans;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted[sorted.size() / 2];
-    double bubble = 0;
-    for (double b : run.bubbles) bubble += b / static_cast<double>(run.bubbles.size());
+    const double bubble = round_mean(run.bubbles);
     std::vector<double> busy = run.busy;
     std::sort(busy.begin(), busy.end());
     double sim_busy = 0;
@@ -967,12 +973,8 @@ void run_speed(comm::Communicator& world, const BenchRuntimeOptions& o) {
     return it == runs.end() ? -1 : static_cast<int>(it - runs.begin());
   };
   if (const int plain = document_run("packed"), balanced = document_run("wlb"); plain >= 0 && balanced >= 0) {
-    const auto mean_bubble = [&](int i) {
-      double b = 0;
-      for (double x : runs[static_cast<std::size_t>(i)].bubbles) b += x / static_cast<double>(runs[static_cast<std::size_t>(i)].bubbles.size());
-      return b;
-    };
-    const double measured_plain = mean_bubble(plain), measured_balanced = mean_bubble(balanced);
+    const double measured_plain = round_mean(runs[static_cast<std::size_t>(plain)].bubbles);
+    const double measured_balanced = round_mean(runs[static_cast<std::size_t>(balanced)].bubbles);
     const double predicted_plain = predicted_bubble[static_cast<std::size_t>(plain)];
     const double predicted_balanced = predicted_bubble[static_cast<std::size_t>(balanced)];
     std::printf("the bubble that balancing removes (idle share of the ranks, mean over the rounds%s): measured %.1f%% "
