@@ -109,6 +109,7 @@ TEST(RankProgram, LazyGathersThatWouldDeadlockAreFound) {
   const auto F = [](int mb, int chunk) { return Action{schedule::ActionKind::F, mb, 0, chunk}; };
   s.ranks = {{F(0, 0), F(2, 0), F(1, 1), F(3, 1)}, {F(0, 1), F(2, 1), F(1, 0), F(3, 0)}, {F(0, 0), F(2, 0), F(1, 0), F(3, 0)}};
   plan.vstage_layers = {1, 1, 1};
+  plan.vstage_specs = {{0, 1, true, false}, {1, 2, false, false}, {2, 3, false, true}};
   plan.devices.resize(3);
   plan.vstage_shard = {{3, false}, {0, false}, {3, false}};
   const schedule::LoweredSchedule lowered = lower_plan(plan, INT32_MAX);

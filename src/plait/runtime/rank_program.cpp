@@ -21,6 +21,16 @@ schedule::LoweredSchedule lower_plan(const PipelinePlan& plan, std::int32_t recv
   // the receiving stage's degree t' differs: runtime/reshard.h).
   const auto element = static_cast<std::int64_t>(spec::bytes_of(spec::TensorClass::stage_message, plan.precision));
   const std::vector<int> degrees = plan.vstage_tensor_parallel();
+  // The sizes below are indexed by virtual stage and segment: a plan whose stage list and
+  // schedule disagree (a hand-edited plan in a test) is refused here, not read past its end.
+  if (!degrees.empty() && degrees.size() != static_cast<std::size_t>(plan.schedule.layout.num_vstages)) {
+    throw Error("the plan has " + std::to_string(degrees.size()) + " virtual stage(s) but its schedule " +
+                std::to_string(plan.schedule.layout.num_vstages));
+  }
+  if (lengths.size() < static_cast<std::size_t>(plan.schedule.layout.num_segments)) {
+    throw Error("the plan cuts " + std::to_string(lengths.size()) + " segment(s) but its schedule " +
+                std::to_string(plan.schedule.layout.num_segments));
+  }
   options.message_bytes = [row, lengths, element, degrees](const schedule::MessageKey& key) {
     // Activations cross boundary b from stage b, their gradients from stage b + 1.
     const std::int32_t from = key.payload == schedule::Payload::activation ? key.boundary : key.boundary + 1;
