@@ -60,7 +60,9 @@ void expect_cuts_vary(const PipelinePlan& plan, const data::SequentialLoader& lo
   }
   // Under TP 2 the tiny model's cuts all round to the same multiples of 2 (at 16 tokens its
   // matmuls outweigh attention): that case pins the rounding and the sizes under TP only.
-  if (!plan.any_tensor_parallel()) EXPECT_GE(seen.size(), 2u) << "every micro-batch got the same cut";
+  if (!plan.any_tensor_parallel()) {
+    EXPECT_GE(seen.size(), 2u) << "every micro-batch got the same cut";
+  }
 }
 
 class PackedEquivalence : public ::testing::TestWithParam<PackedCase> {};

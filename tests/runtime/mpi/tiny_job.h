@@ -79,7 +79,7 @@ inline JobConfig heterogeneous_job(const std::string& family, spec::Family model
     }
     job.parallel.schedule_text.push_back(text.empty() ? "-" : text);
   }
-  job.parallel.devices = {DeviceEmulation{}, DeviceEmulation{"slow", 2.0, {}, {}}, DeviceEmulation{}, DeviceEmulation{}};
+  job.parallel.devices = {DeviceEmulation{}, DeviceEmulation{"slow", 2.0, {}, {}, {}}, DeviceEmulation{}, DeviceEmulation{}};
   return job;
 }
 
