@@ -271,8 +271,8 @@ double DistributedTrainer::evaluate(std::int64_t step, const data::BatchSource& 
   }
   dp_->begin_step(0, false);
   FailureInjection failure;
-  if (options_.failure.at(rank_, step, FailureInjection::Kind::kKillInEval)) {
-    failure = {rank_, step, FailureInjection::Kind::kKill};
+  if (options_.failure.at(world_.rank(), step, FailureInjection::Kind::kKillInEval)) {  // by MPI rank
+    failure = {world_.rank(), step, FailureInjection::Kind::kKill};
   }
   // The mean over the targets that count in all the rounds (data/document_mask.h).
   std::int64_t counted = 0;

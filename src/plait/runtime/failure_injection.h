@@ -4,7 +4,9 @@
 // seconds naming the rank, that a kill in the middle of a checkpoint leaves the previous one
 // loadable, and that a non-finite loss or gradient is caught (docs/runtime.md, "Failures").
 // Several may be given at once ("1:3:sigterm,0:4:kill-in-save": a stop signal, then a kill
-// during the save it asks for).
+// during the save it asks for). A rank is an MPI rank, the one mpirun names: with tensor
+// parallelism one process of its schedule rank's TP group (PipelinePlan::job_rank), which is what
+// a lost device is; a NaN loss there counts only on TP rank 0, the one that reports the loss.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -340,7 +340,7 @@ double PipelineExecutor::compute(std::int64_t step, const ComputeStep& s,
 
 void PipelineExecutor::apply_injected_slowdown(std::int64_t step, const FailureInjection& failure) {
   if (mode_ == ExecutorMode::kEvaluate) return;
-  if (const FailureInjection::Point* l = failure.find(program_.rank, step, FailureInjection::Kind::kLink)) {
+  if (const FailureInjection::Point* l = failure.find(world_.rank(), step, FailureInjection::Kind::kLink)) {
     link_.set(l->bytes_per_second, l->latency_seconds);
     char what[96];
     if (link_.active()) {
@@ -348,15 +348,15 @@ void PipelineExecutor::apply_injected_slowdown(std::int64_t step, const FailureI
     } else {
       std::snprintf(what, sizeof what, "back to the host's");
     }
-    std::fprintf(stderr, "plait: rank %d: step %lld: emulated link of its sends %s (injected)\n", program_.rank,
+    std::fprintf(stderr, "plait: rank %d: step %lld: emulated link of its sends %s (injected)\n", world_.rank(),
                  static_cast<long long>(step), what);
     std::fflush(stderr);
   }
-  const FailureInjection::Point* p = failure.find(program_.rank, step, FailureInjection::Kind::kSlow);
+  const FailureInjection::Point* p = failure.find(world_.rank(), step, FailureInjection::Kind::kSlow);
   if (!p) return;
   const double before = device_.slowdown();
   device_.set_slowdown(planned_slowdown_ * p->factor);
-  std::fprintf(stderr, "plait: rank %d: step %lld: emulated slow-down %g -> %g (injected)\n", program_.rank,
+  std::fprintf(stderr, "plait: rank %d: step %lld: emulated slow-down %g -> %g (injected)\n", world_.rank(),
                static_cast<long long>(step), before, device_.slowdown());
   std::fflush(stderr);
 }
@@ -374,6 +374,9 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   st.step = step;
   st.cuts.clear();
   const int rank = program_.rank;
+  // Failures are injected by MPI rank (FailureInjection): with tensor parallelism one process of
+  // its schedule rank's group.
+  const int job_rank = world_.rank();
   const std::size_t fail_at = program_.steps.size() / 2;
   const auto poll_fn = [this] { poll(); };
   // The mean over the targets that count in the global batch (every rank counts the same from
@@ -381,8 +384,8 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
   if (loss_scale == 0) {
     loss_scale = 1.0 / static_cast<double>(data::counted_targets(batches, step, plan_.global_microbatches()));
   }
-  bool nan_loss = failure.at(rank, step, Kind::kNanLoss);
-  bool nan_gradient = failure.at(rank, step, Kind::kNanGradient);
+  bool nan_loss = failure.at(job_rank, step, Kind::kNanLoss);
+  bool nan_gradient = failure.at(job_rank, step, Kind::kNanGradient);
   apply_injected_slowdown(step, failure);
   std::vector<bool> ran(chunks_.size() * kUnitKinds, false);  // by (chunk, kind): ran this step
 
@@ -393,14 +396,14 @@ ExecutedStep PipelineExecutor::run(std::int64_t step, const data::BatchSource& b
     std::snprintf(doing, sizeof doing, "step %lld%s: %s on stage %d", static_cast<long long>(step),
                   mode_ == ExecutorMode::kEvaluate ? " (validation)" : "", action_text(s.action).c_str(), s.vstage);
     note_progress(doing);
-    if (i == fail_at && failure.at(rank, step, Kind::kKill)) {
-      kill_self(rank, step, mode_ == ExecutorMode::kEvaluate ? "during evaluation" : "mid-step");
+    if (i == fail_at && failure.at(job_rank, step, Kind::kKill)) {
+      kill_self(job_rank, step, mode_ == ExecutorMode::kEvaluate ? "during evaluation" : "mid-step");
     }
-    if (i == fail_at && failure.at(rank, step, Kind::kStop)) stop_self(rank, step);
-    if (i == fail_at && failure.at(rank, step, Kind::kHang)) hang_self(rank, step);
-    if (i == fail_at && failure.at(rank, step, Kind::kSigterm)) signal_self(rank, step, SIGTERM);
-    if (i == fail_at && failure.at(rank, step, Kind::kSigusr1)) signal_self(rank, step, SIGUSR1);
-    if (i == fail_at && failure.at(rank, step, Kind::kThrow)) {
+    if (i == fail_at && failure.at(job_rank, step, Kind::kStop)) stop_self(job_rank, step);
+    if (i == fail_at && failure.at(job_rank, step, Kind::kHang)) hang_self(job_rank, step);
+    if (i == fail_at && failure.at(job_rank, step, Kind::kSigterm)) signal_self(job_rank, step, SIGTERM);
+    if (i == fail_at && failure.at(job_rank, step, Kind::kSigusr1)) signal_self(job_rank, step, SIGUSR1);
+    if (i == fail_at && failure.at(job_rank, step, Kind::kThrow)) {
       throw Error("step " + std::to_string(step) + ": injected failure before action " +
                   std::to_string(i) + " (" + action_text(s.action) + ")");
     }
