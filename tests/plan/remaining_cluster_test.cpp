@@ -91,5 +91,20 @@ TEST(Replan, KeepsTheJobsBatchAndCarriesItsSections) {
   EXPECT_EQ(fast_only.config["train"]["microbatches"], 4);
 }
 
+// The degrees a re-plan tries: plait plan's default for the cluster (1 on an emulated one, whose
+// TP is opt-in; 1, 2, 4, 8 on a real one) and the degrees the job ran with, so a job planned with
+// --tp 2 on an emulated cluster may keep its TP after a lost device.
+TEST(Replan, TriesTheClustersDefaultDegreesAndTheJobsOwn) {
+  ClusterSpec c = two_machines();
+  JobShape job;
+  EXPECT_EQ(replan_tensor_parallel(c, job), (std::vector<int>{1}));
+  job.tensor_parallel = {2, 2, 1, 2};
+  EXPECT_EQ(replan_tensor_parallel(c, job), (std::vector<int>{1, 2}));
+  c.emulated = false;
+  EXPECT_EQ(replan_tensor_parallel(c, job), (std::vector<int>{1, 2, 4, 8}));
+  job.tensor_parallel.clear();
+  EXPECT_EQ(replan_tensor_parallel(c, job), (std::vector<int>{1, 2, 4, 8}));
+}
+
 }  // namespace
 }  // namespace plait::plan

@@ -35,6 +35,7 @@
 #include "plait/plan/replan.h"
 #include "plait/runtime/lost_rank.h"
 #include "plait/runtime/parallel_config.h"
+#include "plait/runtime/pipeline_plan.h"
 #include "plait/runtime/train_config.h"
 #include "plait/runtime/training_resume.h"
 
@@ -165,7 +166,10 @@ struct CurrentJob {
   std::string config_path;
   nlohmann::json config;
   runtime::JobConfig job;
-  int ranks = 0;
+  // The layout (its own world size): with tensor parallelism a schedule rank is a TP group of t
+  // MPI ranks, so the job's ranks are the sum of its ranks' degrees (runtime/pipeline_plan.h).
+  runtime::PipelinePlan plan;
+  int ranks = 0;  // mpirun -np
 };
 
 CurrentJob read_current(const std::string& path) {
@@ -173,18 +177,27 @@ CurrentJob read_current(const std::string& path) {
   c.config_path = path;
   c.config = read_json_file(path);
   c.job = runtime::load_job_config(path);
-  c.ranks = c.job.parallel.world_size();
+  c.plan = runtime::build_pipeline_plan(c.job, std::nullopt);
+  c.ranks = c.plan.world_size();
   return c;
 }
 
-// The cluster device of rank `rank`: the plan's parallel.cluster_devices (plans written by
-// plait plan name them), else the cluster's device `rank` (as plait plan --evaluate reads a
-// plan without them).
+// The cluster device of MPI rank `rank`. Its schedule rank's first device is the plan's
+// parallel.cluster_devices entry (plans written by plait plan name them, one per schedule rank),
+// and its TP rank i the group's i-th device (plan::tp_members: consecutive devices of one type in
+// one machine, as the planner lays TP groups out); without cluster_devices, the cluster's device
+// `rank` (mpirun's by-slot order, as plait plan --evaluate reads a plan without them).
 int device_of_rank(const CurrentJob& current, const plan::ClusterSpec& cluster, int rank) {
   const std::vector<std::string>& names = current.job.parallel.cluster_devices;
+  if (rank < 0 || rank >= current.plan.world_size()) return -1;
   if (names.empty()) return rank < cluster.num_devices() ? rank : -1;
-  if (rank >= static_cast<int>(names.size())) return -1;
-  return plan::find_device(cluster, names[static_cast<std::size_t>(rank)]);
+  const int r = current.plan.schedule_rank_of(rank);
+  if (r >= static_cast<int>(names.size())) return -1;
+  const int lead = plan::find_device(cluster, names[static_cast<std::size_t>(r)]);
+  const int t = current.plan.tensor_parallel(r);
+  if (lead < 0 || t == 1) return lead;
+  const std::vector<int> members = plan::tp_members(cluster, lead, t);
+  return members.empty() ? -1 : members[static_cast<std::size_t>(current.plan.tp_rank_of(rank))];
 }
 
 std::vector<std::string> job_argv(const LaunchOptions& o, const CurrentJob& current, const std::string& metrics,
@@ -290,6 +303,7 @@ std::string prepare_restart(const LaunchOptions& o, LaunchState& s, const JobOut
   shape.seq = t.seq;
   shape.microbatch_size = t.microbatch_size;
   shape.microbatches = s.current.job.global_microbatches();
+  if (s.current.plan.any_tensor_parallel()) shape.tensor_parallel = s.current.plan.vstage_tensor_parallel();
   plan::Replan replan;
   try {
     replan = plan::replan_job(s.current.config, s.cluster, shape);
@@ -412,9 +426,10 @@ void register_launch(CLI::App& app) {
       "launch",
       "Run a planned job under mpirun and restart it when a rank dies: plait launch --cluster C.json\n"
       "--config plan.json [--restarts N] [--mpirun-args \"...\"] [-- <plait train args>] starts\n"
-      "`mpirun -np <ranks> plait train --config plan.json`. When a rank is lost (mpirun's \"process\n"
-      "rank R ... exited on signal\" notice) it waits for the old job to end and for its checkpoint\n"
-      "directory's lock, finds the rank's device in the plan (parallel.cluster_devices), plans the\n"
+      "`mpirun -np <ranks> plait train --config plan.json` (<ranks>: the plan's, each tensor-parallel\n"
+      "rank counting its degree). When a rank is lost (mpirun's \"process rank R ... exited on\n"
+      "signal\" notice) it waits for the old job to end and for its checkpoint directory's lock,\n"
+      "finds the rank's device in the plan (parallel.cluster_devices and its TP group), plans the\n"
       "cluster without that device for the same model, sequence length, micro-batch size and global\n"
       "batch (train, checkpoint and data sections unchanged: the learning-rate schedule is the same),\n"
       "writes the new plan beside the old one (<name>.without-<device>.json, never over a file) and\n"
@@ -430,7 +445,7 @@ void register_launch(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--config", o->config,
                   "Plan file to run (plait plan --out; it needs a checkpoint section): its ranks are the\n"
-                  "devices parallel.cluster_devices names")
+                  "devices parallel.cluster_devices names (with parallel.tp, each one's TP group)")
       ->type_name("FILE");
   cmd->add_option("--restarts", o->restarts_text, "Restarts allowed after lost ranks (0: none)")
       ->type_name("N")

@@ -241,13 +241,10 @@ class PlanSearch {
     if (devices_.empty()) throw Error("cannot plan: no devices selected");
   }
 
-  // The TP degrees to try (--tp; default 1, 2, 4, 8 on a real cluster, 1 on an emulated one, whose
-  // ranks' links are shared memory, not a machine's NVLink; --tp opts in).
+  // The TP degrees to try (--tp; else default_tensor_parallel_degrees).
   void select_tensor_parallel() {
     tp_degrees_ = o_.tensor_parallel;
-    if (tp_degrees_.empty()) {
-      tp_degrees_ = cluster_.emulated ? std::vector<int>{1} : std::vector<int>(std::begin(kTensorParallelDegrees), std::end(kTensorParallelDegrees));
-    }
+    if (tp_degrees_.empty()) tp_degrees_ = default_tensor_parallel_degrees(cluster_);
     for (int t : tp_degrees_) {
       if (std::find(std::begin(kTensorParallelDegrees), std::end(kTensorParallelDegrees), t) == std::end(kTensorParallelDegrees)) {
         throw Error("cannot plan: tensor-parallel degree " + std::to_string(t) + " is not one of 1, 2, 4, 8");

@@ -9,6 +9,7 @@
 // recomputation and sharding are chosen anew.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,11 @@ struct JobShape {
   std::int64_t seq = 0;
   int microbatch_size = 0;
   int microbatches = 0;  // in the global batch
+  // The tensor-parallel degrees the job ran with (its plan's "tp"; empty or {1}: none). The
+  // re-plan may use them besides the planner's default for the cluster
+  // (default_tensor_parallel_degrees): a job planned with plait plan --tp 2 on an emulated
+  // cluster, where TP is opt-in, keeps that option.
+  std::vector<int> tensor_parallel;
 };
 
 struct Replan {
@@ -31,8 +37,12 @@ struct Replan {
   double predicted_step_seconds = 0;
 };
 
-// Plans `job` on `cluster` (tensor parallelism off: the re-plan keeps one device per rank, as an
-// emulated CPU cluster plans anyway) and writes its plan file over `config`.
+// The tensor-parallel degrees a re-plan of `job` on `cluster` tries, ascending: the planner's
+// default for the cluster (default_tensor_parallel_degrees) and the job's own.
+std::vector<int> replan_tensor_parallel(const ClusterSpec& cluster, const JobShape& job);
+
+// Plans `job` on `cluster` (at replan_tensor_parallel's degrees) and writes its plan file over
+// `config`.
 // Throws plait::Error("cannot plan: ...") when no layout fits the cluster.
 Replan replan_job(const nlohmann::json& config, const ClusterSpec& cluster, const JobShape& job);
 

@@ -7,6 +7,11 @@
 
 namespace plait::plan {
 
+std::vector<int> default_tensor_parallel_degrees(const ClusterSpec& cluster) {
+  if (cluster.emulated) return {1};
+  return {std::begin(kTensorParallelDegrees), std::end(kTensorParallelDegrees)};
+}
+
 std::vector<TpOption> tp_options(const PlanningProblem& problem, const std::vector<int>& group,
                                  const std::vector<int>& allowed) {
   const ClusterSpec& c = problem.cluster;

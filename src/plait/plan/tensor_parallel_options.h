@@ -15,6 +15,11 @@ struct TpOption {
   std::vector<int> kinds;  // each rank's kind (PlanningProblem::kind, UnitTimes' row)
 };
 
+// The degrees a search tries when it is given none (PlannerOptions::tensor_parallel empty): 1, 2,
+// 4, 8 on a real cluster; 1 on an emulated one, whose ranks' links are shared memory, not a
+// machine's NVLink (plait plan --tp opts in).
+std::vector<int> default_tensor_parallel_degrees(const ClusterSpec& cluster);
+
 // The options of a group's devices among the `allowed` degrees, t = 1 first (always possible),
 // then ascending t: each machine-and-type run of the group splits into TP groups of t
 // consecutive devices and t divides that machine's devices of the type.

@@ -111,7 +111,7 @@ std::string PipelinePlan::job_rank_label(int job_rank) const {
   return std::to_string(schedule_rank_of(job_rank)) + "." + std::to_string(tp_rank_of(job_rank));
 }
 
-PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
+PipelinePlan build_pipeline_plan(const JobConfig& job, std::optional<int> world_size) {
   const ParallelConfig& p = job.parallel;
   // The largest degree: segments must divide by it (below), and every stage's degree divides it,
   // so it is the lcm of any two (a boundary between degrees t and t' cuts its message into pieces
@@ -218,7 +218,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
       plan.rank_tensor_parallel.push_back(t);
     }
   }
-  if (plan.world_size() != world_size) {
+  if (world_size && plan.world_size() != *world_size) {
     const std::string field = p.form == ParallelConfig::Form::generated ? "pp" : "rank_vstages";
     // What the count is made of: "pp 2 x dp 1 x tp 2", or with per-stage degrees the sum of the
     // schedule ranks' ("tp by rank 2 + 1").
@@ -236,7 +236,7 @@ PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size) {
       layout = " (" + (plan.uniform_tensor_parallel() ? std::to_string(plan.num_ranks()) + " x " + degrees : degrees) + ")";
     }
     throw Error(where(job, field) + ": the layout needs " + std::to_string(plan.world_size()) + " ranks" + layout +
-                " but the job has " + std::to_string(world_size) + " (start it with mpirun -np " +
+                " but the job has " + std::to_string(*world_size) + " (start it with mpirun -np " +
                 std::to_string(plan.world_size()) + ")");
   }
 

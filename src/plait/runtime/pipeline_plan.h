@@ -6,6 +6,7 @@
 // vstage_specs), the sequence segments, and each rank's emulated device. The schedule is
 // validated here (schedule::validate), so a plan that exists can run.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,7 +99,8 @@ struct PipelinePlan {
   std::string rank_label(int rank) const;
 };
 
-// Builds and validates the plan for a job on `world_size` ranks. Every problem is one
+// Builds and validates the plan for a job on `world_size` ranks (none: on the ranks its layout
+// needs, PipelinePlan::world_size(); what plait launch starts mpirun with). Every problem is one
 // plait::Error line: a world size other than the sum of the ranks' TP degrees, TP degrees that
 // differ between stages of one rank, that do not divide the model's heads, K/V heads or FFN,
 // adjacent stages' degrees of which neither divides the other, segments their largest degree does
@@ -106,7 +108,7 @@ struct PipelinePlan {
 // shape, a layer split that does not add up, recompute counts beyond a stage's layers
 // ("cfg.json: parallel.recompute: virtual stage 2 has 1 layer, cannot recompute 2"), an
 // invalid schedule (the validator's summary).
-PipelinePlan build_pipeline_plan(const JobConfig& job, int world_size);
+PipelinePlan build_pipeline_plan(const JobConfig& job, std::optional<int> world_size);
 
 // The plan of a forward-only pass (evaluation): the same layout, each rank's F actions in their
 // order. It runs without deadlock whenever the plan does: F actions depend only on F actions, so

@@ -47,24 +47,46 @@ class LaunchCli : public TrainCheckpointCli {
     ASSERT_EQ(plan["checkpoint"]["every"], 2);  // plait plan carries the base's checkpoint section
   }
 
-  Result launch(const std::string& args) {
+  Result launch(const std::string& args, const std::string& config = "plan.json") {
     std::string mpirun_args = "--oversubscribe --bind-to none -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS";
     if (::geteuid() == 0) mpirun_args += " --allow-run-as-root";
     return shell("timeout 120 " PLAIT_BINARY " launch --cluster " + (dir_ / "cluster.json").string() + " --config " +
-                 (dir_ / "plan.json").string() + " --mpirun-args '" + mpirun_args + "' " + args);
+                 (dir_ / config).string() + " --mpirun-args '" + mpirun_args + "' " + args);
   }
 
-  // The plan launch wrote must run on 3 ranks, none of them on `lost`; `plait train` run
-  // separately with it from `resumed` must end with the same tensors as the launched job.
-  void expect_finished_as_a_three_rank_run(const Result& r, const std::string& lost, int resumed) {
-    const std::string without = "plan.without-" + lost + ".json";
+  // The cluster devices a plan's MPI ranks run on, in rank order: each schedule rank's TP group
+  // is `tp` consecutive devices from its parallel.cluster_devices entry ("host:<i>").
+  static std::vector<std::string> job_devices(const nlohmann::json& plan) {
+    const nlohmann::json& p = plan["parallel"];
+    std::vector<std::string> out;
+    for (std::size_t r = 0; r < p["cluster_devices"].size(); ++r) {
+      const std::string lead = p["cluster_devices"][r];
+      int t = 1;
+      if (p.contains("tp")) {
+        const std::size_t v = p["rank_vstages"][r][0].get<std::size_t>();
+        t = p["tp"].size() == 1 ? p["tp"][0].get<int>() : p["tp"][v].get<int>();
+      }
+      const int first = std::stoi(lead.substr(lead.find(':') + 1));
+      for (int i = 0; i < t; ++i) out.push_back("host:" + std::to_string(first + i));
+    }
+    return out;
+  }
+
+  // The plan launch wrote, <stem>.without-<lost>.json, must run on `ranks` MPI ranks (0: any),
+  // none of them on `lost`; `plait train` run separately with it from `resumed` must end with the
+  // same tensors as the launched job.
+  void expect_finished_as_its_plan_runs(const Result& r, const std::string& lost, int resumed, std::size_t ranks,
+                                        const std::string& stem = "plan") {
+    const std::string without = stem + ".without-" + lost + ".json";
     ASSERT_TRUE(fs::exists(dir_ / without)) << r.err;
     nlohmann::json plan = nlohmann::json::parse(slurp(dir_ / without));
-    const nlohmann::json& devices = plan["parallel"]["cluster_devices"];
-    EXPECT_EQ(devices.size(), 3u);
+    const std::vector<std::string> devices = job_devices(plan);
+    if (ranks > 0) EXPECT_EQ(devices.size(), ranks);
     std::string colon = lost;
     colon[colon.find('-')] = ':';
-    for (const auto& d : devices) EXPECT_NE(d.get<std::string>(), colon);
+    for (const std::string& d : devices) EXPECT_NE(d, colon);
+    EXPECT_NE(r.err.find("plait launch: finished on " + std::to_string(devices.size()) + " rank(s)"), std::string::npos)
+        << r.err;
     EXPECT_EQ(plan["train"]["steps"], 8);  // the learning-rate schedule's length
     EXPECT_EQ(plan["train"]["microbatch_size"].get<int>() * plan["train"]["microbatches"].get<int>(), 8);
 
@@ -72,8 +94,8 @@ class LaunchCli : public TrainCheckpointCli {
     std::snprintf(step_dir, sizeof step_dir, "step_%08d", resumed);
     plan["checkpoint"]["dir"] = (dir_ / "reference.ckpt").string();
     std::ofstream(dir_ / "reference.json") << plan.dump(2);
-    const Result ref = train(3, "--config " + (dir_ / "reference.json").string() + " --resume " +
-                                    (dir_ / "ckpt" / step_dir).string());
+    const Result ref = train(static_cast<int>(devices.size()), "--config " + (dir_ / "reference.json").string() +
+                                                                  " --resume " + (dir_ / "ckpt" / step_dir).string());
     ASSERT_EQ(job_status(ref).first, 0) << ref.err;
     std::size_t compared = 0;
     for (const auto& e : fs::directory_iterator(dir_ / "reference.ckpt" / "step_00000008")) {
@@ -94,7 +116,7 @@ TEST_F(LaunchCli, ARankKilledMidRunFinishesOnTheThreeThatRemain) {
             std::string::npos) << r.err;
   EXPECT_NE(r.err.find("plait launch: restart 1: first new step (step 4) done "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("plait launch: finished on 3 rank(s) after 1 restart(s)"), std::string::npos) << r.err;
-  expect_finished_as_a_three_rank_run(r, "host-3", 4);
+  expect_finished_as_its_plan_runs(r, "host-3", 4, 3);
 }
 
 TEST_F(LaunchCli, ARankKilledDuringASaveFinishesFromThePreviousCheckpoint) {
@@ -106,7 +128,29 @@ TEST_F(LaunchCli, ARankKilledDuringASaveFinishesFromThePreviousCheckpoint) {
   EXPECT_NE(r.err.find("step_00000002 (step 2, the newest that verifies); tokens lost: 2 step(s) x 256 tokens = 512"),
             std::string::npos) << r.err;
   EXPECT_NE(r.err.find("plait launch: restart 1: first new step (step 2) done "), std::string::npos) << r.err;
-  expect_finished_as_a_three_rank_run(r, "host-1", 2);
+  expect_finished_as_its_plan_runs(r, "host-1", 2, 3);
+}
+
+// A tensor-parallel plan (plait plan --tp 2: two ranks of TP 2, the fast pair and the slow pair)
+// runs on 4 MPI ranks, the sum of its ranks' degrees; MPI rank 1, TP rank 1 of schedule rank 0,
+// is lost in step 5, and its device is host:1, the second of its group's (not cluster_devices[1],
+// the slow pair's first). The re-plan may keep TP 2 (the job's degree) on the 3 that remain.
+TEST_F(LaunchCli, ATensorParallelJobLosesOneDeviceOfAGroupAndFinishesWithoutIt) {
+  const Result planned = plait("plan --cluster " + (dir_ / "cluster.json").string() + " --model " +
+                               (dir_ / "base.json").string() + " --config " + (dir_ / "base.json").string() +
+                               " --global-batch 8 --seq 32 --tp 2 --out " + (dir_ / "plan-tp.json").string());
+  ASSERT_EQ(planned.status, 0) << planned.err;
+  const nlohmann::json tp_plan = nlohmann::json::parse(slurp(dir_ / "plan-tp.json"));
+  ASSERT_EQ(job_devices(tp_plan), (std::vector<std::string>{"host:0", "host:1", "host:2", "host:3"})) << tp_plan.dump();
+  ASSERT_EQ(tp_plan["parallel"]["cluster_devices"].size(), 2u) << tp_plan.dump();
+
+  const Result r = launch("--restarts 1 --inject-failure 1:5:kill", "plan-tp.json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("plait launch: starting: mpirun -np 4 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plait launch: restart 1 of 1: rank 1 lost (mpirun: exited on signal 9) on device host:1 (fast)"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("step_00000004 (step 4, the newest that verifies)"), std::string::npos) << r.err;
+  expect_finished_as_its_plan_runs(r, "host-1", 4, 0, "plan-tp");
 }
 
 // --restarts 2: the first loss (host:3 in step 5) is restarted on 3 devices, the second (rank 0
