@@ -166,10 +166,10 @@ struct CurrentJob {
   std::string config_path;
   nlohmann::json config;
   runtime::JobConfig job;
-  // The layout (its own world size): with tensor parallelism a schedule rank is a TP group of t
-  // MPI ranks, so the job's ranks are the sum of its ranks' degrees (runtime/pipeline_plan.h).
+  // The layout at its own world size, mpirun's -np: with tensor parallelism a schedule rank is a
+  // TP group of t MPI ranks, so the job's ranks are the sum of its ranks' degrees
+  // (runtime/pipeline_plan.h).
   runtime::PipelinePlan plan;
-  int ranks = 0;  // mpirun -np
 };
 
 CurrentJob read_current(const std::string& path) {
@@ -178,7 +178,6 @@ CurrentJob read_current(const std::string& path) {
   c.config = read_json_file(path);
   c.job = runtime::load_job_config(path);
   c.plan = runtime::build_pipeline_plan(c.job, std::nullopt);
-  c.ranks = c.plan.world_size();
   return c;
 }
 
@@ -203,7 +202,7 @@ int device_of_rank(const CurrentJob& current, const plan::ClusterSpec& cluster, 
 std::vector<std::string> job_argv(const LaunchOptions& o, const CurrentJob& current, const std::string& metrics,
                                   const std::string& resume_dir, std::size_t job) {
   const bool first = job == 0;
-  std::vector<std::string> argv = {o.mpirun, "-np", std::to_string(current.ranks)};
+  std::vector<std::string> argv = {o.mpirun, "-np", std::to_string(current.plan.world_size())};
   for (const std::string& w : split_words(o.mpirun_args)) argv.push_back(w);
   argv.push_back(fs::read_symlink("/proc/self/exe").string());
   for (const char* w : {"train", "--config"}) argv.push_back(w);
@@ -303,7 +302,7 @@ std::string prepare_restart(const LaunchOptions& o, LaunchState& s, const JobOut
   shape.seq = t.seq;
   shape.microbatch_size = t.microbatch_size;
   shape.microbatches = s.current.job.global_microbatches();
-  if (s.current.plan.any_tensor_parallel()) shape.tensor_parallel = s.current.plan.vstage_tensor_parallel();
+  shape.tensor_parallel = s.current.plan.vstage_tensor_parallel();
   plan::Replan replan;
   try {
     replan = plan::replan_job(s.current.config, s.cluster, shape);
@@ -395,7 +394,7 @@ int run_launch(const LaunchOptions& o) {
                    " to the first new step";
         lost_tokens += r.tokens_lost;
       }
-      say("finished on " + std::to_string(s.current.ranks) + " rank(s) after " + std::to_string(s.restarts.size()) +
+      say("finished on " + std::to_string(s.current.plan.world_size()) + " rank(s) after " + std::to_string(s.restarts.size()) +
           " restart(s)" + (summary.empty() ? "" : " (" + summary + "; " + std::to_string(lost_tokens) + " tokens lost in all)"));
       return 0;
     }
